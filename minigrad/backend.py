@@ -1,0 +1,115 @@
+"""The array backend: the one module that decides between NumPy ('cpu') and CuPy ('cuda').
+
+Everything above this layer (ops, the tape, nn) asks this module for an array module
+(`xp`) instead of importing NumPy or CuPy itself, so a third backend (a shape-only 'meta'
+device that predicts memory without data) can join by adding a branch here.
+
+Read next: ops.py, the differentiable ops written only in these primitives.
+"""
+import os
+
+import numpy as np
+
+try:  # CuPy is optional: `pip install minigrad[gpu]`
+    import cupy as _cupy
+except Exception:  # ImportError, or a CUDA library that fails to load
+    _cupy = None
+
+DEVICES = ("cpu", "cuda")
+
+
+class DeviceError(RuntimeError):
+    """A device that is unknown or not available on this machine."""
+
+
+def normalize_device(device):
+    """'cpu', 'cuda', 'cuda:0' or None (the default device) -> 'cpu' or 'cuda'."""
+    if device is None:
+        device = default_device()
+    name = str(device).split(":")[0]
+    if name not in DEVICES:
+        raise DeviceError(f"unknown device {device!r}: minigrad knows 'cpu' (NumPy) and 'cuda' (CuPy)")
+    if name == "cuda":
+        _require_cuda()
+    return name
+
+
+def default_device():
+    """The device that new tensors get: $MINIGRAD_DEVICE, else 'cpu'."""
+    return os.environ.get("MINIGRAD_DEVICE", "cpu") or "cpu"
+
+
+def cuda_is_available():
+    if _cupy is None:
+        return False
+    try:
+        return _cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def _require_cuda():
+    if _cupy is None:
+        raise DeviceError("device 'cuda' needs CuPy, which is not installed: "
+                          "`pip install minigrad[gpu]` (cupy-cuda12x), or use device='cpu'")
+    if not cuda_is_available():
+        raise DeviceError("device 'cuda' asked for, but CuPy finds no GPU on this machine; use device='cpu'")
+
+
+def is_array(x):
+    """True for a NumPy or CuPy ndarray (not a NumPy scalar, not a list)."""
+    return isinstance(x, np.ndarray) or (_cupy is not None and isinstance(x, _cupy.ndarray))
+
+
+def xp_for(device):
+    """The array module for a (normalized) device name."""
+    return np if device == "cpu" else _cupy
+
+
+def _on_gpu(array):
+    return _cupy is not None and isinstance(array, _cupy.ndarray)
+
+
+def xp_of(array):
+    """The array module that owns `array` (NumPy for NumPy arrays and scalars)."""
+    return _cupy if _on_gpu(array) else np
+
+
+def device_of(array):
+    return "cuda" if _on_gpu(array) else "cpu"
+
+
+def as_array(x):
+    """NumPy turns 0-d results into scalars (np.float32); the tape wants arrays."""
+    return np.asarray(x) if isinstance(x, np.generic) else x
+
+
+def to_device(array, device):
+    """Move an array to a device; returns it unchanged when it is already there."""
+    if device_of(array) == device:
+        return array
+    if device == "cpu":
+        return _cupy.asnumpy(array)
+    return _cupy.asarray(array)
+
+
+def to_numpy(array):
+    return _cupy.asnumpy(array) if _on_gpu(array) else np.asarray(array)
+
+
+def erf(array):
+    """The error function, elementwise (NumPy has none: SciPy's, or CuPy's on the GPU)."""
+    if not _on_gpu(array):
+        from scipy.special import erf as _erf
+    else:
+        from cupyx.scipy.special import erf as _erf
+    return _erf(array)
+
+
+def index_add(target, key, values):
+    """target[key] += values, adding repeated indices up (np.add.at; cupyx.scatter_add)."""
+    if not _on_gpu(target):
+        np.add.at(target, key, values)
+    else:
+        import cupyx
+        cupyx.scatter_add(target, key, values)

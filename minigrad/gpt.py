@@ -1,0 +1,178 @@
+"""A small GPT (after nanoGPT), a character tokenizer and a tiny generated corpus.
+
+Shapes in comments: B batch, T time (sequence), C channels (n_embd), nh heads, hs head size
+(C // nh), V vocabulary.
+
+Read next: lessons/, which train this model and measure where its memory goes.
+"""
+import math
+import random as _pyrandom
+from dataclasses import dataclass
+
+from . import functional as F
+from . import nn
+from .random import generator
+from .tensor import arange, cat, no_grad, ones, tensor
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 65
+    block_size: int = 32     # the longest context the model sees
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 64
+    dropout: float = 0.0
+    bias: bool = True
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg):
+        if cfg.n_embd % cfg.n_head:
+            raise ValueError(f"GPTConfig: n_embd={cfg.n_embd} must be divisible by n_head={cfg.n_head}")
+        self.n_head, self.n_embd = cfg.n_head, cfg.n_embd
+        self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=cfg.bias)  # q, k, v in one product
+        self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+        self.attn_dropout = nn.Dropout(cfg.dropout)
+        self.resid_dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        nh, hs = self.n_head, C // self.n_head
+        qkv = self.c_attn(x)                                                  # (B, T, 3C)
+        q, k, v = (qkv[:, :, i * C:(i + 1) * C].reshape(B, T, nh, hs).transpose(1, 2)
+                   for i in range(3))                                         # (B, nh, T, hs) each
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))               # (B, nh, T, T)
+        future = ones(T, T, dtype="bool", device=x.device).triu(1)            # True above the diagonal
+        att = att.masked_fill(future, float("-inf")).softmax(dim=-1)
+        att = self.attn_dropout(att)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)                        # (B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg):
+        self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))             # (B, T, C)
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm transformer block: x + attn(ln(x)), then x + mlp(ln(x))."""
+
+    def __init__(self, cfg):
+        self.ln_1 = nn.LayerNorm(cfg.n_embd)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.n_embd)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg):
+        self.config = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.h = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd)
+        self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        self._init_weights()
+
+    def _init_weights(self):
+        # nanoGPT's init: N(0, 0.02) for weights, zero biases, residual projections scaled by 1/sqrt(2 n_layer)
+        for name, p in self.named_parameters():
+            if name.endswith("bias") or ".ln_" in name or name.startswith("ln_"):
+                continue
+            std = 0.02 / math.sqrt(2 * self.config.n_layer) if name.endswith("c_proj.weight") else 0.02
+            p.data = (generator().standard_normal(p.shape) * std).astype(p.dtype)
+        for m in self.modules():
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                m.bias.data = m.bias.data * 0
+
+    def forward(self, idx, targets=None):
+        """Logits (B, T, V) for token ids idx (B, T); with targets (B, T), also the mean cross-entropy."""
+        B, T = idx.shape
+        if T > self.config.block_size:
+            raise ValueError(f"GPT: sequence length {T} is longer than block_size {self.config.block_size}")
+        pos = arange(T, device=idx.device)                                    # (T,)
+        x = self.drop(self.wte(idx) + self.wpe(pos))                          # (B, T, C)
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))                                   # (B, T, V)
+        if targets is None:
+            return logits
+        loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
+        return logits, loss
+
+    @no_grad()
+    def generate(self, idx, max_new_tokens, temperature=1.0):
+        """Extend idx (B, T) by sampling max_new_tokens tokens, one at a time."""
+        for _ in range(max_new_tokens):
+            context = idx[:, -self.config.block_size:]
+            logits = self(context)[:, -1, :] * (1.0 / temperature)           # (B, V)
+            probs = logits.softmax(dim=-1).numpy().astype("float64")
+            probs /= probs.sum(axis=-1, keepdims=True)
+            nxt = [generator().choice(len(p), p=p) for p in probs]
+            idx = cat([idx, tensor(nxt, device=idx.device).reshape(-1, 1)], dim=1)
+        return idx
+
+
+# ----------------------------------------------------------------------------- data
+
+class CharTokenizer:
+    """Characters to integer ids and back; the vocabulary is the sorted set of characters seen."""
+
+    def __init__(self, text):
+        self.chars = sorted(set(text))
+        self.stoi = {c: i for i, c in enumerate(self.chars)}
+
+    @property
+    def vocab_size(self):
+        return len(self.chars)
+
+    def encode(self, s):
+        try:
+            return [self.stoi[c] for c in s]
+        except KeyError as e:
+            raise ValueError(f"CharTokenizer: character {e.args[0]!r} is not in the vocabulary") from None
+
+    def decode(self, ids):
+        return "".join(self.chars[i] for i in ids)
+
+
+_SUBJECTS = ["the cat", "the dog", "a bird", "my friend", "the old man", "the child", "a fox", "the teacher"]
+_VERBS = ["sees", "likes", "finds", "follows", "draws", "hears", "helps", "calls"]
+_OBJECTS = ["the ball", "a red hat", "the moon", "a small boat", "the green tree", "a song", "the river", "the door"]
+_ENDINGS = [".", " today.", " at night.", " in the garden.", " again."]
+
+
+def tiny_corpus(n_sentences=2000, seed=0):
+    """A generated text of simple sentences: small enough to learn in seconds, with real structure."""
+    rng = _pyrandom.Random(seed)
+    return "\n".join(f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}{rng.choice(_ENDINGS)}"
+                     for _ in range(n_sentences)) + "\n"
+
+
+def get_batch(data, batch_size, block_size, device=None):
+    """Random windows of the token array `data`: inputs (B, T) and the next tokens as targets (B, T)."""
+    starts = generator().integers(0, len(data) - block_size - 1, size=batch_size)
+    x = [data[s:s + block_size] for s in starts]
+    y = [data[s + 1:s + block_size + 1] for s in starts]
+    return tensor(x, device=device), tensor(y, device=device)
+
+
+def unigram_entropy(data):
+    """The loss (nats per token) of the best model that ignores context: the entropy of token frequencies."""
+    counts = {}
+    for t in data:
+        counts[t] = counts.get(t, 0) + 1
+    n = len(data)
+    return -sum(c / n * math.log(c / n) for c in counts.values())

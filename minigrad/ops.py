@@ -1,0 +1,663 @@
+"""The differentiable ops, on raw arrays: each op is one small class with its forward and its backward.
+
+An op never sees a Tensor. `forward(*arrays, **attrs)` computes the output and calls
+`self.save_for_backward(...)` for exactly the arrays its backward will need; `backward(grad)`
+returns one gradient per input, or None for an input whose `needs_input_grad` is False
+(the data batch, a frozen weight): that work is skipped, not done and thrown away.
+
+An op instance is also the record the tape keeps (see tensor.py): its saved arrays are the
+activation memory that checkpointing trades for compute.
+
+Read next: tensor.py, which runs these ops, records them and walks them backwards.
+"""
+import math
+
+from .backend import erf, index_add, xp_of
+
+
+class Op:
+    """Base class of every op. Subclasses set `name` and define forward and backward."""
+    name = "op"
+    needs_input_grad = ()  # one bool per input, set by the tape before forward runs
+    saved = ()             # what save_for_backward kept
+    # set by the tape (tensor.py) when the op is recorded:
+    next = ()              # per input: the op that made it, the leaf tensor itself, or None (no grad)
+    seq = 0                # creation order: the tape runs records newest first
+    released = False       # True once backward has freed `saved` (unless retain_graph)
+    retained = None        # weakref to the output, when someone called retain_grad() on it
+
+    def save_for_backward(self, *arrays):
+        # NOTE [one choke point]: every array an op keeps for its backward passes through
+        # here, so this is the one place to count activation bytes and to decide what to keep.
+        self.saved = arrays
+
+    def forward(self, *arrays, **attrs):
+        raise NotImplementedError(f"{type(self).__name__}.forward")
+
+    def backward(self, grad):
+        raise NotImplementedError(f"{type(self).__name__}.backward")
+
+
+def unbroadcast(grad, shape):
+    """Sum `grad` down to `shape`: the backward of NumPy broadcasting."""
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 and grad.shape[lead + i] != 1)
+    return grad.sum(axis=axes).reshape(shape)
+
+
+def normalize_dims(op, dim, ndim, shape=None):
+    """dim (None, int or tuple, possibly negative) -> a sorted tuple of axes, or a clear IndexError."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    for d in dims:
+        if not isinstance(d, int) or not lo <= d <= hi:
+            raise IndexError(f"{op}: dim {d!r} is out of range for a tensor of shape {shape} "
+                             f"(expected an int in [{lo}, {hi}])")
+    return tuple(sorted({d % ndim if ndim else 0 for d in dims}))
+
+
+def keepdim_shape(shape, axes):
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+# ----------------------------------------------------------------------------- elementwise, binary
+
+class Add(Op):
+    """d(a + b) = (g, g), summed over broadcast dims."""
+    name = "add"
+
+    def forward(self, a, b):
+        self.shapes = a.shape, b.shape
+        return a + b
+
+    def backward(self, g):
+        sa, sb = self.shapes
+        na, nb = self.needs_input_grad
+        return (unbroadcast(g, sa) if na else None), (unbroadcast(g, sb) if nb else None)
+
+
+class Sub(Op):
+    """d(a - b) = (g, -g)."""
+    name = "sub"
+
+    def forward(self, a, b):
+        self.shapes = a.shape, b.shape
+        return a - b
+
+    def backward(self, g):
+        sa, sb = self.shapes
+        na, nb = self.needs_input_grad
+        return (unbroadcast(g, sa) if na else None), (unbroadcast(-g, sb) if nb else None)
+
+
+class Mul(Op):
+    """d(a * b) = (g * b, g * a): each input is saved only if the other needs its gradient."""
+    name = "mul"
+
+    def forward(self, a, b):
+        na, nb = self.needs_input_grad
+        self.shapes = a.shape, b.shape
+        self.save_for_backward(a if nb else None, b if na else None)
+        return a * b
+
+    def backward(self, g):
+        a, b = self.saved
+        sa, sb = self.shapes
+        return ((unbroadcast(g * b, sa) if b is not None else None),
+                (unbroadcast(g * a, sb) if a is not None else None))
+
+
+class Div(Op):
+    """d(a / b) = (g / b, -g * a / b^2)."""
+    name = "div"
+
+    def forward(self, a, b):
+        nb = self.needs_input_grad[1]
+        self.shapes = a.shape, b.shape
+        self.save_for_backward(a if nb else None, b)
+        return a / b
+
+    def backward(self, g):
+        a, b = self.saved
+        sa, sb = self.shapes
+        na, nb = self.needs_input_grad
+        return ((unbroadcast(g / b, sa) if na else None),
+                (unbroadcast(-g * a / (b * b), sb) if nb else None))
+
+
+class Pow(Op):
+    """d(x ** p) = p * x ** (p - 1), for a constant exponent p."""
+    name = "pow"
+
+    def forward(self, x, exponent):
+        self.exponent = exponent
+        self.save_for_backward(x)
+        return x ** exponent
+
+    def backward(self, g):
+        (x,) = self.saved
+        p = self.exponent
+        return (g * (p * x ** (p - 1)),)
+
+
+class Neg(Op):
+    """d(-x) = -g."""
+    name = "neg"
+
+    def forward(self, x):
+        return -x
+
+    def backward(self, g):
+        return (-g,)
+
+
+# ----------------------------------------------------------------------------- elementwise, unary
+
+class Exp(Op):
+    """d exp(x) = exp(x): the output is saved, not the input."""
+    name = "exp"
+
+    def forward(self, x):
+        y = xp_of(x).exp(x)
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        return (g * self.saved[0],)
+
+
+class Log(Op):
+    """d log(x) = 1 / x."""
+    name = "log"
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return xp_of(x).log(x)
+
+    def backward(self, g):
+        return (g / self.saved[0],)
+
+
+class Sqrt(Op):
+    """d sqrt(x) = 1 / (2 sqrt(x))."""
+    name = "sqrt"
+
+    def forward(self, x):
+        y = xp_of(x).sqrt(x)
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        return (g / (2 * self.saved[0]),)
+
+
+class Tanh(Op):
+    """d tanh(x) = 1 - tanh(x)^2."""
+    name = "tanh"
+
+    def forward(self, x):
+        y = xp_of(x).tanh(x)
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        (y,) = self.saved
+        return (g * (1 - y * y),)
+
+
+class Sigmoid(Op):
+    """d sigmoid(x) = s (1 - s); computed as (1 + tanh(x/2)) / 2, which never overflows."""
+    name = "sigmoid"
+
+    def forward(self, x):
+        y = 0.5 * (1 + xp_of(x).tanh(0.5 * x))
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        (y,) = self.saved
+        return (g * y * (1 - y),)
+
+
+class Relu(Op):
+    """d relu(x) = 1 where x > 0, else 0 (the output tells which)."""
+    name = "relu"
+
+    def forward(self, x):
+        y = xp_of(x).maximum(x, 0)
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        return (g * (self.saved[0] > 0),)
+
+
+class Gelu(Op):
+    """gelu(x) = x Phi(x); d gelu = Phi(x) + x phi(x) (or the derivative of the tanh approximation)."""
+    name = "gelu"
+    K = math.sqrt(2 / math.pi)
+
+    def forward(self, x, approximate="none"):
+        self.approximate = approximate
+        self.save_for_backward(x)
+        if approximate == "tanh":
+            return 0.5 * x * (1 + xp_of(x).tanh(self.K * (x + 0.044715 * x ** 3)))
+        return 0.5 * x * (1 + erf(x * (1 / math.sqrt(2))))
+
+    def backward(self, g):
+        (x,) = self.saved
+        xp = xp_of(x)
+        if self.approximate == "tanh":
+            t = xp.tanh(self.K * (x + 0.044715 * x ** 3))
+            return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * self.K * (1 + 3 * 0.044715 * x * x)),)
+        cdf = 0.5 * (1 + erf(x * (1 / math.sqrt(2))))
+        pdf = xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
+        return (g * (cdf + x * pdf),)
+
+
+class Cast(Op):
+    """x.to(dtype); the gradient goes back in the input's dtype."""
+    name = "cast"
+
+    def forward(self, x, dtype):
+        self.in_dtype = x.dtype
+        return x.astype(dtype)
+
+    def backward(self, g):
+        return (g.astype(self.in_dtype),)
+
+
+class ToDevice(Op):
+    """x.to(device); the gradient goes back to the input's device."""
+    name = "to_device"
+
+    def forward(self, x, device):
+        from .backend import device_of, to_device
+        self.in_device = device_of(x)
+        return to_device(x, device)
+
+    def backward(self, g):
+        from .backend import to_device
+        return (to_device(g, self.in_device),)
+
+
+# ----------------------------------------------------------------------------- reductions
+
+class Sum(Op):
+    """d sum(x) = g, broadcast back over the summed dims."""
+    name = "sum"
+
+    def forward(self, x, dim=None, keepdim=False):
+        self.shape = x.shape
+        self.axes = normalize_dims(self.name, dim, x.ndim, x.shape)
+        self.keepdim = keepdim
+        return x.sum(axis=self.axes, keepdims=keepdim)
+
+    def backward(self, g):
+        if not self.keepdim:
+            g = g.reshape(keepdim_shape(self.shape, self.axes))
+        return (xp_of(g).broadcast_to(g, self.shape),)
+
+
+class Mean(Sum):
+    """d mean(x) = g / n, broadcast back over the averaged dims."""
+    name = "mean"
+
+    def forward(self, x, dim=None, keepdim=False):
+        out = super().forward(x, dim, keepdim)
+        self.count = math.prod(x.shape[a] for a in self.axes)
+        return out / self.count if self.count else out * math.nan
+
+    def backward(self, g):
+        return super().backward(g / self.count)
+
+
+class Max(Op):
+    """d max(x) = g at the maximum; ties share it equally (as torch.amax)."""
+    name = "max"
+
+    def forward(self, x, dim=None, keepdim=False):
+        if x.size == 0:
+            raise ValueError(f"max: the input of shape {x.shape} is empty; max of nothing is undefined")
+        self.axes = normalize_dims(self.name, dim, x.ndim, x.shape)
+        self.keepdim = keepdim
+        out = x.max(axis=self.axes, keepdims=True)
+        self.save_for_backward(x, out)
+        return out if keepdim else out.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
+
+    def backward(self, g):
+        x, out = self.saved
+        mask = x == out
+        count = mask.sum(axis=self.axes, keepdims=True).astype(g.dtype)
+        return (mask * (g.reshape(out.shape) / count),)
+
+
+# ----------------------------------------------------------------------------- matrix products
+
+class Matmul(Op):
+    """d(a @ b) = (g @ b^T, a^T @ g), summed over broadcast batch dims; 1-d inputs as in NumPy."""
+    name = "matmul"
+
+    def forward(self, a, b):
+        if a.ndim == 0 or b.ndim == 0:
+            raise ValueError(f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}; "
+                             "use * to multiply by a scalar")
+        k_a, k_b = a.shape[-1], b.shape[-2] if b.ndim > 1 else b.shape[0]
+        if k_a != k_b:
+            raise ValueError(f"matmul: shapes {a.shape} @ {b.shape} do not match: the last dim of the first ({k_a}) "
+                             f"must equal the {'second-to-last' if b.ndim > 1 else 'only'} dim of the second ({k_b})")
+        na, nb = self.needs_input_grad
+        self.shapes = a.shape, b.shape
+        self.save_for_backward(a if nb else None, b if na else None)
+        return a @ b
+
+    def backward(self, g):
+        a, b = self.saved
+        sa, sb = self.shapes
+        if len(sa) == 1 and len(sb) == 1:  # dot product: g is a scalar
+            return (g * b if b is not None else None), (g * a if a is not None else None)
+        if len(sa) == 1:
+            g = g[..., None, :]
+            sa2, a = (1,) + sa, (a[None, :] if a is not None else None)
+        else:
+            sa2 = sa
+        if len(sb) == 1:
+            g = g[..., None]
+            sb2, b = sb + (1,), (b[:, None] if b is not None else None)
+        else:
+            sb2 = sb
+        ga = gb = None
+        if b is not None:
+            ga = unbroadcast(g @ b.swapaxes(-1, -2), sa2).reshape(sa)
+        if a is not None:
+            if len(sb2) == 2 and a.ndim > 2:  # (..., m, k) @ (k, n): fold the batch into m, one GEMM
+                gb = a.reshape(-1, a.shape[-1]).T @ g.reshape(-1, g.shape[-1])
+            else:
+                gb = unbroadcast(a.swapaxes(-1, -2) @ g, sb2)
+            gb = gb.reshape(sb)
+        return ga, gb
+
+
+class Linear(Op):
+    """y = x @ W^T + b with W shaped (out, in); dx = g @ W, dW = g^T x, db = sum of g."""
+    name = "linear"
+
+    def forward(self, x, weight, bias=None):
+        if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+            raise ValueError(f"linear: input of shape {x.shape} does not fit weight of shape {weight.shape}: "
+                             f"the input's last dim must equal weight.shape[1] (in_features)")
+        if bias is not None and bias.shape != (weight.shape[0],):
+            raise ValueError(f"linear: bias of shape {bias.shape} does not fit weight of shape {weight.shape}: "
+                             f"expected ({weight.shape[0]},)")
+        nx, nw = self.needs_input_grad[:2]
+        self.save_for_backward(x if nw else None, weight if nx else None)
+        y = x @ weight.T
+        if bias is not None:
+            y += bias  # y is a fresh array: adding in place saves one output-sized temporary
+        return y
+
+    def backward(self, g):
+        x, w = self.saved
+        g2 = g.reshape(-1, g.shape[-1])  # (N, out): every leading dim is a batch dim
+        gx = (g @ w) if w is not None else None
+        gw = (g2.T @ x.reshape(-1, x.shape[-1])) if x is not None else None
+        if len(self.needs_input_grad) == 3:
+            return gx, gw, (g2.sum(axis=0) if self.needs_input_grad[2] else None)
+        return gx, gw
+
+
+# ----------------------------------------------------------------------------- shape and indexing
+
+class Reshape(Op):
+    """d reshape(x) = reshape(g) back to x's shape."""
+    name = "reshape"
+
+    def forward(self, x, shape):
+        self.in_shape = x.shape
+        try:
+            return x.reshape(shape)
+        except ValueError:
+            raise ValueError(f"reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) "
+                             f"to {tuple(shape)}") from None
+
+    def backward(self, g):
+        return (g.reshape(self.in_shape),)
+
+
+class Transpose(Op):
+    """d transpose(x, i, j) = transpose(g, i, j)."""
+    name = "transpose"
+
+    def forward(self, x, dim0, dim1):
+        d0, d1 = (normalize_dims(self.name, d, x.ndim, x.shape)[0] for d in (dim0, dim1))
+        self.dims = d0, d1
+        return x.swapaxes(d0, d1)
+
+    def backward(self, g):
+        return (g.swapaxes(*self.dims),)
+
+
+class Permute(Op):
+    """d permute(x, dims) = permute(g, inverse of dims)."""
+    name = "permute"
+
+    def forward(self, x, dims):
+        if sorted(d % max(x.ndim, 1) for d in dims) != list(range(x.ndim)):
+            raise ValueError(f"permute: dims {tuple(dims)} are not a permutation of the {x.ndim} dims "
+                             f"of a tensor of shape {x.shape}")
+        self.dims = tuple(d % x.ndim for d in dims)
+        return x.transpose(self.dims)
+
+    def backward(self, g):
+        inverse = [0] * len(self.dims)
+        for i, d in enumerate(self.dims):
+            inverse[d] = i
+        return (g.transpose(inverse),)
+
+
+def _is_basic_index(key):
+    return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key)
+
+
+class Index(Op):
+    """d x[key] = g scattered back into zeros; repeated integer indices add up."""
+    name = "index"
+
+    def forward(self, x, key):
+        self.shape, self.dtype = x.shape, x.dtype
+        self.basic = _is_basic_index(key)
+        # index arrays (token ids, targets) are kept for backward, so they pass the choke point too
+        self.arrays_at = [i for i, k in enumerate(key) if not (k is None or k is Ellipsis or isinstance(k, (int, slice)))]
+        self.key = tuple(None if i in self.arrays_at else k for i, k in enumerate(key))
+        self.save_for_backward(*(key[i] for i in self.arrays_at))
+        try:
+            return x[key]
+        except IndexError as e:
+            raise IndexError(f"index: {e} (tensor of shape {x.shape})") from None
+
+    def backward(self, g):
+        key = list(self.key)
+        for i, arr in zip(self.arrays_at, self.saved):
+            key[i] = arr
+        key = tuple(key)
+        gx = xp_of(g).zeros(self.shape, dtype=g.dtype)
+        if self.basic:
+            gx[key] = g
+        else:
+            index_add(gx, key, g)
+        return (gx,)
+
+
+class Cat(Op):
+    """d cat(xs, dim) = the matching slices of g."""
+    name = "cat"
+
+    def forward(self, *xs, dim=0):
+        self.dim = normalize_dims(self.name, dim, xs[0].ndim, xs[0].shape)[0]
+        self.sizes = [x.shape[self.dim] for x in xs]
+        try:
+            return xp_of(xs[0]).concatenate(xs, axis=self.dim)
+        except ValueError:
+            raise ValueError(f"cat: shapes {[x.shape for x in xs]} must match except in dim {dim}") from None
+
+    def backward(self, g):
+        out, start = [], 0
+        for size, need in zip(self.sizes, self.needs_input_grad):
+            index = (slice(None),) * self.dim + (slice(start, start + size),)
+            out.append(g[index] if need else None)
+            start += size
+        return tuple(out)
+
+
+class Stack(Op):
+    """d stack(xs, dim) = g indexed along dim."""
+    name = "stack"
+
+    def forward(self, *xs, dim=0):
+        self.dim = normalize_dims(self.name, dim, xs[0].ndim + 1, xs[0].shape)[0]
+        if any(x.shape != xs[0].shape for x in xs):
+            raise ValueError(f"stack: every tensor must have the same shape, got {[x.shape for x in xs]}")
+        return xp_of(xs[0]).stack(xs, axis=self.dim)
+
+    def backward(self, g):
+        return tuple((g[(slice(None),) * self.dim + (i,)] if need else None)
+                     for i, need in enumerate(self.needs_input_grad))
+
+
+class Where(Op):
+    """where(cond, a, b): g flows to a where cond holds, to b elsewhere."""
+    name = "where"
+
+    def forward(self, a, b, cond):
+        self.shapes = a.shape, b.shape
+        self.save_for_backward(cond)
+        return xp_of(a).where(cond, a, b)
+
+    def backward(self, g):
+        (cond,) = self.saved
+        na, nb = self.needs_input_grad
+        sa, sb = self.shapes
+        return ((unbroadcast(g * cond, sa) if na else None),
+                (unbroadcast(g * ~cond, sb) if nb else None))
+
+
+class MaskedFill(Op):
+    """x.masked_fill(mask, value): no gradient flows where the mask is set."""
+    name = "masked_fill"
+
+    def forward(self, x, mask, value):
+        out = xp_of(x).where(mask, x.dtype.type(value), x)
+        if out.shape != x.shape:
+            raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's "
+                             f"shape {x.shape}")
+        self.save_for_backward(mask)
+        return out
+
+    def backward(self, g):
+        return (g * ~self.saved[0],)
+
+
+class Tri(Op):
+    """tril/triu: keep a triangle of the last two dims; the gradient keeps the same triangle."""
+    name = "tri"
+
+    def forward(self, x, diagonal=0, upper=False):
+        if x.ndim < 2:
+            raise ValueError(f"{'triu' if upper else 'tril'}: needs at least 2 dims, got shape {x.shape}")
+        self.diagonal, self.upper = diagonal, upper
+        return self._apply(x)
+
+    def _apply(self, x):
+        xp = xp_of(x)
+        return xp.triu(x, self.diagonal) if self.upper else xp.tril(x, self.diagonal)
+
+    def backward(self, g):
+        return (self._apply(g),)
+
+
+# ----------------------------------------------------------------------------- nn building blocks
+
+class Softmax(Op):
+    """y = exp(x - max) / sum; dx = y (g - sum(g y)) along dim."""
+    name = "softmax"
+
+    def forward(self, x, dim):
+        xp = xp_of(x)
+        self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
+        y = xp.exp(x - x.max(axis=self.axis, keepdims=True))
+        y /= y.sum(axis=self.axis, keepdims=True)
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        (y,) = self.saved
+        gy = g * y
+        return (gy - y * gy.sum(axis=self.axis, keepdims=True),)
+
+
+class LogSoftmax(Op):
+    """y = x - logsumexp(x); dx = g - softmax(x) sum(g) along dim."""
+    name = "log_softmax"
+
+    def forward(self, x, dim):
+        xp = xp_of(x)
+        self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
+        z = x - x.max(axis=self.axis, keepdims=True)
+        y = z - xp.log(xp.exp(z).sum(axis=self.axis, keepdims=True))
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        (y,) = self.saved
+        return (g - xp_of(y).exp(y) * g.sum(axis=self.axis, keepdims=True),)
+
+
+class LayerNorm(Op):
+    """y = (x - mean) / sqrt(var + eps) * w + b over the last dims; saves x_hat and 1/std."""
+    name = "layer_norm"
+
+    def forward(self, x, *weight_bias, ndim=1, eps=1e-5, has_weight=True):
+        xp = xp_of(x)
+        weight = weight_bias[0] if has_weight and weight_bias else None
+        bias = weight_bias[-1] if len(weight_bias) > has_weight else None
+        self.axes = tuple(range(x.ndim - ndim, x.ndim))
+        mean = x.mean(axis=self.axes, keepdims=True)
+        xc = x - mean
+        rstd = 1 / xp.sqrt((xc * xc).mean(axis=self.axes, keepdims=True) + eps)
+        xhat = xc * rstd
+        self.has_weight = weight is not None
+        self.save_for_backward(xhat, rstd, weight)
+        y = xhat * weight if weight is not None else xhat
+        return y + bias if bias is not None else y
+
+    def backward(self, g):
+        xhat, rstd, w = self.saved
+        needs = self.needs_input_grad
+        lead = tuple(range(g.ndim - len(self.axes)))
+        grads = [None]
+        if needs[0]:
+            gxhat = g * w if w is not None else g
+            grads[0] = rstd * (gxhat - gxhat.mean(axis=self.axes, keepdims=True)
+                               - xhat * (gxhat * xhat).mean(axis=self.axes, keepdims=True))
+        if self.has_weight:
+            grads.append((g * xhat).sum(axis=lead) if needs[1] else None)
+        if len(needs) > len(grads):  # a bias was given
+            grads.append(g.sum(axis=lead) if needs[-1] else None)
+        return tuple(grads)
+
+
+class Dropout(Op):
+    """y = x * mask, with mask = keep / (1 - p) drawn by the caller; dx = g * mask."""
+    name = "dropout"
+
+    def forward(self, x, mask):
+        self.save_for_backward(mask)
+        return x * mask
+
+    def backward(self, g):
+        return (g * self.saved[0],)

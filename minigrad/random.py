@@ -1,0 +1,32 @@
+"""minigrad's own random number generator: one seeded stream for init, randn and dropout.
+
+Its state can be read and restored (`get_rng_state` / `set_rng_state`, PyTorch's names), which
+is what lets checkpointing replay a dropout mask exactly when it recomputes a segment.
+Numbers are drawn on the host with NumPy and moved to the device, so a seed gives the same
+numbers on 'cpu' and 'cuda'.
+"""
+import copy
+
+import numpy as np
+
+_generator = np.random.Generator(np.random.PCG64(0))
+
+
+def manual_seed(seed):
+    """Reseed the generator (as torch.manual_seed)."""
+    global _generator
+    _generator = np.random.Generator(np.random.PCG64(int(seed)))
+
+
+def get_rng_state():
+    """A snapshot of the generator's state, to pass to set_rng_state later."""
+    return copy.deepcopy(_generator.bit_generator.state)
+
+
+def set_rng_state(state):
+    _generator.bit_generator.state = copy.deepcopy(state)
+
+
+def generator():
+    """The NumPy Generator behind minigrad's random functions."""
+    return _generator

@@ -1,0 +1,678 @@
+"""The Tensor and the tape: how ops get recorded, and how backward walks them in reverse.
+
+An op applied to tensors, with grad mode on and some input requiring grad, becomes a record:
+the op instance (ops.py) with its saved arrays and an edge per input to the record that made
+that input (or to the leaf tensor itself). Records point only at records and leaves, never at
+intermediate tensors, so an intermediate's array lives only as long as the user holds it or an
+op saved it: saved arrays are exactly the activation memory.
+
+Read next: functional.py (softmax, cross_entropy, ...), then nn.py and optim.py.
+"""
+import itertools
+import math
+import operator
+import weakref
+
+import numpy as np
+
+from . import backend, ops
+from .random import generator
+
+# ----------------------------------------------------------------------------- grad mode
+
+_grad_enabled = True
+
+
+class no_grad:
+    """Context manager (and decorator) that turns recording off: ops run, nothing is saved."""
+
+    def __enter__(self):
+        global _grad_enabled
+        self.prev, _grad_enabled = _grad_enabled, False
+
+    def __exit__(self, *exc):
+        global _grad_enabled
+        _grad_enabled = self.prev
+
+    def __call__(self, fn):
+        def wrapper(*args, **kwargs):
+            with type(self)():
+                return fn(*args, **kwargs)
+        wrapper.__wrapped__ = fn
+        return wrapper
+
+
+class enable_grad(no_grad):
+    """Turn recording back on inside a no_grad block."""
+
+    def __enter__(self):
+        global _grad_enabled
+        self.prev, _grad_enabled = _grad_enabled, True
+
+
+def is_grad_enabled():
+    return _grad_enabled
+
+
+# ----------------------------------------------------------------------------- dtypes
+
+FLOAT_DTYPES = tuple(np.dtype(d) for d in ("float16", "float32", "float64"))
+DTYPES = FLOAT_DTYPES + tuple(np.dtype(d) for d in ("int8", "int16", "int32", "int64", "uint8", "bool"))
+
+
+def normalize_dtype(dtype):
+    """'float32', np.float32 or np.dtype('float32') -> np.dtype('float32'); refuses what minigrad lacks."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"unknown dtype {dtype!r}: minigrad knows {', '.join(d.name for d in DTYPES)}") from None
+    if dt not in DTYPES:
+        raise TypeError(f"dtype {dt.name} is not supported: minigrad knows {', '.join(d.name for d in DTYPES)}")
+    return dt
+
+
+# ----------------------------------------------------------------------------- the tape
+
+_seq = itertools.count()
+
+
+def apply(op_cls, *inputs, **attrs):
+    """Run one op on tensors and, when recording, keep it on the tape as the output's record."""
+    op = op_cls()
+    arrays = [t._data for t in inputs]
+    if len(arrays) > 1:
+        _check_same_device_and_dtype(op_cls.name, arrays)
+    record = _grad_enabled and any(t._requires_grad for t in inputs)
+    op.needs_input_grad = tuple(t._requires_grad for t in inputs) if record else (False,) * len(inputs)
+    try:
+        out = op.forward(*arrays, **attrs)
+    except (ValueError, IndexError, TypeError) as e:
+        if str(e).startswith(op_cls.name):
+            raise
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise type(e)(f"{op_cls.name}: {e} (input shapes {shapes}, dtype {arrays[0].dtype}, "
+                      f"device {backend.device_of(arrays[0])})") from None
+    if isinstance(out, np.generic):
+        out = np.asarray(out)
+    t = _wrap(out, record)
+    if record:
+        op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
+        op.seq = next(_seq)
+        t._ctx = op
+    return t
+
+
+def _check_same_device_and_dtype(name, arrays):
+    first = arrays[0]
+    for a in arrays[1:]:
+        if type(a) is not type(first):
+            devices = sorted({backend.device_of(x) for x in arrays})
+            raise RuntimeError(f"{name}: inputs are on different devices ({' and '.join(devices)}); "
+                               f"move them to one device with .to(device) first")
+        if a.dtype != first.dtype:
+            dtypes = sorted({x.dtype.name for x in arrays})
+            raise TypeError(f"{name}: inputs have different dtypes ({' and '.join(dtypes)}); minigrad does not "
+                            f"promote silently: convert one with .to('{first.dtype.name}') first")
+
+
+def backward(root, gradient=None, retain_graph=False):
+    """Backpropagate from `root` into every leaf that requires grad (Tensor.backward)."""
+    if not root._requires_grad:
+        raise RuntimeError("backward: this tensor does not require grad and has no record on the tape. "
+                           "Did you create the weights with requires_grad=True, or compute it under no_grad()?")
+    if gradient is None:
+        if root._data.size != 1:
+            raise RuntimeError(f"backward: a gradient can be implied only for a scalar output, but this tensor has "
+                               f"shape {root.shape}. Reduce it first (.sum() or .mean()), or pass gradient= a "
+                               f"tensor of shape {root.shape}")
+        g = backend.xp_of(root._data).ones_like(root._data)
+    else:
+        g = gradient._data if isinstance(gradient, Tensor) else gradient
+        if g.shape != root.shape:
+            raise ValueError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
+        _check_same_device_and_dtype("backward", [root._data, g])
+    stored = {id(g)}  # arrays already owned by someone: never become a .grad without a copy
+    if root._ctx is None:
+        _accumulate(root, g, stored)
+        return
+
+    # NOTE [the tape]: collect the records that `root` depends on, then run them newest first.
+    # Records are numbered as they are made and every input is made before the ops that use it,
+    # so sorting by number, newest first, is a valid order: each record runs after every record
+    # that consumes its output. No recursion, so a chain of any length works.
+    records, seen, stack = [], {root._ctx}, [root._ctx]
+    while stack:
+        op = stack.pop()
+        records.append(op)
+        for nxt in op.next:
+            if isinstance(nxt, ops.Op) and nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    records.sort(key=operator.attrgetter("seq"), reverse=True)
+
+    grads = {root._ctx: g}  # gradients in flight, by the record that made the tensor
+    for op in records:
+        g = grads.pop(op, None)
+        if g is None:
+            continue
+        if op.released:
+            raise RuntimeError(f"backward: trying to backward through the graph a second time: the arrays that "
+                               f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
+                               f"the first backward if you need a second one, or run the forward again.")
+        if op.retained is not None and op.retained() is not None:
+            _accumulate(op.retained(), g, stored)
+        input_grads = op.backward(g)
+        if not retain_graph:
+            # NOTE [memory drains]: a record's saved arrays are dropped the moment its backward
+            # has run, so activation memory falls during backward as it rose during forward.
+            op.saved = ()
+            op.released = True
+        for nxt, gi in zip(op.next, input_grads):
+            if nxt is None or gi is None:
+                continue
+            if isinstance(nxt, Tensor):
+                _accumulate(nxt, gi, stored)
+            elif nxt in grads:
+                grads[nxt] = grads[nxt] + gi
+            else:
+                grads[nxt] = gi
+
+
+def _accumulate(t, g, stored):
+    """Add g into t.grad. The first time, take g itself unless it is a view or owned elsewhere."""
+    g = backend.as_array(g)
+    if g.dtype != t._data.dtype:
+        g = g.astype(t._data.dtype)
+    if t.grad is None:
+        if g.base is not None or id(g) in stored:
+            g = g.copy()
+        stored.add(id(g))
+        t.grad = _wrap(g)
+    else:
+        # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,
+        # so k micro-batches need one gradient buffer, not k.
+        t.grad._data += g
+
+
+# ----------------------------------------------------------------------------- the Tensor
+
+def _wrap(array, requires_grad=False):
+    t = Tensor.__new__(Tensor)
+    t._data, t._requires_grad, t.grad, t._ctx = array, requires_grad, None, None
+    return t
+
+
+def _lift(x, like, op):
+    """A Python number next to a tensor becomes a 0-d array of the tensor's dtype and device."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (bool, int, float)):
+        if isinstance(x, float) and like._data.dtype.kind != "f":
+            raise TypeError(f"{op}: a Python float with a {like.dtype.name} tensor; convert the tensor with "
+                            f".float() first (minigrad does not promote silently)")
+        return _wrap(backend.xp_of(like._data).asarray(x, dtype=like._data.dtype))
+    raise TypeError(f"{op}: expected a Tensor or a Python number, got {type(x).__name__}; "
+                    f"wrap arrays with mg.tensor(...)")
+
+
+class Tensor:
+    """An n-dimensional array that can record the ops applied to it, for backward."""
+    __slots__ = ("_data", "_requires_grad", "grad", "_ctx", "__weakref__")
+
+    def __init__(self, data, requires_grad=False, dtype=None, device=None):
+        t = tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+        self._data, self._requires_grad, self.grad, self._ctx = t._data, t._requires_grad, None, None
+
+    @staticmethod
+    def _from_array(array, requires_grad=False):
+        """Wrap an existing NumPy/CuPy array without copying (for minigrad's own code)."""
+        return _wrap(array, requires_grad)
+
+    # --- what it holds
+    @property
+    def data(self):
+        """The underlying NumPy or CuPy array. May be replaced by another of the same shape."""
+        return self._data
+
+    @data.setter
+    def data(self, array):
+        if isinstance(array, Tensor):
+            array = array._data
+        if getattr(array, "shape", None) != self._data.shape:
+            raise ValueError(f"data: the new array must have this tensor's shape {self.shape}, "
+                             f"got {getattr(array, 'shape', type(array).__name__)}")
+        if self._requires_grad and array.dtype not in FLOAT_DTYPES:
+            raise TypeError(f"data: a tensor that requires grad needs a float array, got {array.dtype}")
+        self._data = array
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and self._data.dtype not in FLOAT_DTYPES:
+            raise TypeError(f"requires_grad: only float tensors can require gradients, this one is "
+                            f"{self._data.dtype.name}; convert it with .float() first")
+        if not requires_grad and self._ctx is not None:
+            raise RuntimeError("requires_grad_: an op's output always requires grad; use .detach() instead")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def shape(self):
+        return self._data.shape
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def device(self):
+        return backend.device_of(self._data)
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def is_leaf(self):
+        return self._ctx is None
+
+    @property
+    def grad_fn(self):
+        """The record (op) that made this tensor, or None for a leaf."""
+        return self._ctx
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self):
+        return self._data.size
+
+    def dim(self):
+        return self._data.ndim
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def numpy(self):
+        """The data as a NumPy array (copied from the GPU when on 'cuda')."""
+        if self._requires_grad:
+            raise RuntimeError("numpy: this tensor requires grad; call .detach().numpy() "
+                               "(as in PyTorch) so that no one writes into the recorded array by mistake")
+        return backend.to_numpy(self._data)
+
+    def item(self):
+        if self._data.size != 1:
+            raise ValueError(f"item: only a one-element tensor converts to a Python number, this one has shape {self.shape}")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return backend.to_numpy(self._data).tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
+        return bool(self.item())
+
+    def __format__(self, spec):
+        return format(self.item(), spec) if self._data.size == 1 and spec else object.__format__(self, spec)
+
+    def __repr__(self):
+        body = np.array2string(backend.to_numpy(self._data), separator=", ", precision=4, threshold=50,
+                               prefix="tensor(")
+        extras = [f"dtype={self.dtype.name}"] if self.dtype.name not in ("float32", "int64", "bool") else []
+        if self.device != "cpu":
+            extras.append(f"device='{self.device}'")
+        if self._ctx is not None:
+            extras.append(f"grad_fn=<{self._ctx.name}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + ", ".join([body] + extras) + ")"
+
+    # --- the tape
+    def backward(self, gradient=None, retain_graph=False):
+        """Add d(self)/d(leaf) into every leaf's .grad (accumulating, as in PyTorch)."""
+        backward(self, gradient, retain_graph)
+
+    def detach(self):
+        """The same data, cut from the tape."""
+        return _wrap(self._data)
+
+    def retain_grad(self):
+        """Keep .grad on this intermediate tensor too (leaves always keep theirs)."""
+        if self._ctx is not None:
+            self._ctx.retained = weakref.ref(self)
+
+    def to(self, *args, device=None, dtype=None):
+        """t.to('cuda'), t.to('float64'), t.to(device=..., dtype=...): differentiable; self if nothing changes."""
+        for a in args:
+            if isinstance(a, str) and a.split(":")[0] in backend.DEVICES:
+                device = a
+            else:
+                dtype = a
+        out = self
+        if dtype is not None and normalize_dtype(dtype) != self.dtype:
+            out = apply(ops.Cast, out, dtype=normalize_dtype(dtype))
+        if device is not None and backend.normalize_device(device) != self.device:
+            out = apply(ops.ToDevice, out, device=backend.normalize_device(device))
+        return out
+
+    def float(self):
+        return self.to("float32")
+
+    def double(self):
+        return self.to("float64")
+
+    def half(self):
+        return self.to("float16")
+
+    def long(self):
+        return self.to("int64")
+
+    # --- arithmetic
+    def __add__(self, other):
+        return apply(ops.Add, self, _lift(other, self, "add"))
+
+    def __radd__(self, other):
+        return apply(ops.Add, _lift(other, self, "add"), self)
+
+    def __sub__(self, other):
+        return apply(ops.Sub, self, _lift(other, self, "sub"))
+
+    def __rsub__(self, other):
+        return apply(ops.Sub, _lift(other, self, "sub"), self)
+
+    def __mul__(self, other):
+        return apply(ops.Mul, self, _lift(other, self, "mul"))
+
+    def __rmul__(self, other):
+        return apply(ops.Mul, _lift(other, self, "mul"), self)
+
+    def __truediv__(self, other):
+        return apply(ops.Div, self, _lift(other, self, "div"))
+
+    def __rtruediv__(self, other):
+        return apply(ops.Div, _lift(other, self, "div"), self)
+
+    def __neg__(self):
+        return apply(ops.Neg, self)
+
+    def __pow__(self, exponent):
+        return self.pow(exponent)
+
+    def __rpow__(self, base):
+        return (self * math.log(base)).exp()
+
+    def __matmul__(self, other):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"matmul: expected a Tensor, got {type(other).__name__}")
+        return apply(ops.Matmul, self, other)
+
+    def pow(self, exponent):
+        """x ** p for a constant Python number p."""
+        if not isinstance(exponent, (int, float)) or isinstance(exponent, bool):
+            raise TypeError(f"pow: the exponent must be a Python number, got {type(exponent).__name__}; "
+                            "for a tensor exponent write (b * a.log()).exp()")
+        return apply(ops.Pow, self, exponent=exponent)
+
+    def exp(self):
+        return apply(ops.Exp, self)
+
+    def log(self):
+        return apply(ops.Log, self)
+
+    def sqrt(self):
+        return apply(ops.Sqrt, self)
+
+    def tanh(self):
+        return apply(ops.Tanh, self)
+
+    def sigmoid(self):
+        return apply(ops.Sigmoid, self)
+
+    def relu(self):
+        return apply(ops.Relu, self)
+
+    def abs(self):
+        return (self * self).sqrt()
+
+    # --- comparisons: not differentiable, they return bool tensors
+    def _compare(self, other, fn):
+        other = other._data if isinstance(other, Tensor) else other
+        return _wrap(fn(self._data, other))
+
+    def __lt__(self, other):
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other):
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other):
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other):
+        return self._compare(other, operator.ge)
+
+    def __eq__(self, other):
+        return self._compare(other, operator.eq)
+
+    def __ne__(self, other):
+        return self._compare(other, operator.ne)
+
+    def __invert__(self):
+        return _wrap(~self._data)
+
+    __hash__ = object.__hash__  # tensors are dict keys by identity (optimizer state)
+
+    def any(self):
+        return _wrap(self._data.any())
+
+    def all(self):
+        return _wrap(self._data.all())
+
+    def argmax(self, dim=None, keepdim=False):
+        return _wrap(self._data.argmax(axis=dim, keepdims=keepdim))
+
+    # --- reductions
+    def sum(self, dim=None, keepdim=False):
+        return apply(ops.Sum, self, dim=dim, keepdim=keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return apply(ops.Mean, self, dim=dim, keepdim=keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        """The maximum values (over all elements, or along dim). Unlike torch.max(dim), no indices."""
+        return apply(ops.Max, self, dim=dim, keepdim=keepdim)
+
+    def softmax(self, dim):
+        return apply(ops.Softmax, self, dim=dim)
+
+    def log_softmax(self, dim):
+        return apply(ops.LogSoftmax, self, dim=dim)
+
+    # --- shape
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return apply(ops.Reshape, self, shape=shape)
+
+    view = reshape  # NOTE: unlike torch.view this also accepts non-contiguous tensors (NumPy copies)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = start_dim % self.ndim, end_dim % self.ndim
+        return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
+
+    def transpose(self, dim0, dim1):
+        return apply(ops.Transpose, self, dim0=dim0, dim1=dim1)
+
+    def permute(self, *dims):
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        return apply(ops.Permute, self, dims=dims)
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    def __getitem__(self, key):
+        return apply(ops.Index, self, key=_index_key(key, self))
+
+    def masked_fill(self, mask, value):
+        return apply(ops.MaskedFill, self, mask=_bool_array(mask, self, "masked_fill"), value=value)
+
+    def tril(self, diagonal=0):
+        return apply(ops.Tri, self, diagonal=diagonal, upper=False)
+
+    def triu(self, diagonal=0):
+        return apply(ops.Tri, self, diagonal=diagonal, upper=True)
+
+
+def _index_key(key, t):
+    """A tensor index -> a tuple of ints, slices, None, Ellipsis and integer arrays on t's device."""
+    key = key if isinstance(key, tuple) else (key,)
+    out = []
+    for k in key:
+        if isinstance(k, Tensor):
+            k = k._data
+        elif isinstance(k, (list, np.ndarray)):
+            k = backend.to_device(np.asarray(k), t.device)
+        if hasattr(k, "dtype"):
+            if k.dtype == bool:
+                out.extend(k.nonzero())  # a mask is the integer arrays of its True positions
+                continue
+            if k.dtype.kind not in "iu":
+                raise IndexError(f"index: tensors used as indices must be integer or bool, got {k.dtype}")
+            if backend.device_of(k) != t.device:
+                raise RuntimeError(f"index: the index is on {backend.device_of(k)} but the tensor is on {t.device}")
+        elif not (k is None or k is Ellipsis or isinstance(k, (int, slice, np.integer))):
+            raise IndexError(f"index: unsupported index {k!r} of type {type(k).__name__}")
+        out.append(int(k) if isinstance(k, np.integer) else k)
+    return tuple(out)
+
+
+def _bool_array(mask, like, op):
+    m = mask._data if isinstance(mask, Tensor) else backend.to_device(np.asarray(mask), like.device)
+    if m.dtype != bool:
+        raise TypeError(f"{op}: the mask must be a bool tensor, got {m.dtype}; compare to make one (t > 0)")
+    if backend.device_of(m) != like.device:
+        raise RuntimeError(f"{op}: the mask is on {backend.device_of(m)} but the tensor is on {like.device}")
+    return m
+
+
+# ----------------------------------------------------------------------------- making tensors
+
+def tensor(data, requires_grad=False, dtype=None, device=None):
+    """A new tensor from a list, number, NumPy/CuPy array or Tensor (copied), as torch.tensor."""
+    if isinstance(data, Tensor):
+        data = data._data
+    device = backend.normalize_device(device)
+    if backend.is_array(data):
+        array = backend.to_device(data, device)
+        dt = normalize_dtype(dtype) if dtype is not None else normalize_dtype(array.dtype)
+        array = array.astype(dt, copy=True)
+    else:
+        host = np.asarray(data)
+        if host.dtype == object:
+            raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} {data!r:.60}")
+        if dtype is None:  # Python floats become float32, as in PyTorch
+            dtype = "float32" if host.dtype.kind == "f" else host.dtype
+        array = backend.to_device(host.astype(normalize_dtype(dtype)), device)
+    return _wrap(array).requires_grad_(requires_grad)
+
+
+def _shape(shape):
+    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+
+
+def _filled(fill, shape, dtype, device, requires_grad):
+    device = backend.normalize_device(device)
+    dt = normalize_dtype(dtype or "float32")
+    return _wrap(backend.xp_for(device).full(_shape(shape), fill, dtype=dt)).requires_grad_(requires_grad)
+
+
+def zeros(*shape, dtype=None, device=None, requires_grad=False):
+    return _filled(0, shape, dtype, device, requires_grad)
+
+
+def ones(*shape, dtype=None, device=None, requires_grad=False):
+    return _filled(1, shape, dtype, device, requires_grad)
+
+
+def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
+    return _filled(fill_value, shape, dtype, device, requires_grad)
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    return zeros(*t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    return ones(*t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+
+
+def _random(draw, shape, dtype, device, requires_grad):
+    dt = normalize_dtype(dtype or "float32")
+    host = draw(_shape(shape)).astype(dt, copy=False)
+    return tensor(host, dtype=dt, device=device, requires_grad=requires_grad)
+
+
+def randn(*shape, dtype=None, device=None, requires_grad=False):
+    """Standard normal samples from minigrad's generator (mg.manual_seed)."""
+    return _random(generator().standard_normal, shape, dtype, device, requires_grad)
+
+
+def rand(*shape, dtype=None, device=None, requires_grad=False):
+    """Uniform samples in [0, 1) from minigrad's generator."""
+    return _random(generator().random, shape, dtype, device, requires_grad)
+
+
+def randint(low, high, size, dtype="int64", device=None):
+    """Integers in [low, high) from minigrad's generator."""
+    return tensor(generator().integers(low, high, size=_shape((size,))), dtype=dtype, device=device)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None):
+    start, end = (0, start) if end is None else (start, end)
+    device = backend.normalize_device(device)
+    host = np.arange(start, end, step)
+    return tensor(host, dtype=dtype or ("int64" if host.dtype.kind in "iu" else "float32"), device=device)
+
+
+# ----------------------------------------------------------------------------- functions on several tensors
+
+def cat(tensors, dim=0):
+    """Concatenate along an existing dim."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("cat: expected a non-empty list of tensors")
+    return apply(ops.Cat, *tensors, dim=dim)
+
+
+def stack(tensors, dim=0):
+    """Stack along a new dim."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack: expected a non-empty list of tensors")
+    return apply(ops.Stack, *tensors, dim=dim)
+
+
+def where(condition, input, other):
+    """Elementwise: input where condition holds, other elsewhere (as torch.where)."""
+    like = input if isinstance(input, Tensor) else other
+    if not isinstance(like, Tensor):
+        raise TypeError("where: at least one of input and other must be a Tensor")
+    return apply(ops.Where, _lift(input, like, "where"), _lift(other, like, "where"),
+                 cond=_bool_array(condition, like, "where"))
