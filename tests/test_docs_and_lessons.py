@@ -1,0 +1,50 @@
+"""The README's example runs, every lesson runs (short), and the benchmark runs in smoke mode."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_readme_example_runs():
+    text = open(os.path.join(ROOT, "README.md")).read()
+    block = re.search(r"## The API in ten lines\s+```python\n(.*?)```", text, re.S).group(1)
+    assert len(block.strip().splitlines()) <= 10
+    namespace = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["model"][0].weight.grad.shape == (16, 4)
+
+
+def run(args, **kw):
+    env = dict(os.environ, MPLBACKEND="Agg")
+    return subprocess.run([sys.executable] + args, cwd=kw.get("cwd", ROOT), env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_lesson_01_trains_and_reports_measured_numbers(tmp_path):
+    r = run([os.path.join(ROOT, "lessons", "01_train_a_tiny_gpt.py"), "--steps", "40"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    start = float(re.search(r"loss: ([\d.]+) at the start", r.stdout).group(1))
+    end = float(re.search(r", ([\d.]+) at the end", r.stdout).group(1))
+    assert end < start - 0.5  # 40 steps already bring the loss down
+    assert (tmp_path / "out" / "01_loss.png").exists()
+
+
+def test_tour_lists_lessons():
+    r = run([os.path.join("lessons", "tour.py"), "--list"])
+    assert r.returncode == 0 and "01_train_a_tiny_gpt.py" in r.stdout
+
+
+@pytest.mark.parametrize("script", ["lessons/01_train_a_tiny_gpt.py", "lessons/tour.py", "bench/mlp.py"])
+def test_help_helps(script):
+    r = run([script, "--help"])
+    assert r.returncode == 0 and "usage" in r.stdout and "python" in r.stdout
+
+
+def test_bench_smoke():
+    r = run(["bench/mlp.py", "--quick"])
+    assert r.returncode == 0, r.stderr
+    assert "minigrad/numpy" in r.stdout
