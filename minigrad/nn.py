@@ -11,7 +11,7 @@ import math
 from . import functional as F
 from . import backend
 from .random import generator
-from .tensor import Tensor, no_grad, ones, tensor, zeros
+from .tensor import Tensor, no_grad, ones, parse_to_args, tensor, zeros
 
 
 class Parameter(Tensor):
@@ -108,15 +108,11 @@ class Module:
 
     def to(self, *args, device=None, dtype=None):
         """Move (and/or cast, for floats) every parameter and buffer in place; returns self."""
-        for a in args:
-            if isinstance(a, str) and a.split(":")[0] in backend.DEVICES:
-                device = a
-            else:
-                dtype = a
+        device, dtype = parse_to_args(args, device, dtype)
         for t in list(self.parameters()) + list(self.buffers()):
             data = t._data
             if device is not None:
-                data = backend.to_device(data, backend.normalize_device(device))
+                data = backend.to_device(data, device)
             if dtype is not None and data.dtype.kind == "f":
                 data = data.astype(dtype)
             t._data = data

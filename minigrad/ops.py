@@ -12,7 +12,7 @@ Read next: tensor.py, which runs these ops, records them and walks them backward
 """
 import math
 
-from .backend import erf, index_add, xp_of
+from .backend import device_of, erf, index_add, to_device, xp_of
 
 
 class Op:
@@ -58,7 +58,7 @@ def normalize_dims(op, dim, ndim, shape=None):
         if not isinstance(d, int) or not lo <= d <= hi:
             raise IndexError(f"{op}: dim {d!r} is out of range for a tensor of shape {shape} "
                              f"(expected an int in [{lo}, {hi}])")
-    return tuple(sorted({d % ndim if ndim else 0 for d in dims}))
+    return tuple(sorted({d % ndim for d in dims})) if ndim else ()  # a 0-d tensor has no axes to reduce
 
 
 def keepdim_shape(shape, axes):
@@ -142,6 +142,8 @@ class Pow(Op):
     def backward(self, g):
         (x,) = self.saved
         p = self.exponent
+        if p == 0:  # x ** 0 is constant; p * x ** -1 would give 0 * inf = nan at x = 0
+            return (g * 0,)
         return (g * (p * x ** (p - 1)),)
 
 
@@ -211,17 +213,31 @@ class Tanh(Op):
 
 
 class Sigmoid(Op):
-    """d sigmoid(x) = s (1 - s); computed as (1 + tanh(x/2)) / 2, which never overflows."""
+    """d sigmoid(x) = s (1 - s); computed from exp(-|x|), which neither overflows nor cancels."""
     name = "sigmoid"
 
     def forward(self, x):
-        y = 0.5 * (1 + xp_of(x).tanh(0.5 * x))
+        xp = xp_of(x)
+        e = xp.exp(-xp.abs(x))
+        y = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
         self.save_for_backward(y)
         return y
 
     def backward(self, g):
         (y,) = self.saved
         return (g * y * (1 - y),)
+
+
+class Abs(Op):
+    """d |x| = sign(x) (0 at 0, as in PyTorch)."""
+    name = "abs"
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return xp_of(x).abs(x)
+
+    def backward(self, g):
+        return (g * xp_of(g).sign(self.saved[0]),)
 
 
 class Relu(Op):
@@ -277,12 +293,10 @@ class ToDevice(Op):
     name = "to_device"
 
     def forward(self, x, device):
-        from .backend import device_of, to_device
         self.in_device = device_of(x)
         return to_device(x, device)
 
     def backward(self, g):
-        from .backend import to_device
         return (to_device(g, self.in_device),)
 
 
@@ -434,12 +448,16 @@ class Transpose(Op):
     name = "transpose"
 
     def forward(self, x, dim0, dim1):
+        if x.ndim == 0:
+            normalize_dims(self.name, (dim0, dim1), 0, x.shape)  # only checks the dims
+            self.dims = ()
+            return x
         d0, d1 = (normalize_dims(self.name, d, x.ndim, x.shape)[0] for d in (dim0, dim1))
         self.dims = d0, d1
         return x.swapaxes(d0, d1)
 
     def backward(self, g):
-        return (g.swapaxes(*self.dims),)
+        return (g.swapaxes(*self.dims) if self.dims else g,)
 
 
 class Permute(Op):

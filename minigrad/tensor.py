@@ -8,6 +8,7 @@ op saved it: saved arrays are exactly the activation memory.
 
 Read next: functional.py (softmax, cross_entropy, ...), then nn.py and optim.py.
 """
+import functools
 import itertools
 import math
 import operator
@@ -35,10 +36,10 @@ class no_grad:
         _grad_enabled = self.prev
 
     def __call__(self, fn):
+        @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with type(self)():
                 return fn(*args, **kwargs)
-        wrapper.__wrapped__ = fn
         return wrapper
 
 
@@ -90,8 +91,9 @@ def apply(op_cls, *inputs, **attrs):
         if str(e).startswith(op_cls.name):
             raise
         shapes = ", ".join(str(a.shape) for a in arrays)
-        raise type(e)(f"{op_cls.name}: {e} (input shapes {shapes}, dtype {arrays[0].dtype}, "
-                      f"device {backend.device_of(arrays[0])})") from None
+        kind = next(k for k in (IndexError, ValueError, TypeError) if isinstance(e, k))  # not NumPy's subclasses
+        raise kind(f"{op_cls.name}: {e} (input shapes {shapes}, dtype {arrays[0].dtype}, "
+                   f"device {backend.device_of(arrays[0])})") from None
     if isinstance(out, np.generic):
         out = np.asarray(out)
     t = _wrap(out, record)
@@ -131,9 +133,9 @@ def backward(root, gradient=None, retain_graph=False):
         if g.shape != root.shape:
             raise ValueError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
         _check_same_device_and_dtype("backward", [root._data, g])
-    stored = {id(g)}  # arrays already owned by someone: never become a .grad without a copy
+    taken = {id(g)}  # NOTE [who owns a gradient]: arrays that a .grad or someone else already holds
     if root._ctx is None:
-        _accumulate(root, g, stored)
+        _accumulate(root, g, taken)
         return
 
     # NOTE [the tape]: collect the records that `root` depends on, then run them newest first.
@@ -160,7 +162,7 @@ def backward(root, gradient=None, retain_graph=False):
                                f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
                                f"the first backward if you need a second one, or run the forward again.")
         if op.retained is not None and op.retained() is not None:
-            _accumulate(op.retained(), g, stored)
+            _accumulate(op.retained(), g, taken)
         input_grads = op.backward(g)
         if not retain_graph:
             # NOTE [memory drains]: a record's saved arrays are dropped the moment its backward
@@ -171,23 +173,30 @@ def backward(root, gradient=None, retain_graph=False):
             if nxt is None or gi is None:
                 continue
             if isinstance(nxt, Tensor):
-                _accumulate(nxt, gi, stored)
+                _accumulate(nxt, gi, taken)
             elif nxt in grads:
                 grads[nxt] = grads[nxt] + gi
             else:
                 grads[nxt] = gi
 
 
-def _accumulate(t, g, stored):
-    """Add g into t.grad. The first time, take g itself unless it is a view or owned elsewhere."""
+def _accumulate(t, g, taken):
+    """Add g into t.grad. The first time, take g itself unless it is a view or already taken."""
+    # NOTE [who owns a gradient]: an op may hand one array to several inputs (Add gives g to
+    # both), and an array that becomes a leaf's .grad may still be waiting in `grads` for
+    # another record. So a .grad is taken without a copy only when no one else has it, and a
+    # .grad taken during this backward is added to out of place; only a .grad that this leaf
+    # owns alone (from an earlier backward) is added to in place.
     g = backend.as_array(g)
     if g.dtype != t._data.dtype:
         g = g.astype(t._data.dtype)
     if t.grad is None:
-        if g.base is not None or id(g) in stored:
+        if g.base is not None or id(g) in taken:
             g = g.copy()
-        stored.add(id(g))
+        taken.add(id(g))
         t.grad = _wrap(g)
+    elif id(t.grad._data) in taken:
+        t.grad._data = t.grad._data + g
     else:
         # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,
         # so k micro-batches need one gradient buffer, not k.
@@ -358,16 +367,12 @@ class Tensor:
 
     def to(self, *args, device=None, dtype=None):
         """t.to('cuda'), t.to('float64'), t.to(device=..., dtype=...): differentiable; self if nothing changes."""
-        for a in args:
-            if isinstance(a, str) and a.split(":")[0] in backend.DEVICES:
-                device = a
-            else:
-                dtype = a
+        device, dtype = parse_to_args(args, device, dtype)
         out = self
-        if dtype is not None and normalize_dtype(dtype) != self.dtype:
-            out = apply(ops.Cast, out, dtype=normalize_dtype(dtype))
-        if device is not None and backend.normalize_device(device) != self.device:
-            out = apply(ops.ToDevice, out, device=backend.normalize_device(device))
+        if dtype is not None and dtype != self.dtype:
+            out = apply(ops.Cast, out, dtype=dtype)
+        if device is not None and device != self.device:
+            out = apply(ops.ToDevice, out, device=device)
         return out
 
     def float(self):
@@ -447,7 +452,7 @@ class Tensor:
         return apply(ops.Relu, self)
 
     def abs(self):
-        return (self * self).sqrt()
+        return apply(ops.Abs, self)
 
     # --- comparisons: not differentiable, they return bool tensors
     def _compare(self, other, fn):
@@ -538,6 +543,17 @@ class Tensor:
 
     def triu(self, diagonal=0):
         return apply(ops.Tri, self, diagonal=diagonal, upper=True)
+
+
+def parse_to_args(args, device=None, dtype=None):
+    """.to()'s arguments: positional ones are a device if they name one, else a dtype. Normalized."""
+    for a in args:
+        if isinstance(a, str) and a.split(":")[0] in backend.DEVICES:
+            device = a
+        else:
+            dtype = a
+    return (None if device is None else backend.normalize_device(device),
+            None if dtype is None else normalize_dtype(dtype))
 
 
 def _index_key(key, t):
