@@ -87,8 +87,10 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean"):
 
 def mse_loss(input, target, reduction="mean"):
     """Mean (or sum) of (input - target)^2."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"mse_loss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     d = (input - target) ** 2
-    return {"mean": d.mean, "sum": d.sum}.get(reduction, lambda: d)()
+    return d.mean() if reduction == "mean" else d.sum() if reduction == "sum" else d
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from . import functional as F
 from . import nn
 from .random import generator
-from .tensor import arange, cat, no_grad, ones, tensor
+from .tensor import arange, cat, no_grad, ones, randn, tensor
 
 
 @dataclass
@@ -92,7 +92,7 @@ class GPT(nn.Module):
             if name.endswith("bias") or ".ln_" in name or name.startswith("ln_"):
                 continue
             std = 0.02 / math.sqrt(2 * self.config.n_layer) if name.endswith("c_proj.weight") else 0.02
-            p.data = (generator().standard_normal(p.shape) * std).astype(p.dtype)
+            p.data = randn(*p.shape, dtype=p.dtype, device=p.device).data * std
         for m in self.modules():
             if isinstance(m, nn.Linear) and m.bias is not None:
                 m.bias.data = m.bias.data * 0

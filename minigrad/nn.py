@@ -109,6 +109,9 @@ class Module:
     def to(self, *args, device=None, dtype=None):
         """Move (and/or cast, for floats) every parameter and buffer in place; returns self."""
         device, dtype = parse_to_args(args, device, dtype)
+        if dtype is not None and dtype.kind != "f":
+            raise TypeError(f"{type(self).__name__}.to: parameters must stay floating point, got dtype {dtype.name}; "
+                            f"use 'float16', 'float32' or 'float64'")
         for t in list(self.parameters()) + list(self.buffers()):
             data = t._data
             if device is not None:

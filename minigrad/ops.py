@@ -12,6 +12,8 @@ Read next: tensor.py, which runs these ops, records them and walks them backward
 """
 import math
 
+import numpy as np
+
 from .backend import device_of, erf, index_add, to_device, xp_of
 
 
@@ -569,10 +571,15 @@ class MaskedFill(Op):
     name = "masked_fill"
 
     def forward(self, x, mask, value):
-        out = xp_of(x).where(mask, x.dtype.type(value), x)
-        if out.shape != x.shape:
+        xp = xp_of(x)
+        try:
+            fits = np.broadcast_shapes(mask.shape, x.shape) == x.shape  # shapes only: any backend
+        except ValueError:
+            fits = False
+        if not fits:
             raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's "
                              f"shape {x.shape}")
+        out = xp.where(mask, x.dtype.type(value), x)
         self.save_for_backward(mask)
         return out
 

@@ -91,11 +91,17 @@ def apply(op_cls, *inputs, **attrs):
         if str(e).startswith(op_cls.name):
             raise
         shapes = ", ".join(str(a.shape) for a in arrays)
+        if "broadcast" in str(e) and len(arrays) == 2:
+            raise ValueError(f"{op_cls.name}: shapes {arrays[0].shape} and {arrays[1].shape} do not broadcast: "
+                             f"compared from the right, each pair of dims must be equal or one of them 1. "
+                             f"Reshape one of them (e.g. .reshape(...) to add a size-1 dim) first") from None
         kind = next(k for k in (IndexError, ValueError, TypeError) if isinstance(e, k))  # not NumPy's subclasses
         raise kind(f"{op_cls.name}: {e} (input shapes {shapes}, dtype {arrays[0].dtype}, "
                    f"device {backend.device_of(arrays[0])})") from None
     if isinstance(out, np.generic):
         out = np.asarray(out)
+    if record and out.dtype.kind != "f":  # integer and bool results have no gradient (a cast to int64)
+        record = False
     t = _wrap(out, record)
     if record:
         op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
@@ -252,6 +258,9 @@ class Tensor:
                              f"got {getattr(array, 'shape', type(array).__name__)}")
         if self._requires_grad and array.dtype not in FLOAT_DTYPES:
             raise TypeError(f"data: a tensor that requires grad needs a float array, got {array.dtype}")
+        if backend.device_of(array) != self.device:
+            raise RuntimeError(f"data: the new array is on {backend.device_of(array)} but this tensor is on "
+                               f"{self.device}; move the array first (mg.tensor(array, device='{self.device}').data)")
         self._data = array
 
     @property
@@ -319,7 +328,8 @@ class Tensor:
 
     def item(self):
         if self._data.size != 1:
-            raise ValueError(f"item: only a one-element tensor converts to a Python number, this one has shape {self.shape}")
+            raise ValueError(f"item: only a one-element tensor converts to a Python number, this one has shape "
+                             f"{self.shape}; reduce it first (.sum(), .mean()) or index one element")
         return self._data.reshape(()).item()
 
     def tolist(self):
@@ -545,11 +555,21 @@ class Tensor:
         return apply(ops.Tri, self, diagonal=diagonal, upper=True)
 
 
+def _is_dtype_name(name):
+    try:
+        return np.dtype(name) in DTYPES
+    except TypeError:
+        return False
+
+
 def parse_to_args(args, device=None, dtype=None):
     """.to()'s arguments: positional ones are a device if they name one, else a dtype. Normalized."""
     for a in args:
         if isinstance(a, str) and a.split(":")[0] in backend.DEVICES:
             device = a
+        elif isinstance(a, str) and not _is_dtype_name(a):
+            raise backend.DeviceError(f"to: unknown device {a!r}, and not a dtype either: devices are "
+                                      f"{', '.join(backend.DEVICES)}; dtypes are {', '.join(d.name for d in DTYPES)}")
         else:
             dtype = a
     return (None if device is None else backend.normalize_device(device),
