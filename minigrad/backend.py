@@ -9,6 +9,8 @@ Read next: ops.py, the differentiable ops written only in these primitives.
 import os
 
 import numpy as np
+from scipy.special import erf as _host_erf  # imported now, not at the first GELU: an import inside a
+                                            # profiled step would show up as megabytes in tracemalloc
 
 try:  # CuPy is optional: `pip install minigrad[gpu]`
     import cupy as _cupy
@@ -100,7 +102,7 @@ def to_numpy(array):
 def erf(array):
     """The error function, elementwise (NumPy has none: SciPy's, or CuPy's on the GPU)."""
     if not _on_gpu(array):
-        from scipy.special import erf as _erf
+        _erf = _host_erf
     else:
         from cupyx.scipy.special import erf as _erf
     return _erf(array).astype(array.dtype, copy=False)  # SciPy has no float16 loop: keep the input's dtype

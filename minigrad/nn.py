@@ -22,6 +22,7 @@ class Parameter(Tensor):
         t = data if isinstance(data, Tensor) else tensor(data)
         self._data, self._requires_grad, self.grad, self._ctx = t._data, False, None, None
         self.requires_grad_(requires_grad)
+        self._set_data(self._data)  # so that an active profile counts it as a parameter
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
@@ -118,7 +119,7 @@ class Module:
                 data = backend.to_device(data, device)
             if dtype is not None and data.dtype.kind == "f":
                 data = data.astype(dtype)
-            t._data = data
+            t._set_data(data)
             if t.grad is not None:
                 t.grad = None  # a gradient of the old device/dtype would not fit
         return self
@@ -144,7 +145,7 @@ class Module:
             array = backend.to_device(backend.to_numpy(array) if not backend.is_array(array) else array, t.device)
             if array.shape != t.shape:
                 raise ValueError(f"load_state_dict: {name} has shape {t.shape} here but {array.shape} in the state dict")
-            t._data = array.astype(t.dtype, copy=True)
+            t._set_data(array.astype(t.dtype, copy=True))
         return self
 
     def num_parameters(self):
@@ -334,10 +335,10 @@ class BatchNorm1d(Module):
     def _update_running_stats(self, mean, var, n):
         m = self.momentum
         with no_grad():
-            self.running_mean._data = (1 - m) * self.running_mean._data + m * mean._data.reshape(-1)
+            self.running_mean._set_data((1 - m) * self.running_mean._data + m * mean._data.reshape(-1))
             unbiased = var._data.reshape(-1) * (n / (n - 1))
-            self.running_var._data = (1 - m) * self.running_var._data + m * unbiased
-            self.num_batches_tracked._data = self.num_batches_tracked._data + 1
+            self.running_var._set_data((1 - m) * self.running_var._data + m * unbiased)
+            self.num_batches_tracked._set_data(self.num_batches_tracked._data + 1)
 
     def extra_repr(self):
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"

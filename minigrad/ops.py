@@ -17,6 +17,49 @@ import numpy as np
 from .backend import device_of, erf, index_add, to_device, xp_of
 
 
+# NOTE [FLOP convention]: a matrix product counts 2*m*n*k (one multiply and one add per term),
+# reported under op 'matmul' whichever op issues it (matmul, linear). Every other op counts
+# FLOPs per element by this one table: `forward` per output element; `backward` per element
+# of the incoming gradient, for each input whose gradient is computed (an input that needs no
+# gradient costs nothing), plus one add per element summed away when that input was
+# broadcast. Exp, log, tanh, erf and sqrt count as one FLOP each, as most counters do. Ops that
+# only move data (reshape, index, cat, ...) count zero. Reductions and the fused ops
+# (linear, layer_norm, ...) override Op.flops/backward_flops next to their code. docs/ledger.md
+# shows this table; a test keeps the two equal.
+FLOPS_PER_ELEMENT = {
+    # op:          (forward, backward per input)
+    "add":         (1, (0, 0)),
+    "sub":         (1, (0, 1)),      # -g for b
+    "mul":         (1, (1, 1)),      # g * b, g * a
+    "div":         (1, (1, 3)),      # g / b; -g * a / (b * b)
+    "pow":         (1, (3,)),        # g * p * x ** (p - 1)
+    "neg":         (1, (1,)),
+    "exp":         (1, (1,)),
+    "log":         (1, (1,)),
+    "sqrt":        (1, (2,)),        # g / (2 y)
+    "tanh":        (1, (3,)),        # g * (1 - y * y)
+    "sigmoid":     (5, (3,)),        # |x|, -, exp, +, /;  g * y * (1 - y)
+    "abs":         (1, (2,)),        # sign, *
+    "relu":        (1, (2,)),        # compare, *
+    "gelu":        (5, (11,)),       # exact: x/sqrt2, erf, +1, *0.5, *x; cdf, pdf, x*pdf, +, *g
+    "gelu_tanh":   (8, (18,)),       # the tanh approximation
+    "dropout":     (1, (1,)),        # x * mask
+    "softmax":     (5, (4,)),        # max, -, exp, sum, /;  g*y, sum, y*s, -
+    "log_softmax": (5, (4,)),        # max, -, exp, sum, -;  exp, sum, *, -
+    "where":       (0, (1, 1)),      # a select is free; its gradient is masked
+    "masked_fill": (0, (1,)),
+    "cast":        (0, (0,)),
+    "to_device":   (0, (0,)),
+    "reshape":     (0, (0,)),
+    "transpose":   (0, (0,)),
+    "permute":     (0, (0,)),
+    "tri":         (0, (0,)),
+    "index":       (0, (0,)),        # gather; with integer arrays its backward adds (see Index)
+    "cat":         None,             # any number of inputs: all zero
+    "stack":       None,
+}
+
+
 class Op:
     """Base class of every op. Subclasses set `name` and define forward and backward."""
     name = "op"
@@ -38,6 +81,24 @@ class Op:
 
     def backward(self, grad):
         raise NotImplementedError(f"{type(self).__name__}.backward")
+
+    # FLOPs (NOTE [FLOP convention]); the profiler calls these, the engine never does
+    def _table(self):
+        if self.name not in FLOPS_PER_ELEMENT:
+            raise NotImplementedError(f"{self.name}: no FLOP formula; add it to ops.FLOPS_PER_ELEMENT "
+                                      f"or override flops/backward_flops")
+        return FLOPS_PER_ELEMENT[self.name] or (0, ())
+
+    def flops(self, inputs, out):
+        """{op name: FLOPs} of this forward, from the input and output arrays."""
+        return {self.name: self._table()[0] * out.size}
+
+    def backward_flops(self, grad, input_grads):
+        """{op name: FLOPs} of this backward: only the input gradients actually computed."""
+        per_input = self._table()[1]
+        n = sum(per * grad.size + max(grad.size - gi.size, 0)
+                for per, gi in zip(per_input, input_grads) if gi is not None)
+        return {self.name: n}
 
 
 def unbroadcast(grad, shape):
@@ -267,6 +328,9 @@ class Gelu(Op):
             return 0.5 * x * (1 + xp_of(x).tanh(self.K * (x + 0.044715 * x ** 3)))
         return 0.5 * x * (1 + erf(x * (1 / math.sqrt(2))))
 
+    def _table(self):
+        return FLOPS_PER_ELEMENT["gelu_tanh" if self.approximate == "tanh" else "gelu"]
+
     def backward(self, g):
         (x,) = self.saved
         xp = xp_of(x)
@@ -319,6 +383,12 @@ class Sum(Op):
             g = g.reshape(keepdim_shape(self.shape, self.axes))
         return (xp_of(g).broadcast_to(g, self.shape),)
 
+    def flops(self, inputs, out):
+        return {self.name: inputs[0].size - out.size}  # n - 1 adds for each sum of n
+
+    def backward_flops(self, grad, input_grads):
+        return {self.name: 0}  # a broadcast copies
+
 
 class Mean(Sum):
     """d mean(x) = g / n, broadcast back over the averaged dims."""
@@ -331,6 +401,12 @@ class Mean(Sum):
 
     def backward(self, g):
         return super().backward(g / self.count)
+
+    def flops(self, inputs, out):
+        return {self.name: inputs[0].size}  # the adds, then one divide per result
+
+    def backward_flops(self, grad, input_grads):
+        return {self.name: grad.size}  # g / n, then a broadcast
 
 
 class Max(Op):
@@ -351,6 +427,12 @@ class Max(Op):
         mask = x == out
         count = mask.sum(axis=self.axes, keepdims=True).astype(g.dtype)
         return (mask * (g.reshape(out.shape) / count),)
+
+    def flops(self, inputs, out):
+        return {self.name: inputs[0].size - out.size}  # comparisons
+
+    def backward_flops(self, grad, input_grads):
+        return {self.name: 3 * input_grads[0].size + grad.size}  # ==, count ties, *; g / count
 
 
 # ----------------------------------------------------------------------------- matrix products
@@ -398,6 +480,13 @@ class Matmul(Op):
             gb = gb.reshape(sb)
         return ga, gb
 
+    def flops(self, inputs, out):
+        return {"matmul": 2 * max(out.size, 1) * inputs[0].shape[-1]}  # 2 m n k (times the batch)
+
+    def backward_flops(self, grad, input_grads):
+        k = self.shapes[0][-1]
+        return {"matmul": sum(2 * max(grad.size, 1) * k for gi in input_grads if gi is not None)}
+
 
 class Linear(Op):
     """y = x @ W^T + b with W shaped (out, in); dx = g @ W, dW = g^T x, db = sum of g."""
@@ -425,6 +514,21 @@ class Linear(Op):
         if len(self.needs_input_grad) == 3:
             return gx, gw, (g2.sum(axis=0) if self.needs_input_grad[2] else None)
         return gx, gw
+
+    def flops(self, inputs, out):
+        x, w = inputs[:2]
+        counts = {"matmul": 2 * (x.size // x.shape[-1]) * w.shape[0] * w.shape[1]}  # 2 N in out
+        if len(inputs) == 3:
+            counts["add"] = out.size  # the bias
+        return counts
+
+    def backward_flops(self, grad, input_grads):
+        gx, gw = input_grads[:2]
+        k = next((a.shape[-1] for a in (gw, gx) if a is not None), 0)  # in_features
+        counts = {"matmul": sum(2 * grad.size * k for gi in (gx, gw) if gi is not None)}  # 2 N out in each
+        if len(input_grads) == 3 and input_grads[2] is not None:
+            counts["sum"] = grad.size - input_grads[2].size  # the bias gradient sums over N
+        return counts
 
 
 # ----------------------------------------------------------------------------- shape and indexing
@@ -511,6 +615,9 @@ class Index(Op):
         else:
             index_add(gx, key, g)
         return (gx,)
+
+    def backward_flops(self, grad, input_grads):
+        return {self.name: 0 if self.basic else grad.size}  # a scatter-add adds each element once
 
 
 class Cat(Op):
@@ -674,6 +781,15 @@ class LayerNorm(Op):
         if len(needs) > len(grads):  # a bias was given
             grads.append(g.sum(axis=lead) if needs[-1] else None)
         return tuple(grads)
+
+    def flops(self, inputs, out):
+        return {self.name: 7 * out.size}  # mean, -, square, mean, * rstd, * w, + b (per-row sqrt ignored)
+
+    def backward_flops(self, grad, input_grads):
+        n = grad.size
+        per_input = (8, 2, 1)  # x: g*w, two means, two products, two subtractions, * rstd; w: g*xhat, sum; b: sum
+        kinds = (0,) + ((1,) if self.has_weight else ()) + (2,)
+        return {self.name: sum(per_input[k] * n for k, gi in zip(kinds, input_grads) if gi is not None)}
 
 
 class Dropout(Op):

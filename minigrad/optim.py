@@ -8,6 +8,7 @@ Read next: gpt.py, a model trained with these.
 import math
 
 from . import backend
+from .tensor import active_profiler
 
 
 class Optimizer:
@@ -34,6 +35,9 @@ class Optimizer:
         state = self.state.setdefault(p, {})
         if name not in state:
             state[name] = backend.xp_of(p._data).zeros_like(p._data)
+            profiler = active_profiler()
+            if profiler is not None:
+                profiler.on_optimizer_state(state[name])
         return state[name]
 
     def state_bytes(self):

@@ -22,6 +22,11 @@ from .random import generator
 # ----------------------------------------------------------------------------- grad mode
 
 _grad_enabled = True
+_profiler = None  # the active mg.profile, if any (profiler.py): the engine reports to it when set
+
+
+def active_profiler():
+    return _profiler
 
 
 class no_grad:
@@ -107,6 +112,8 @@ def apply(op_cls, *inputs, **attrs):
         op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
         op.seq = next(_seq)
         t._ctx = op
+    if _profiler is not None:
+        _profiler.on_forward(op, arrays, out, record)
     return t
 
 
@@ -170,6 +177,8 @@ def backward(root, gradient=None, retain_graph=False):
         if op.retained is not None and op.retained() is not None:
             _accumulate(op.retained(), g, taken)
         input_grads = op.backward(g)
+        if _profiler is not None:
+            _profiler.on_backward(op, g, input_grads, releasing=not retain_graph)
         if not retain_graph:
             # NOTE [memory drains]: a record's saved arrays are dropped the moment its backward
             # has run, so activation memory falls during backward as it rose during forward.
@@ -201,8 +210,12 @@ def _accumulate(t, g, taken):
             g = g.copy()
         taken.add(id(g))
         t.grad = _wrap(g)
+        if _profiler is not None:
+            _profiler.on_grad(g)
     elif id(t.grad._data) in taken:
         t.grad._data = t.grad._data + g
+        if _profiler is not None:
+            _profiler.on_grad(t.grad._data)
     else:
         # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,
         # so k micro-batches need one gradient buffer, not k.
@@ -261,7 +274,13 @@ class Tensor:
         if backend.device_of(array) != self.device:
             raise RuntimeError(f"data: the new array is on {backend.device_of(array)} but this tensor is on "
                                f"{self.device}; move the array first (mg.tensor(array, device='{self.device}').data)")
+        self._set_data(array)
+
+    def _set_data(self, array):
+        """Replace the array (no checks): the one way minigrad's own code does it, so the ledger sees it."""
         self._data = array
+        if _profiler is not None:
+            _profiler.on_new_tensor(self)
 
     @property
     def requires_grad(self):
@@ -626,7 +645,15 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
         if dtype is None:  # Python floats become float32, as in PyTorch
             dtype = "float32" if host.dtype.kind == "f" else host.dtype
         array = backend.to_device(host.astype(normalize_dtype(dtype)), device)
-    return _wrap(array).requires_grad_(requires_grad)
+    return _new(array, requires_grad)
+
+
+def _new(array, requires_grad=False):
+    """A new leaf from a factory (tensor, zeros, randn, ...): the ledger counts it."""
+    t = _wrap(array).requires_grad_(requires_grad)
+    if _profiler is not None:
+        _profiler.on_new_tensor(t)
+    return t
 
 
 def _shape(shape):
@@ -636,7 +663,7 @@ def _shape(shape):
 def _filled(fill, shape, dtype, device, requires_grad):
     device = backend.normalize_device(device)
     dt = normalize_dtype(dtype or "float32")
-    return _wrap(backend.xp_for(device).full(_shape(shape), fill, dtype=dt)).requires_grad_(requires_grad)
+    return _new(backend.xp_for(device).full(_shape(shape), fill, dtype=dt), requires_grad)
 
 
 def zeros(*shape, dtype=None, device=None, requires_grad=False):

@@ -1,0 +1,263 @@
+"""The ledger: every byte the engine holds and every FLOP it computes, while a block runs.
+
+    with mg.profile() as prof:
+        loss = model(x).sum(); loss.backward(); opt.step()
+    print(prof.table())
+    prof.peak_bytes("activations"), prof.flops("backward", op="matmul"), prof.timeline()
+
+Bytes are counted by category, one buffer in one category (NOTE [one buffer, one category]):
+  parameters   the arrays of nn.Parameter tensors
+  optimizer    optimizer state (momentum, Adam's moments)
+  gradients    the .grad of leaves (and of tensors that retain_grad)
+  activations  arrays that a record on the tape saved for its backward
+  transient    everything else the engine made that is still alive: op outputs nobody saved,
+               gradients in flight during backward, tensors made by factories (the data batch),
+               module buffers (BatchNorm's running statistics)
+Bytes alive when the block starts count too. What the ledger cannot see: temporaries that
+NumPy makes inside one op and frees before it returns, and Python's own objects; tests
+compare the total against the allocator (tracemalloc, CuPy's pool) to bound them.
+
+FLOPs follow NOTE [FLOP convention] in ops.py, by phase ('forward', 'backward', 'recompute').
+
+Read next: lessons/, which plot the timeline of a training step.
+"""
+import gc
+import weakref
+
+from . import backend, nn, ops, optim
+from . import tensor as _tape
+
+CATEGORIES = ("parameters", "optimizer", "gradients", "activations", "transient")
+PARAMETERS, OPTIMIZER, GRADIENTS, ACTIVATIONS, TRANSIENT = range(5)
+PHASES = ("forward", "backward", "recompute")
+
+
+def _owner(array):
+    """The array that owns the memory behind `array`: a view's base, followed to the end."""
+    while backend.is_array(array.base):
+        array = array.base
+    return array
+
+
+def format_bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def format_flops(n):
+    for unit in ("", "k", "M", "G", "T"):
+        if abs(n) < 1000 or unit == "T":
+            return f"{n:.0f}" if unit == "" else f"{n:.2f} {unit}"
+        n /= 1000
+
+
+class profile:
+    """Context manager that records bytes by category and FLOPs by phase and op (see module doc)."""
+
+    def __init__(self):
+        # NOTE [one buffer, one category]: each buffer (the array that owns the memory, so a view
+        # adds nothing) keeps a count of holders per category; its bytes go to the first category,
+        # in CATEGORIES order, with a holder. A tanh output saved by tanh and by the next linear is
+        # one buffer with two activation holders: counted once. A weight saved for backward is
+        # still a parameter.
+        self._buffers = {}                 # id(owner) -> [nbytes, holders per category, category or None]
+        self._current = [0] * len(CATEGORIES)
+        self._peak = [0] * len(CATEGORIES)
+        self._peak_total = 0
+        self._refs = {}                    # id(weakref to a holder) -> (the weakref, what to release when it dies)
+        self._records = {}                 # id(record) -> its weakref, while its saved arrays count
+        self._flops = {}                   # (phase, op name) -> FLOPs
+        self._calls = {}                   # (phase, op name) -> calls
+        self._saved = {}                   # op name -> bytes saved for backward (summed over calls)
+        self._events = []
+        self.phase = "forward"             # checkpointing sets 'recompute' while it recomputes
+        self._open = False
+
+    # --- the block
+    def __enter__(self):
+        if _tape._profiler is not None:
+            raise RuntimeError("profile: another profile is already active; nesting is not supported")
+        self._open = True
+        self._count_what_is_alive()
+        self._event("start", "start")
+        _tape._profiler = self
+        return self
+
+    def __exit__(self, *exc):
+        _tape._profiler = None
+        self._event("end", "end")
+        self._open = False
+        self._refs.clear()  # weakrefs dropped: nothing calls back into a closed profile
+        self._records.clear()
+
+    def _count_what_is_alive(self):
+        for obj in gc.get_objects():
+            if isinstance(obj, nn.Parameter):
+                self._hold(obj._data, PARAMETERS)
+            elif isinstance(obj, _tape.Tensor):
+                self._hold(obj._data, TRANSIENT)
+            elif isinstance(obj, optim.Optimizer):
+                for state in obj.state.values():
+                    for value in state.values():
+                        if backend.is_array(value):
+                            self._hold(value, OPTIMIZER)
+            elif isinstance(obj, ops.Op) and obj.saved and not obj.released and obj.next:
+                self._hold_saved(obj)
+            if isinstance(obj, _tape.Tensor) and obj.grad is not None:
+                self._hold(obj.grad._data, GRADIENTS)
+
+    # --- bookkeeping
+    def _add(self, array, category):
+        owner = _owner(array)
+        key = id(owner)
+        entry = self._buffers.get(key)
+        if entry is None:
+            entry = self._buffers[key] = [owner.nbytes, [0] * len(CATEGORIES), None]
+        entry[1][category] += 1
+        self._settle(key, entry)
+        return key
+
+    def _remove(self, key, category):
+        entry = self._buffers.get(key)
+        if entry is None:
+            return
+        entry[1][category] -= 1
+        self._settle(key, entry)
+
+    def _settle(self, key, entry):
+        nbytes, holders, old = entry
+        new = next((c for c, n in enumerate(holders) if n > 0), None)
+        if new == old:
+            return
+        if old is not None:
+            self._current[old] -= nbytes
+        if new is None:
+            del self._buffers[key]
+        else:
+            entry[2] = new
+            self._current[new] += nbytes
+            if self._current[new] > self._peak[new]:
+                self._peak[new] = self._current[new]
+            total = sum(self._current)
+            if total > self._peak_total:
+                self._peak_total = total
+
+    def _hold(self, array, category):
+        """Count `array` in `category` for as long as the array object lives."""
+        key = self._add(array, category)
+        ref = weakref.ref(array, self._on_death)  # arrays are unhashable: the dict is keyed by the ref's id
+        self._refs[id(ref)] = (ref, (key, category))
+
+    def _on_death(self, ref):
+        _, held = self._refs.pop(id(ref), (None, None))
+        if held is not None:
+            self._remove(*held)
+
+    def _hold_saved(self, record):
+        """Count a record's saved arrays as activations until its backward releases them (or it dies)."""
+        keys = [self._add(a, ACTIVATIONS) for a in record.saved if backend.is_array(a)]
+        ref = weakref.ref(record, self._on_record_death)
+        self._refs[id(ref)] = (ref, keys)
+        self._records[id(record)] = ref
+
+    def _on_record_death(self, ref):
+        _, keys = self._refs.pop(id(ref), (None, ()))
+        for key in keys:
+            self._remove(key, ACTIVATIONS)
+
+    def _count_flops(self, counts):
+        for op, n in counts.items():
+            key = (self.phase, op)
+            self._flops[key] = self._flops.get(key, 0) + n
+
+    def _event(self, op, phase):
+        self._events.append((op, phase, tuple(self._current)))
+
+    # --- hooks the engine calls (tensor.py, nn.py, optim.py) while this profile is active
+    def on_forward(self, op, inputs, out, recorded):
+        self._count_flops(op.flops(inputs, out))
+        key = (self.phase, op.name)
+        self._calls[key] = self._calls.get(key, 0) + 1
+        self._hold(out, TRANSIENT)
+        if recorded and op.saved:
+            self._hold_saved(op)
+            activations = [a for a in op.saved  # a weight saved for backward stays a parameter
+                           if backend.is_array(a) and self._buffers[id(_owner(a))][2] == ACTIVATIONS]
+            self._saved[op.name] = self._saved.get(op.name, 0) + sum(a.nbytes for a in activations)
+        self._event(op.name, self.phase)
+
+    def on_backward(self, op, grad, input_grads, releasing):
+        """Called after op.backward ran and before the tape frees op.saved (when releasing)."""
+        for name, n in op.backward_flops(grad, input_grads).items():
+            self._flops[("backward", name)] = self._flops.get(("backward", name), 0) + n
+        self._calls[("backward", op.name)] = self._calls.get(("backward", op.name), 0) + 1
+        for gi in input_grads:
+            if gi is not None:
+                self._hold(backend.as_array(gi), TRANSIENT)
+        if releasing:  # before the arrays can die: a buffer's entry must go while its id is still its own
+            ref = self._records.pop(id(op), None)
+            if ref is not None:
+                self._on_record_death(ref)
+        self._event(op.name, "backward")
+
+    def on_grad(self, array):
+        self._hold(array, GRADIENTS)
+
+    def on_new_tensor(self, t):
+        self._hold(t._data, PARAMETERS if isinstance(t, nn.Parameter) else TRANSIENT)
+
+    def on_optimizer_state(self, array):
+        self._hold(array, OPTIMIZER)
+        self._event("optimizer_state", "step")
+
+    # --- what a learner asks
+    def _category(self, category):
+        if category is None:
+            return None
+        if category not in CATEGORIES:
+            raise ValueError(f"profile: unknown category {category!r}; the categories are {', '.join(CATEGORIES)}")
+        return CATEGORIES.index(category)
+
+    def peak_bytes(self, category=None):
+        """The peak of live bytes in `category` during the block (of the total, with None)."""
+        c = self._category(category)
+        return self._peak_total if c is None else self._peak[c]
+
+    def current_bytes(self, category=None):
+        """Live bytes in `category` now (at the end of the block, once it has ended)."""
+        c = self._category(category)
+        return sum(self._current) if c is None else self._current[c]
+
+    def flops(self, phase=None, op=None):
+        """FLOPs counted in `phase` ('forward', 'backward', 'recompute') for `op` (e.g. 'matmul'); None = all."""
+        if phase is not None and phase not in PHASES:
+            raise ValueError(f"profile: unknown phase {phase!r}; the phases are {', '.join(PHASES)}")
+        return sum(n for (ph, name), n in self._flops.items()
+                   if (phase is None or ph == phase) and (op is None or name == op))
+
+    def calls(self, phase=None, op=None):
+        return sum(n for (ph, name), n in self._calls.items()
+                   if (phase is None or ph == phase) and (op is None or name == op))
+
+    def timeline(self):
+        """The events in order: [{'index', 'op', 'phase', and bytes per category after it}, ...]."""
+        return [dict(index=i, op=op, phase=phase, **dict(zip(CATEGORIES, current)), total=sum(current))
+                for i, (op, phase, current) in enumerate(self._events)]
+
+    def table(self):
+        """A per-op breakdown (calls, bytes saved for backward, FLOPs by phase), then bytes by category."""
+        names = sorted({name for _, name in self._flops} | {name for _, name in self._calls} | set(self._saved))
+        head = f"{'op':<13}{'calls':>7}{'saved':>12}" + "".join(f"{p + ' FLOPs':>19}" for p in PHASES)
+        lines = [head, "-" * len(head)]
+        for name in names:
+            row = f"{name:<13}{self.calls('forward', name):>7}{format_bytes(self._saved.get(name, 0)):>12}"
+            lines.append(row + "".join(f"{format_flops(self.flops(p, name)):>19}" for p in PHASES))
+        lines.append(f"{'total':<13}{self.calls('forward'):>7}{format_bytes(sum(self._saved.values())):>12}"
+                     + "".join(f"{format_flops(self.flops(p)):>19}" for p in PHASES))
+        lines += ["", f"{'bytes':<13}{'peak':>12}{'now':>12}"]
+        for c in CATEGORIES:
+            lines.append(f"{c:<13}{format_bytes(self.peak_bytes(c)):>12}{format_bytes(self.current_bytes(c)):>12}")
+        lines.append(f"{'total':<13}{format_bytes(self.peak_bytes()):>12}{format_bytes(self.current_bytes()):>12}")
+        return "\n".join(lines)
