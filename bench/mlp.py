@@ -6,6 +6,7 @@
 (a) a 32-layer, 512-wide tanh MLP, forward + backward at batch 256, float32: big matmuls,
     where the engine should add almost nothing over the NumPy calls it makes;
 (b) a 16x16 tanh MLP at batch 1: tiny tensors, where per-op Python overhead is everything.
+'profiled' is minigrad inside `with mg.profile():` (one profile per step): the ledger's cost.
 Contenders run interleaved in one process; we report the median of per-round ratios.
 """
 import argparse
@@ -20,6 +21,11 @@ import minigrad as mg
 def minigrad_step(model, x):
     model.zero_grad()
     model(x).sum().backward()
+
+
+def profiled_step(model, x):
+    with mg.profile():
+        minigrad_step(model, x)
 
 
 def numpy_step(params, x):
@@ -51,7 +57,8 @@ def build(depth, width, batch):
     model = mg.nn.Sequential(*layers)
     x = mg.randn(batch, width)
     params = [(m.weight.data, m.bias.data) for m in layers[::2]]
-    contenders = {"minigrad": lambda: minigrad_step(model, x), "numpy": lambda: numpy_step(params, x.data)}
+    contenders = {"minigrad": lambda: minigrad_step(model, x), "numpy": lambda: numpy_step(params, x.data),
+                  "profiled": lambda: profiled_step(model, x)}
     try:
         import torch
         tl = []

@@ -6,12 +6,15 @@ as arrays shaped like the parameter: the optimizer's share of training memory.
 Read next: gpt.py, a model trained with these.
 """
 import math
+import weakref
 
 from . import backend
 from .tensor import active_profiler
 
 
 class Optimizer:
+    alive = weakref.WeakSet()  # every optimizer not yet garbage: where mg.profile finds their state
+
     def __init__(self, params, defaults):
         self.params = list(params)
         if not self.params:
@@ -22,6 +25,7 @@ class Optimizer:
                                  "pass only trainable parameters")
         self.defaults = defaults
         self.state = {}  # parameter -> {name: array}, made on the first step (as in PyTorch)
+        Optimizer.alive.add(self)
 
     def zero_grad(self, set_to_none=True):
         for p in self.params:

@@ -13,7 +13,9 @@ Bytes are counted by category, one buffer in one category (NOTE [one buffer, one
   transient    everything else the engine made that is still alive: op outputs nobody saved,
                gradients in flight during backward, tensors made by factories (the data batch),
                module buffers (BatchNorm's running statistics)
-Bytes alive when the block starts count too. What the ledger cannot see: temporaries that
+Parameters, their gradients and optimizer state alive when the block starts count too; a
+graph recorded before the block does not (start the profile before the forward pass).
+What the ledger cannot see: temporaries that
 NumPy makes inside one op and frees before it returns, and Python's own objects; tests
 compare the total against the allocator (tracemalloc, CuPy's pool) to bound them.
 
@@ -21,7 +23,6 @@ FLOPs follow NOTE [FLOP convention] in ops.py, by phase ('forward', 'backward', 
 
 Read next: lessons/, which plot the timeline of a training step.
 """
-import gc
 import weakref
 
 from . import backend, nn, ops, optim
@@ -79,6 +80,8 @@ class profile:
     def __enter__(self):
         if _tape._profiler is not None:
             raise RuntimeError("profile: another profile is already active; nesting is not supported")
+        if self._events:
+            raise RuntimeError("profile: this profile has already run; make a new mg.profile() for each block")
         self._open = True
         self._count_what_is_alive()
         self._event("start", "start")
@@ -93,20 +96,17 @@ class profile:
         self._records.clear()
 
     def _count_what_is_alive(self):
-        for obj in gc.get_objects():
-            if isinstance(obj, nn.Parameter):
-                self._hold(obj._data, PARAMETERS)
-            elif isinstance(obj, _tape.Tensor):
-                self._hold(obj._data, TRANSIENT)
-            elif isinstance(obj, optim.Optimizer):
-                for state in obj.state.values():
-                    for value in state.values():
-                        if backend.is_array(value):
-                            self._hold(value, OPTIMIZER)
-            elif isinstance(obj, ops.Op) and obj.saved and not obj.released and obj.next:
-                self._hold_saved(obj)
-            if isinstance(obj, _tape.Tensor) and obj.grad is not None:
-                self._hold(obj.grad._data, GRADIENTS)
+        # Parameters and optimizers register themselves when made (nn.py, optim.py), so the ledger
+        # finds them, their gradients and their state without scanning the heap.
+        for p in list(nn.Parameter.alive):
+            self._hold(p._data, PARAMETERS)
+            if p.grad is not None:
+                self._hold(p.grad._data, GRADIENTS)
+        for opt in list(optim.Optimizer.alive):
+            for state in opt.state.values():
+                for value in state.values():
+                    if backend.is_array(value):
+                        self._hold(value, OPTIMIZER)
 
     # --- bookkeeping
     def _add(self, array, category):
@@ -159,11 +159,12 @@ class profile:
         """Count a record's saved arrays as activations until its backward releases them (or it dies)."""
         keys = [self._add(a, ACTIVATIONS) for a in record.saved if backend.is_array(a)]
         ref = weakref.ref(record, self._on_record_death)
-        self._refs[id(ref)] = (ref, keys)
+        self._refs[id(ref)] = (ref, (id(record), keys))
         self._records[id(record)] = ref
 
     def _on_record_death(self, ref):
-        _, keys = self._refs.pop(id(ref), (None, ()))
+        _, (record_id, keys) = self._refs.pop(id(ref), (None, (None, ())))
+        self._records.pop(record_id, None)
         for key in keys:
             self._remove(key, ACTIVATIONS)
 
@@ -238,25 +239,40 @@ class profile:
                    if (phase is None or ph == phase) and (op is None or name == op))
 
     def calls(self, phase=None, op=None):
+        """How many times `op` ran in `phase`; None = all."""
+        if phase is not None and phase not in PHASES:
+            raise ValueError(f"profile: unknown phase {phase!r}; the phases are {', '.join(PHASES)}")
         return sum(n for (ph, name), n in self._calls.items()
                    if (phase is None or ph == phase) and (op is None or name == op))
 
     def timeline(self):
-        """The events in order: [{'index', 'op', 'phase', and bytes per category after it}, ...]."""
+        """The events in order: [{'index', 'op', 'phase', bytes per category after it, 'total'}, ...].
+
+        One event per op run (phase 'forward', 'backward' or 'recompute'), one per optimizer state
+        buffer made (phase 'step'), and 'start' and 'end'. It grows by one event per op for as long
+        as the profile is open.
+        """
         return [dict(index=i, op=op, phase=phase, **dict(zip(CATEGORIES, current)), total=sum(current))
                 for i, (op, phase, current) in enumerate(self._events)]
 
     def table(self):
-        """A per-op breakdown (calls, bytes saved for backward, FLOPs by phase), then bytes by category."""
-        names = sorted({name for _, name in self._flops} | {name for _, name in self._calls} | set(self._saved))
-        head = f"{'op':<13}{'calls':>7}{'saved':>12}" + "".join(f"{p + ' FLOPs':>19}" for p in PHASES)
+        """Three small tables: ops (calls, bytes saved), FLOPs by kind and phase, bytes by category."""
+        ops_run = sorted({name for _, name in self._calls})
+        head = f"{'op':<13}{'forward':>9}{'backward':>10}{'recompute':>11}{'saved':>12}"
         lines = [head, "-" * len(head)]
-        for name in names:
-            row = f"{name:<13}{self.calls('forward', name):>7}{format_bytes(self._saved.get(name, 0)):>12}"
-            lines.append(row + "".join(f"{format_flops(self.flops(p, name)):>19}" for p in PHASES))
-        lines.append(f"{'total':<13}{self.calls('forward'):>7}{format_bytes(sum(self._saved.values())):>12}"
-                     + "".join(f"{format_flops(self.flops(p)):>19}" for p in PHASES))
-        lines += ["", f"{'bytes':<13}{'peak':>12}{'now':>12}"]
+        for name in ops_run:
+            lines.append(f"{name:<13}" + "".join(f"{self.calls(p, name):>{w}}" for p, w in zip(PHASES, (9, 10, 11)))
+                         + f"{format_bytes(self._saved.get(name, 0)):>12}")
+        lines.append("(calls per phase; saved: bytes the op kept for backward, summed over its calls: a buffer "
+                     "that two ops save shows in both rows)")
+        kinds = sorted({name for _, name in self._flops})
+        head = f"{'FLOPs':<13}" + "".join(f"{p:>14}" for p in PHASES)
+        lines += ["", head, "-" * len(head)]
+        for name in kinds + ["total"]:
+            op = None if name == "total" else name
+            lines.append(f"{name:<13}" + "".join(f"{format_flops(self.flops(p, op)):>14}" for p in PHASES))
+        lines.append("(matrix products count under 'matmul' whichever op made them; see docs/ledger.md)")
+        lines += ["", f"{'bytes':<13}{'peak':>12}{'now':>12}", "-" * 37]
         for c in CATEGORIES:
             lines.append(f"{c:<13}{format_bytes(self.peak_bytes(c)):>12}{format_bytes(self.current_bytes(c)):>12}")
         lines.append(f"{'total':<13}{format_bytes(self.peak_bytes()):>12}{format_bytes(self.current_bytes()):>12}")

@@ -238,7 +238,7 @@ def _lift(x, like, op):
         if isinstance(x, float) and like._data.dtype.kind != "f":
             raise TypeError(f"{op}: a Python float with a {like.dtype.name} tensor; convert the tensor with "
                             f".float() first (minigrad does not promote silently)")
-        return _wrap(backend.xp_of(like._data).asarray(x, dtype=like._data.dtype))
+        return _new(backend.xp_of(like._data).asarray(x, dtype=like._data.dtype))
     raise TypeError(f"{op}: expected a Tensor or a Python number, got {type(x).__name__}; "
                     f"wrap arrays with mg.tensor(...)")
 
@@ -254,7 +254,7 @@ class Tensor:
     @staticmethod
     def _from_array(array, requires_grad=False):
         """Wrap an existing NumPy/CuPy array without copying (for minigrad's own code)."""
-        return _wrap(array, requires_grad)
+        return _new(array, requires_grad)
 
     # --- what it holds
     @property
@@ -486,7 +486,7 @@ class Tensor:
     # --- comparisons: not differentiable, they return bool tensors
     def _compare(self, other, fn):
         other = other._data if isinstance(other, Tensor) else other
-        return _wrap(fn(self._data, other))
+        return _new(backend.as_array(fn(self._data, other)))
 
     def __lt__(self, other):
         return self._compare(other, operator.lt)
@@ -507,18 +507,18 @@ class Tensor:
         return self._compare(other, operator.ne)
 
     def __invert__(self):
-        return _wrap(~self._data)
+        return _new(~self._data)
 
     __hash__ = object.__hash__  # tensors are dict keys by identity (optimizer state)
 
     def any(self):
-        return _wrap(self._data.any())
+        return _new(backend.as_array(self._data.any()))
 
     def all(self):
-        return _wrap(self._data.all())
+        return _new(backend.as_array(self._data.all()))
 
     def argmax(self, dim=None, keepdim=False):
-        return _wrap(self._data.argmax(axis=dim, keepdims=keepdim))
+        return _new(backend.as_array(self._data.argmax(axis=dim, keepdims=keepdim)))
 
     # --- reductions
     def sum(self, dim=None, keepdim=False):
@@ -649,8 +649,10 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
 
 
 def _new(array, requires_grad=False):
-    """A new leaf from a factory (tensor, zeros, randn, ...): the ledger counts it."""
-    t = _wrap(array).requires_grad_(requires_grad)
+    """A new leaf that is not an op's output (factories, comparisons, constants): the ledger counts it."""
+    t = _wrap(array)
+    if requires_grad:
+        t.requires_grad_(True)
     if _profiler is not None:
         _profiler.on_new_tensor(t)
     return t
