@@ -33,12 +33,21 @@ def test_lesson_01_trains_and_reports_measured_numbers(tmp_path):
     assert (tmp_path / "out" / "01_loss.png").exists()
 
 
+def test_lesson_02_measures_what_the_hand_derivation_predicts(tmp_path):
+    r = run([os.path.join(ROOT, "lessons", "02_where_the_memory_goes.py")], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "(equal)" in r.stdout and "DIFFERENT" not in r.stdout
+    assert "activations after backward: 0 B" in r.stdout
+    assert (tmp_path / "out" / "02_memory_timeline.png").exists()
+
+
 def test_tour_lists_lessons():
     r = run([os.path.join("lessons", "tour.py"), "--list"])
     assert r.returncode == 0 and "01_train_a_tiny_gpt.py" in r.stdout
 
 
-@pytest.mark.parametrize("script", ["lessons/01_train_a_tiny_gpt.py", "lessons/tour.py", "bench/mlp.py"])
+@pytest.mark.parametrize("script", ["lessons/01_train_a_tiny_gpt.py", "lessons/02_where_the_memory_goes.py",
+                                    "lessons/tour.py", "bench/mlp.py"])
 def test_help_helps(script):
     r = run([script, "--help"])
     assert r.returncode == 0 and "usage" in r.stdout and "python" in r.stdout
