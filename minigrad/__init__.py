@@ -8,11 +8,13 @@ Reading order, one layer on the next:
   nn.py, optim.py   modules and optimizers with PyTorch's names
   gpt.py         a small GPT, a character tokenizer and a tiny corpus
   profiler.py    mg.profile: bytes by category, FLOPs by phase, a timeline
+  checkpoint.py  mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping
   testing.py     gradcheck: finite differences, explained
 """
 import numpy as _np
 
 from . import functional, nn, optim
+from .checkpoint import checkpoint, checkpoint_sequential
 from .profiler import profile
 from .backend import cuda_is_available, default_device
 from .random import get_rng_state, manual_seed, set_rng_state
@@ -26,4 +28,4 @@ __version__ = "0.1.0"
 __all__ = ["Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
            "arange", "cat", "stack", "where", "no_grad", "enable_grad", "is_grad_enabled", "manual_seed",
            "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "functional", "nn", "optim",
-           "float16", "float32", "float64", "int32", "int64", "bool_", "profile"]
+           "float16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential"]

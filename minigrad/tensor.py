@@ -23,6 +23,9 @@ from .random import generator
 
 _grad_enabled = True
 _profiler = None  # the active mg.profile, if any (profiler.py): the engine reports to it when set
+_keep_saved = True  # False while checkpoint.py runs a forward whose activations it will recompute
+_recomputing = False  # True while checkpoint.py recomputes a forward during backward
+_taken = None  # the running backward's set of owned gradient arrays (a nested backward shares it)
 
 
 def active_profiler():
@@ -107,6 +110,8 @@ def apply(op_cls, *inputs, **attrs):
         out = np.asarray(out)
     if record and out.dtype.kind != "f":  # integer and bool results have no gradient (a cast to int64)
         record = False
+    if record and not _keep_saved:
+        op.saved = ()  # NOTE [one choke point]: inside a checkpoint the record keeps nothing
     t = _wrap(out, record)
     if record:
         op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
@@ -146,11 +151,20 @@ def backward(root, gradient=None, retain_graph=False):
         if g.shape != root.shape:
             raise ValueError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
         _check_same_device_and_dtype("backward", [root._data, g])
-    taken = {id(g)}  # NOTE [who owns a gradient]: arrays that a .grad or someone else already holds
-    if root._ctx is None:
-        _accumulate(root, g, taken)
-        return
+    global _taken
+    outer = _taken  # a backward inside a backward (checkpoint's recompute) shares the outer's set
+    _taken = taken = outer if outer is not None else set()
+    taken.add(id(g))  # NOTE [who owns a gradient]: arrays that a .grad or someone else already holds
+    try:
+        if root._ctx is None:
+            _accumulate(root, g, taken)
+        else:
+            _run_tape(root, g, retain_graph, taken)
+    finally:
+        _taken = outer
 
+
+def _run_tape(root, g, retain_graph, taken):
     # NOTE [the tape]: collect the records that `root` depends on, then run them newest first.
     # Records are numbered as they are made and every input is made before the ops that use it,
     # so sorting by number, newest first, is a valid order: each record runs after every record

@@ -1,0 +1,131 @@
+"""Checkpointing schedules: pure functions from a chain's numbers to a plan and its predicted cost.
+
+A chain is n functions applied in turn, x_{i+1} = f_i(x_i), described by what each one keeps
+when it runs normally (measure one with checkpoint.measure_chain, or write one by hand):
+
+    input_bytes[i]   bytes of x_i (input_bytes[n]: the chain's output)
+    saves_input[i]   does f_i save x_i for its backward? (a linear does: dW = g^T x)
+    saves_output[i]  does f_i save x_{i+1}? (a tanh does: d tanh = 1 - y^2)
+    other_bytes[i]   bytes of everything else it saves
+    flops[i]         its forward FLOPs
+
+A plan cuts the chain into segments [(lo, hi), ...] and, as checkpoint_sequential does, runs
+every segment but the last under mg.checkpoint: it keeps the inputs x_lo of those segments
+and recomputes each one's insides in backward. predict() simulates what the engine then
+holds, buffer by buffer, so that running the plan under mg.profile measures exactly the
+predicted peak of activation bytes and recompute FLOPs.
+
+Read next: lessons/, which plan, predict and then measure.
+"""
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Chain:
+    input_bytes: list
+    saves_input: list
+    saves_output: list
+    other_bytes: list
+    flops: list
+
+    def __post_init__(self):
+        n = len(self.flops)
+        if not (len(self.input_bytes) == n + 1 and len(self.saves_input) == len(self.saves_output)
+                == len(self.other_bytes) == n):
+            raise ValueError(f"Chain: for n = {n} functions, input_bytes needs n + 1 entries and the other "
+                             f"lists n; got {len(self.input_bytes)}, {len(self.saves_input)}, "
+                             f"{len(self.saves_output)}, {len(self.other_bytes)}")
+
+    def __len__(self):
+        return len(self.flops)
+
+    @classmethod
+    def uniform(cls, n, input_bytes, saves_input=True, saves_output=False, other_bytes=0, flops=1):
+        return cls([input_bytes] * (n + 1), [saves_input] * n, [saves_output] * n, [other_bytes] * n, [flops] * n)
+
+
+@dataclass
+class Plan:
+    segments: list                       # [(lo, hi), ...]: all but the last are checkpointed
+    peak_bytes: int = 0                  # predicted peak of activation bytes over a training step
+    recompute_flops: int = 0             # predicted forward FLOPs redone during backward
+    keep: list = field(default_factory=list)  # the layer inputs kept: lo of each checkpointed segment
+
+
+def _normal(chain, lo, hi):
+    """{buffer: bytes} that running f_lo .. f_{hi-1} normally saves (x_i named by i; other by ('m', i))."""
+    held = {}
+    for i in range(lo, hi):
+        if chain.saves_input[i]:
+            held[i] = chain.input_bytes[i]
+        if chain.saves_output[i]:
+            held[i + 1] = chain.input_bytes[i + 1]
+        if chain.other_bytes[i]:
+            held[("m", i)] = chain.other_bytes[i]
+    return held
+
+
+def predict(chain, segments):
+    """The Plan for these segments, with its peak activation bytes and recompute FLOPs simulated."""
+    n = len(chain)
+    if not segments or segments[0][0] != 0 or segments[-1][1] != n or any(
+            a[1] != b[0] or a[0] >= a[1] for a, b in zip(segments, segments[1:])) or segments[-1][0] >= n:
+        raise ValueError(f"predict: segments must cover 0..{n} in order without gaps or empty runs, got {segments}")
+    kept = {lo: chain.input_bytes[lo] for lo, _ in segments[:-1]}
+    # end of forward: the kept inputs, plus everything the last segment saved running normally
+    peak = sum({**kept, **_normal(chain, *segments[-1])}.values())
+    # backward: each checkpointed segment, last first, is recomputed while the kept inputs of it and
+    # of the segments before it are still held (its own input is the same buffer it recomputes from)
+    for k in range(len(segments) - 2, -1, -1):
+        held = {lo: b for lo, b in kept.items() if lo <= segments[k][0]}
+        peak = max(peak, sum({**held, **_normal(chain, *segments[k])}.values()))
+    recompute = sum(sum(chain.flops[lo:hi]) for lo, hi in segments[:-1])
+    return Plan(list(segments), peak, recompute, [lo for lo, _ in segments[:-1]])
+
+
+def bounds_of(n, keep):
+    """Segments starting at 0 and at each kept layer input."""
+    starts = sorted({0, *keep})
+    return [(a, b) for a, b in zip(starts, starts[1:] + [n])]
+
+
+def no_checkpointing(chain):
+    """One segment, run normally: every activation is kept."""
+    return predict(chain, [(0, len(chain))])
+
+
+def every_k(chain, k):
+    """Segments of k functions (the last takes what is left)."""
+    n = len(chain)
+    if not 1 <= k <= n:
+        raise ValueError(f"every_k: k must be from 1 to {n}, got {k}")
+    return predict(chain, bounds_of(n, range(k, n, k)))
+
+
+def sqrt_n(chain):
+    """round(sqrt(n)) segments cut as checkpoint_sequential(..., 'sqrt') cuts them (Chen et al. 2016)."""
+    from .checkpoint import segment_bounds
+    n = len(chain)
+    return predict(chain, segment_bounds(n, max(1, round(math.sqrt(n)))))
+
+
+def budgeted(chain, budget):
+    """Chen et al.'s greedy (2016, Algorithm 1 without its search): walk the chain adding up what each
+    function saves, and keep a layer input (start a new segment) when the running total would pass
+    `budget` bytes."""
+    n, keep, running = len(chain), [], 0
+    for i in range(n):
+        cost = sum(_normal(chain, i, i + 1).values())
+        if running and running + cost > budget:
+            keep.append(i)
+            running = 0
+        running += cost
+    return predict(chain, bounds_of(n, keep))
+
+
+def best_budgeted(chain):
+    """budgeted() over every useful budget, keeping the plan with the least predicted peak."""
+    costs = [sum(_normal(chain, i, i + 1).values()) for i in range(len(chain))]
+    budgets = sorted({sum(costs[i:j]) for i in range(len(costs)) for j in range(i + 1, len(costs) + 1)})
+    return min((budgeted(chain, b) for b in budgets), key=lambda p: (p.peak_bytes, p.recompute_flops))
