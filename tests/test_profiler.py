@@ -576,6 +576,7 @@ OP_CASES = {
     "log_softmax": ("log_softmax", lambda a: a.log_softmax(dim=-1), "a"),
     "layer_norm": (None, lambda a, lnw, lnb: F.layer_norm(a, (4,), lnw, lnb), "a lnw lnb"),
     "dropout": ("dropout", lambda a: F.dropout(a, 0.5, training=True), "a"),
+    "checkpoint": (None, lambda a: mg.checkpoint(lambda t: t.tanh(), a), "a"),
 }
 
 
@@ -588,6 +589,9 @@ EXACT_FLOPS = {
     "linear": {("forward", "matmul"): 2 * 3 * 4 * 5, ("forward", "add"): 15, ("forward", "linear"): 0,
                ("backward", "matmul"): 2 * (2 * 3 * 4 * 5), ("backward", "sum"): 15 - 5},
     "layer_norm": {("forward", "layer_norm"): 7 * 12, ("backward", "layer_norm"): (8 + 2 + 1) * 12},
+    # the checkpoint record counts nothing itself: its tanh runs in forward, again in recompute, then backward
+    "checkpoint": {("forward", "checkpoint"): 0, ("forward", "tanh"): 12, ("recompute", "tanh"): 12,
+                   ("backward", "tanh"): 3 * 12, ("backward", "checkpoint"): 0},
 }
 
 
