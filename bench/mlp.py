@@ -6,7 +6,8 @@
 (a) a 32-layer, 512-wide tanh MLP, forward + backward at batch 256, float32: big matmuls,
     where the engine should add almost nothing over the NumPy calls it makes;
 (b) a 16x16 tanh MLP at batch 1: tiny tensors, where per-op Python overhead is everything.
-'profiled' is minigrad inside `with mg.profile():` (one profile per step): the ledger's cost.
+'profiled' is minigrad inside `with mg.profile():` (one profile per step): the ledger's cost;
+'sqrt-ckpt' is minigrad with checkpoint_sequential(model, 'sqrt', x): checkpointing's time cost.
 Contenders run interleaved in one process; we report the median of per-round ratios.
 """
 import argparse
@@ -26,6 +27,11 @@ def minigrad_step(model, x):
 def profiled_step(model, x):
     with mg.profile():
         minigrad_step(model, x)
+
+
+def sqrt_checkpointed_step(model, x):
+    model.zero_grad()
+    mg.checkpoint_sequential(model, "sqrt", x).sum().backward()
 
 
 def numpy_step(params, x):
@@ -58,7 +64,7 @@ def build(depth, width, batch):
     x = mg.randn(batch, width)
     params = [(m.weight.data, m.bias.data) for m in layers[::2]]
     contenders = {"minigrad": lambda: minigrad_step(model, x), "numpy": lambda: numpy_step(params, x.data),
-                  "profiled": lambda: profiled_step(model, x)}
+                  "profiled": lambda: profiled_step(model, x), "sqrt-ckpt": lambda: sqrt_checkpointed_step(model, x)}
     try:
         import torch
         tl = []

@@ -237,22 +237,22 @@ def measure_chain(functions, input):
     from .schedules import Chain
     sizes, saves_in, saves_out, other, flops = [], [], [], [], []
     x = input
-    for f in functions:
-        start = next(_tape._seq)
-        with profile() as prof:
+    with profile() as prof:
+        for f in functions:
+            start, flops_before = next(_tape._seq), prof.flops("forward")
             y = f(x)
             owners = {}  # the activation buffers its records saved (a saved weight stays a parameter)
             for op in _records_since(y, start):
                 for a in op.saved:
                     if backend.is_array(a) and prof._buffers[id(_owner(a))][2] == ACTIVATIONS:
                         owners[id(_owner(a))] = _owner(a).nbytes
-        x_id, y_id = id(_owner(x._data)), id(_owner(y._data))
-        sizes.append(x._data.nbytes)
-        saves_in.append(owners.pop(x_id, None) is not None)
-        saves_out.append(owners.pop(y_id, None) is not None)
-        other.append(sum(owners.values()))
-        flops.append(prof.flops("forward"))
-        x = y
+            x_id, y_id = id(_owner(x._data)), id(_owner(y._data))
+            sizes.append(x._data.nbytes)
+            saves_in.append(owners.pop(x_id, None) is not None)
+            saves_out.append(owners.pop(y_id, None) is not None)
+            other.append(sum(owners.values()))
+            flops.append(prof.flops("forward") - flops_before)
+            x = y
     sizes.append(x._data.nbytes)
     return Chain(sizes, saves_in, saves_out, other, flops)
 

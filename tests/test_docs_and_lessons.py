@@ -41,12 +41,21 @@ def test_lesson_02_measures_what_the_hand_derivation_predicts(tmp_path):
     assert (tmp_path / "out" / "02_memory_timeline.png").exists()
 
 
+def test_lesson_03_predictions_match_measurements(tmp_path):
+    r = run([os.path.join(ROOT, "lessons", "03_checkpointing.py"), "--quick"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr  # the lesson asserts prediction == measurement for every plan it runs
+    slope = re.search(r"sqrt\(n\) segments ([\d.]+) \(theory", r.stdout)
+    assert slope and float(slope.group(1)) < 0.8
+    assert (tmp_path / "out" / "03_checkpointing.png").exists()
+
+
 def test_tour_lists_lessons():
     r = run([os.path.join("lessons", "tour.py"), "--list"])
     assert r.returncode == 0 and "01_train_a_tiny_gpt.py" in r.stdout
 
 
 @pytest.mark.parametrize("script", ["lessons/01_train_a_tiny_gpt.py", "lessons/02_where_the_memory_goes.py",
+                                    "lessons/03_checkpointing.py",
                                     "lessons/tour.py", "bench/mlp.py"])
 def test_help_helps(script):
     r = run([script, "--help"])
