@@ -16,6 +16,7 @@ Read next: schedules.py, which decides where to cut a chain.
 """
 import hashlib
 import math
+import numbers
 from contextlib import contextmanager
 
 from . import backend, ops
@@ -102,6 +103,8 @@ def checkpoint(function, *args, preserve_rng_state=True, determinism_check="defa
     get gradients even when no input requires grad. determinism_check: 'default' compares the
     recomputed output's shape and dtype with the forward's; 'values' also compares its bytes (a
     check PyTorch does not offer); 'none' skips both. Under no_grad it just runs the function.
+    A tensor the function creates with requires_grad=True gets no .grad (the recompute makes a
+    new one): pass such a tensor in as an argument.
     """
     if not callable(function):
         raise TypeError(f"checkpoint: the first argument must be a callable (a function or module), "
@@ -117,8 +120,8 @@ def checkpoint(function, *args, preserve_rng_state=True, determinism_check="defa
         out = function(*args)
     if not isinstance(out, Tensor):
         raise TypeError(f"checkpoint: the function must return one Tensor, got {type(out).__name__}")
-    if not out.requires_grad:
-        return out
+    if not out.requires_grad or out._ctx is None or out._ctx.seq <= start:
+        return out  # nothing to recompute: the function made no record (it returned an input as it is)
 
     # the edges of the one record: inputs that require grad, then every parameter reached inside
     edges, edge_of_arg = [], {}
@@ -186,7 +189,9 @@ def checkpoint_sequential(functions, segments, input, preserve_rng_state=True, d
         raise ValueError("checkpoint_sequential: got no functions")
     if segments == "sqrt":
         segments = max(1, round(math.sqrt(n)))
-    if not isinstance(segments, int) or not 1 <= segments <= n:
+    if isinstance(segments, numbers.Integral) and not isinstance(segments, bool):
+        segments = int(segments)
+    if not isinstance(segments, int) or isinstance(segments, bool) or not 1 <= segments <= n:
         raise ValueError(f"checkpoint_sequential: segments must be an int from 1 to the number of functions "
                          f"({n}), or 'sqrt'; got {segments!r}")
     bounds = segment_bounds(n, segments)
@@ -222,6 +227,11 @@ def checkpoint_segments(functions, segments, input, **kwargs):
     """Run a chain cut into explicit segments [(lo, hi), ...] (a schedules.Plan's), all but the last
     checkpointed: what checkpoint_sequential does for equal cuts."""
     functions = list(functions)
+    n = len(functions)
+    if not segments or segments[0][0] != 0 or segments[-1][1] != n or any(
+            a[1] != b[0] or a[0] >= a[1] for a, b in zip(segments, segments[1:])) or segments[-1][0] >= n:
+        raise ValueError(f"checkpoint_segments: segments must cover functions 0..{n} in order, without gaps or "
+                         f"empty runs; got {segments}")
     x = input
     for i, (lo, hi) in enumerate(segments):
         run = _run_chain(functions[lo:hi])
