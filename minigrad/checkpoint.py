@@ -223,20 +223,28 @@ def _run_chain(functions):
     return run
 
 
-def checkpoint_segments(functions, segments, input, **kwargs):
-    """Run a chain cut into explicit segments [(lo, hi), ...] (a schedules.Plan's), all but the last
-    checkpointed: what checkpoint_sequential does for equal cuts."""
+def checkpoint_segments(functions, segments, input, children=None, **kwargs):
+    """Run a chain cut into explicit segments [(lo, hi), ...], all but the last checkpointed, as a
+    schedules.Plan says (pass plan.segments, plan.children). children[k], a Plan, cuts checkpointed
+    segment k again when it is recomputed: nested checkpoints (recursive, revolve)."""
+    from .schedules import check_segments
     functions = list(functions)
-    n = len(functions)
-    if not segments or segments[0][0] != 0 or segments[-1][1] != n or any(
-            a[1] != b[0] or a[0] >= a[1] for a, b in zip(segments, segments[1:])) or segments[-1][0] >= n:
-        raise ValueError(f"checkpoint_segments: segments must cover functions 0..{n} in order, without gaps or "
-                         f"empty runs; got {segments}")
-    x = input
-    for i, (lo, hi) in enumerate(segments):
-        run = _run_chain(functions[lo:hi])
-        x = checkpoint(run, x, **kwargs) if i < len(segments) - 1 else run(x)
-    return x
+    check_segments(segments, 0, len(functions), "checkpoint_segments")
+    return _run_segments(functions, segments, children or {}, input, kwargs)
+
+
+def _run_segments(functions, segments, children, x, kwargs):
+    for k, (lo, hi) in enumerate(segments):
+        if k == len(segments) - 1:
+            return _run_chain(functions[lo:hi])(x)
+        child = children.get(k)
+        if child is None:
+            run = _run_chain(functions[lo:hi])
+        else:
+            def run(t, child=child):
+                return _run_segments(functions, child.segments, child.children, t, kwargs)
+            run.__name__ = f"segment({lo}..{hi}, cut again)"
+        x = checkpoint(run, x, **kwargs)
 
 
 def measure_chain(functions, input):

@@ -50,7 +50,9 @@ class Plan:
     segments: list                       # [(lo, hi), ...]: all but the last are checkpointed
     peak_bytes: int = 0                  # predicted peak of activation bytes over a training step
     recompute_flops: int = 0             # predicted forward FLOPs redone during backward
-    keep: list = field(default_factory=list)  # the layer inputs kept: lo of each checkpointed segment
+    keep: list = field(default_factory=list)      # the layer inputs kept: lo of each checkpointed segment
+    children: dict = field(default_factory=dict)  # {k: Plan}: how checkpointed segment k is cut again
+                                                  # when it is recomputed (nested checkpoints)
 
 
 def _normal(chain, lo, hi):
@@ -66,22 +68,43 @@ def _normal(chain, lo, hi):
     return held
 
 
-def predict(chain, segments):
-    """The Plan for these segments, with its peak activation bytes and recompute FLOPs simulated."""
-    n = len(chain)
-    if not segments or segments[0][0] != 0 or segments[-1][1] != n or any(
-            a[1] != b[0] or a[0] >= a[1] for a, b in zip(segments, segments[1:])) or segments[-1][0] >= n:
-        raise ValueError(f"predict: segments must cover 0..{n} in order without gaps or empty runs, got {segments}")
+def check_segments(segments, lo, hi, who="predict"):
+    if not segments or segments[0][0] != lo or segments[-1][1] != hi or segments[-1][0] >= hi or any(
+            a[1] != b[0] or a[0] >= a[1] for a, b in zip(segments, segments[1:])):
+        raise ValueError(f"{who}: segments must cover {lo}..{hi} in order, without gaps or empty runs; "
+                         f"got {segments}")
+
+
+def predict(chain, segments, children=None):
+    """The Plan for these segments (and nested cuts), with peak activation bytes and recompute FLOPs
+    simulated buffer by buffer, as the engine will hold them."""
+    check_segments(segments, 0, len(chain))
+    children = children or {}
+    peak, recompute = _simulate(chain, segments, children, {})
+    return Plan(list(segments), peak, recompute, [lo for lo, _ in segments[:-1]], children)
+
+
+def _simulate(chain, segments, children, held):
+    """(peak bytes, recompute FLOPs) of running `segments` while the buffers `held` are alive."""
     kept = {lo: chain.input_bytes[lo] for lo, _ in segments[:-1]}
     # end of forward: the kept inputs, plus everything the last segment saved running normally
-    peak = sum({**kept, **_normal(chain, *segments[-1])}.values())
+    peak = sum({**held, **kept, **_normal(chain, *segments[-1])}.values())
+    recompute = 0
     # backward: each checkpointed segment, last first, is recomputed while the kept inputs of it and
-    # of the segments before it are still held (its own input is the same buffer it recomputes from)
+    # of the segments before it are still held (its own input is the same buffer it recomputes from);
+    # a nested cut runs its own forward and backward inside that recompute
     for k in range(len(segments) - 2, -1, -1):
-        held = {lo: b for lo, b in kept.items() if lo <= segments[k][0]}
-        peak = max(peak, sum({**held, **_normal(chain, *segments[k])}.values()))
-    recompute = sum(sum(chain.flops[lo:hi]) for lo, hi in segments[:-1])
-    return Plan(list(segments), peak, recompute, [lo for lo, _ in segments[:-1]])
+        lo, hi = segments[k]
+        held_k = {**held, **{i: b for i, b in kept.items() if i <= lo}}
+        child = children.get(k)
+        if child is None:
+            p, r = sum({**held_k, **_normal(chain, lo, hi)}.values()), 0
+        else:
+            check_segments(child.segments, lo, hi)
+            p, r = _simulate(chain, child.segments, child.children, held_k)
+        peak = max(peak, p)
+        recompute += sum(chain.flops[lo:hi]) + r
+    return peak, recompute
 
 
 def bounds_of(n, keep):
@@ -129,3 +152,59 @@ def best_budgeted(chain):
     costs = [sum(_normal(chain, i, i + 1).values()) for i in range(len(chain))]
     budgets = sorted({sum(costs[i:j]) for i in range(len(costs)) for j in range(i + 1, len(costs) + 1)})
     return min((budgeted(chain, b) for b in budgets), key=lambda p: (p.peak_bytes, p.recompute_flops))
+
+
+def _sub_plan(segments, children):
+    return Plan(segments=segments, keep=[lo for lo, _ in segments[:-1]], children=children)
+
+
+def recursive(chain, base=1):
+    """Halve, checkpoint the first half (cut again the same way when it is recomputed), go on with the
+    second: O(log n) kept inputs for O(n log n) recompute (Chen et al. 2016, section 4.2)."""
+    def cut(lo, hi):
+        segments, children = [], {}
+        while hi - lo > base:
+            mid = lo + (hi - lo) // 2
+            if mid - lo > base:
+                children[len(segments)] = _sub_plan(*cut(lo, mid))
+            segments.append((lo, mid))
+            lo = mid
+        segments.append((lo, hi))
+        return segments, children
+    return predict(chain, *cut(0, len(chain)))
+
+
+def binomial_steps(n, slots):
+    """Forward steps that reversing a chain of n steps needs with `slots` stored states, at best
+    (Griewank and Walther's binomial bound): r n - C(slots + r, slots + 1), with r the least integer
+    such that C(slots + r, slots) >= n. math.inf when it cannot be done (no slot, n > 1)."""
+    if n <= 1:
+        return 0
+    if slots < 1:
+        return math.inf
+    r = 0
+    while math.comb(slots + r, slots) < n:
+        r += 1
+    return r * n - math.comb(slots + r, slots + 1)
+
+
+def revolve(chain, slots):
+    """Optimal binomial checkpointing (Griewank and Walther's revolve) with `slots` kept layer inputs
+    at once: advance m steps, keep that input, reverse the rest with one slot fewer, then the first
+    m steps with all of them again; m chosen so that the steps add up to binomial_steps()."""
+    n = len(chain)
+    if not isinstance(slots, int) or slots < 1:
+        raise ValueError(f"revolve: slots must be an int >= 1, got {slots!r}")
+
+    def cut(lo, hi, s):
+        segments, children = [], {}
+        while hi - lo > 1:
+            n = hi - lo
+            m = min(range(1, n), key=lambda m: m + binomial_steps(n - m, s - 1) + binomial_steps(m, s))
+            if m > 1:
+                children[len(segments)] = _sub_plan(*cut(lo, lo + m, s))
+            segments.append((lo, lo + m))
+            lo, s = lo + m, s - 1
+        segments.append((lo, hi))
+        return segments, children
+    return predict(chain, *cut(0, n, slots))

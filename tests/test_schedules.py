@@ -126,3 +126,50 @@ def test_checkpointed_plans_keep_gradients_bit_identical(chain16):
     plain = grads([(0, len(chain))])
     for plan in (S.sqrt_n(chain), S.best_budgeted(chain), S.every_k(chain, 3)):
         assert all(np.array_equal(a, b) for a, b in zip(plain, grads(plan.segments)))
+
+
+@pytest.mark.parametrize("make", [S.recursive, lambda c: S.recursive(c, base=3), lambda c: S.revolve(c, 1),
+                                  lambda c: S.revolve(c, 2), lambda c: S.revolve(c, 3), lambda c: S.revolve(c, 5)],
+                         ids=["recursive", "recursive-base3", "revolve1", "revolve2", "revolve3", "revolve5"])
+def test_nested_plans_are_predicted_exactly(chain16, make):
+    functions, x, chain = chain16
+    plan = make(chain)
+    with mg.profile() as prof:
+        checkpoint_segments(functions, plan.segments, x, plan.children).sum().backward()
+    assert (prof.peak_bytes("activations"), prof.flops("recompute")) == (plan.peak_bytes, plan.recompute_flops)
+
+
+def _steps_by_brute_force(n, slots, memo={}):
+    """Reverse n steps with `slots` stored states: try every first advance m (exhaustive)."""
+    if n <= 1:
+        return 0
+    if slots < 1:
+        return math.inf
+    if (n, slots) not in memo:
+        memo[n, slots] = min(m + _steps_by_brute_force(n - m, slots - 1) + _steps_by_brute_force(m, slots)
+                             for m in range(1, n))
+    return memo[n, slots]
+
+
+@pytest.mark.parametrize("slots", [1, 2, 3, 4, 5])
+def test_revolve_is_optimal_up_to_20_steps(slots):
+    for n in range(1, 21):
+        best = _steps_by_brute_force(n, slots)
+        assert S.binomial_steps(n, slots) == best
+        # on a uniform chain of one FLOP per step, revolve's recompute is exactly that optimum, and it
+        # never keeps more than `slots` layer inputs plus the step being reversed
+        plan = S.revolve(S.Chain.uniform(n, input_bytes=1), slots)
+        assert plan.recompute_flops == best
+        assert plan.peak_bytes <= min(slots, n - 1) + 1
+
+
+def test_recursive_memory_grows_like_log_n():
+    peaks = {n: S.recursive(S.Chain.uniform(n, 1)).peak_bytes for n in (16, 256, 4096)}
+    assert peaks[256] - peaks[16] == peaks[4096] - peaks[256] == 4  # + 4 per 16x: logarithmic
+    for n in (16, 256, 4096):
+        assert S.recursive(S.Chain.uniform(n, 1)).recompute_flops <= n * math.log2(n)
+
+
+def test_revolve_refuses_no_slots():
+    with pytest.raises(ValueError, match="slots"):
+        S.revolve(S.Chain.uniform(4, 1), 0)
