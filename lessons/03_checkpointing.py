@@ -11,7 +11,8 @@ For MLPs of several depths we measure each layer (checkpoint.measure_chain), let
 minigrad/schedules.py plan where to cut and predict the peak activation bytes and the
 recompute FLOPs, then run the plan under mg.profile and print prediction and measurement side
 by side. Plots: out/03_checkpointing.png (memory against depth, log-log; memory against
-recompute for every way of cutting one chain into equal segments).
+recompute for every way of cutting one chain into equal segments, and for the budgeted,
+recursive and revolve schedules).
 """
 import argparse
 import math
@@ -44,11 +45,11 @@ def mlp(depth):
     return list(mg.nn.Sequential(*layers))
 
 
-def run(functions, x, segments):
+def run(functions, x, segments, children=None):
     """One forward and backward under mg.profile: (peak activation bytes, recompute FLOPs, forward FLOPs, s)."""
     t0 = time.perf_counter()
     with mg.profile() as prof:
-        checkpoint_segments(functions, segments, x).sum().backward()
+        checkpoint_segments(functions, segments, x, children).sum().backward()
     return prof.peak_bytes("activations"), prof.flops("recompute"), prof.flops("forward"), time.perf_counter() - t0
 
 
@@ -86,12 +87,17 @@ def main():
     functions, x = mlp(TRADEOFF_DEPTH), mg.randn(BATCH, WIDTH)
     chain = measure_chain(functions, x)
     plans = [S.every_k(chain, k) for k in range(1, len(chain) + 1)]
-    best, sqrt_plan = S.best_budgeted(chain), S.sqrt_n(chain)
+    best, sqrt_plan, rec = S.best_budgeted(chain), S.sqrt_n(chain), S.recursive(chain)
+    revolves = [S.revolve(chain, slots) for slots in (2, 3, 4, 6, 8, 12)]
     forward = sum(chain.flops)
-    print(f"\nchain of {len(chain)} functions: the best equal cut predicts {format_bytes(min(p.peak_bytes for p in plans))}; "
-          f"Chen's budgeted greedy {format_bytes(best.peak_bytes)} for {best.recompute_flops / forward:.2f} forward "
-          f"passes of recompute; sqrt(n) {format_bytes(sqrt_plan.peak_bytes)} for "
-          f"{sqrt_plan.recompute_flops / forward:.2f}")
+    print(f"\nchain of {len(chain)} functions, predicted (recompute in forward passes; the memory of each plan "
+          f"is checked by running it):")
+    for name, plan in [("sqrt(n) segments", sqrt_plan), ("best equal cut", min(plans, key=lambda p: p.peak_bytes)),
+                       ("Chen's budgeted greedy", best), ("recursive halving", rec)] + \
+            [(f"revolve, {s} slots", p) for s, p in zip((2, 3, 4, 6, 8, 12), revolves)]:
+        peak, recompute, _, _ = run(functions, x, plan.segments, plan.children)
+        assert (peak, recompute) == (plan.peak_bytes, plan.recompute_flops), "prediction and measurement differ"
+        print(f"  {name:<24}{format_bytes(plan.peak_bytes):>12}{plan.recompute_flops / forward:>8.2f} forward passes")
     plain_s = min(run(functions, x, [(0, len(chain))])[3] for _ in range(3))
     sqrt_s = min(run(functions, x, sqrt_plan.segments)[3] for _ in range(3))
     print(f"time of one step (best of 3, under the profiler): plain {plain_s * 1e3:.1f} ms, "
@@ -110,6 +116,9 @@ def main():
                    label="segments of k functions, k = 1 .. n")
         a2.plot([sqrt_plan.recompute_flops / forward], [sqrt_plan.peak_bytes / 1024], "s", label="sqrt(n)")
         a2.plot([best.recompute_flops / forward], [best.peak_bytes / 1024], "*", ms=12, label="budgeted greedy")
+        a2.plot([rec.recompute_flops / forward], [rec.peak_bytes / 1024], "D", label="recursive halving")
+        a2.plot([p.recompute_flops / forward for p in revolves], [p.peak_bytes / 1024 for p in revolves], "^-",
+                label="revolve (2 .. 12 slots)")
         a2.set_xlabel("recompute (forward passes)")
         a2.set_ylabel("peak activation memory (KiB)")
         a2.set_title(f"Memory against compute, chain of {len(chain)} functions")
