@@ -9,11 +9,14 @@ Reading order, one layer on the next:
   gpt.py         a small GPT, a character tokenizer and a tiny corpus
   profiler.py    mg.profile: bytes by category, FLOPs by phase, a timeline
   checkpoint.py  mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping
+  schedules.py   where to cut a chain, and what it will cost (pure functions)
+  accumulate.py  mg.accumulate: micro-batches that add up to the full batch's gradient
   testing.py     gradcheck: finite differences, explained
 """
 import numpy as _np
 
 from . import functional, nn, optim
+from .accumulate import accumulate, accumulation_step
 from .checkpoint import checkpoint, checkpoint_sequential
 from .profiler import profile
 from .backend import cuda_is_available, default_device
@@ -28,4 +31,4 @@ __version__ = "0.1.0"
 __all__ = ["Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
            "arange", "cat", "stack", "where", "no_grad", "enable_grad", "is_grad_enabled", "manual_seed",
            "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "functional", "nn", "optim",
-           "float16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential"]
+           "float16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential", "accumulate", "accumulation_step"]

@@ -10,6 +10,7 @@ import random as _pyrandom
 from dataclasses import dataclass
 
 from . import functional as F
+from .checkpoint import checkpoint
 from . import nn
 from .random import generator
 from .tensor import arange, cat, no_grad, ones, randn, tensor
@@ -24,6 +25,7 @@ class GPTConfig:
     n_embd: int = 64
     dropout: float = 0.0
     bias: bool = True
+    gradient_checkpointing: bool = False  # recompute each block in backward instead of keeping its insides
 
 
 class CausalSelfAttention(nn.Module):
@@ -105,7 +107,7 @@ class GPT(nn.Module):
         pos = arange(T, device=idx.device)                                    # (T,)
         x = self.drop(self.wte(idx) + self.wpe(pos))                          # (B, T, C)
         for block in self.h:
-            x = block(x)
+            x = checkpoint(block, x) if self.config.gradient_checkpointing else block(x)
         logits = self.lm_head(self.ln_f(x))                                   # (B, T, V)
         if targets is None:
             return logits

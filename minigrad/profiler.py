@@ -67,6 +67,7 @@ class profile:
         self._current = [0] * len(CATEGORIES)
         self._peak = [0] * len(CATEGORIES)
         self._peak_total = 0
+        self._at_peak = (0,) * len(CATEGORIES)  # the categories when the total peaked
         self._refs = {}                    # id(weakref to a holder) -> (the weakref, what to release when it dies)
         self._records = {}                 # id(record) -> its weakref, while its saved arrays count
         self._flops = {}                   # (phase, op name) -> FLOPs
@@ -143,6 +144,7 @@ class profile:
             total = sum(self._current)
             if total > self._peak_total:
                 self._peak_total = total
+                self._at_peak = tuple(self._current)
 
     def _hold(self, array, category):
         """Count `array` in `category` for as long as the array object lives."""
@@ -225,6 +227,10 @@ class profile:
         """The peak of live bytes in `category` during the block (of the total, with None)."""
         c = self._category(category)
         return self._peak_total if c is None else self._peak[c]
+
+    def bytes_at_peak(self):
+        """{category: bytes} at the moment the total peaked: what the peak is made of."""
+        return dict(zip(CATEGORIES, self._at_peak))
 
     def current_bytes(self, category=None):
         """Live bytes in `category` now (at the end of the block, once it has ended)."""

@@ -49,13 +49,24 @@ def test_lesson_03_predictions_match_measurements(tmp_path):
     assert (tmp_path / "out" / "03_checkpointing.png").exists()
 
 
+def test_lesson_04_shows_the_memory_and_the_normalisation(tmp_path):
+    r = run([os.path.join(ROOT, "lessons", "04_gradient_accumulation.py")], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    totals = [float(m) for m in re.findall(r"^(?:batch 8|2 x 4 accumulated|8 x 1 accumulated|8 x 1 \+ checkpointing)"
+                                            r"\s+([\d.]+) MiB", r.stdout, re.M)]
+    assert len(totals) == 4 and totals == sorted(totals, reverse=True)  # less memory at each step of the shape
+    row8 = re.search(r"^\s+8\s+([\d.e+-]+)\s+([\d.e+-]+)$", r.stdout.split("Part 2")[1], re.M)
+    assert float(row8.group(1)) < 1e-12 and float(row8.group(2)) > 1e-2  # tokens right, mean of means wrong
+    assert (tmp_path / "out" / "04_accumulation.png").exists()
+
+
 def test_tour_lists_lessons():
     r = run([os.path.join("lessons", "tour.py"), "--list"])
     assert r.returncode == 0 and "01_train_a_tiny_gpt.py" in r.stdout
 
 
 @pytest.mark.parametrize("script", ["lessons/01_train_a_tiny_gpt.py", "lessons/02_where_the_memory_goes.py",
-                                    "lessons/03_checkpointing.py",
+                                    "lessons/03_checkpointing.py", "lessons/04_gradient_accumulation.py",
                                     "lessons/tour.py", "bench/mlp.py"])
 def test_help_helps(script):
     r = run([script, "--help"])

@@ -849,3 +849,14 @@ def test_cupy_pool_peak_matches_ledger():
     assert abs(1 - ratio) <= 0.05, (ledger, hook.peak_asked, hook.peak_rounded)
     assert hook.peak_asked <= hook.peak_rounded
     assert pool.used_bytes() - used_before >= 4 * nbytes(model.parameters())  # params, moments, grads: alive
+
+
+def test_bytes_at_peak_add_up_to_the_peak():
+    model = mlp([8, 32, 16])
+    x = mg.randn(3, 8)
+    with mg.profile() as prof:
+        model(x).sum().backward()
+    at_peak = prof.bytes_at_peak()
+    assert set(at_peak) == set(CATEGORIES)
+    assert sum(at_peak.values()) == prof.peak_bytes()
+    assert all(at_peak[c] <= prof.peak_bytes(c) for c in CATEGORIES)

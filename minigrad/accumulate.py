@@ -1,0 +1,133 @@
+"""Gradient accumulation: the gradient of a large batch at the memory of a small one.
+
+    opt.zero_grad()
+    result = accumulate(model, loss_fn, x, y, micro_batch_size=2, ignore_index=-100)
+    opt.step()                           # or all three at once: accumulation_step(model, loss_fn, opt, ...)
+
+The batch runs in micro-batches, forward and backward each; .grad adds up across them (the tape
+accumulates in place, NOTE [gradient accumulation] in tensor.py), so only one micro-batch's
+activations are alive at a time while the gradient buffers stay the same size.
+
+NOTE [normalising by items]: loss_fn returns the SUM of its micro-batch's per-item losses
+(reduction='sum'), and the helper divides every micro-batch by the number of items in the
+whole batch: tokens that are not padding, for a language model. That gives exactly the
+full-batch mean. Averaging each micro-batch over its own items and then averaging those
+means weights an item in a short micro-batch more than one in a long one: the bug popular
+trainers shipped until late 2024 (Hugging Face transformers PRs #34191 and #34198).
+normalize='mean_of_means' does that, so that lessons can show the difference.
+
+Read next: lessons/04_gradient_accumulation.py.
+"""
+from dataclasses import dataclass
+
+from . import backend
+from . import tensor as _tape
+from .tensor import Tensor
+
+
+@dataclass
+class AccumulationResult:
+    loss: float              # the batch's mean loss per item (as one full-batch forward would give)
+    items: int               # items the mean is over (non-padding tokens, unmasked elements, rows)
+    micro_batches: int
+    grad_dtype: str          # the dtype gradients were accumulated in
+
+
+def micro_batch_slices(batch_size, micro_batch_size=None, steps=None):
+    """slices of range(batch_size): micro-batches of micro_batch_size (the last may be smaller), or
+    `steps` micro-batches as even as can be."""
+    if (micro_batch_size is None) == (steps is None):
+        raise ValueError("accumulate: give exactly one of micro_batch_size and steps")
+    if micro_batch_size is not None:
+        if not isinstance(micro_batch_size, int) or not 1 <= micro_batch_size <= batch_size:
+            raise ValueError(f"accumulate: micro_batch_size must be an int from 1 to the batch size "
+                             f"({batch_size}), got {micro_batch_size!r}")
+        return [slice(i, min(i + micro_batch_size, batch_size)) for i in range(0, batch_size, micro_batch_size)]
+    if not isinstance(steps, int) or not 1 <= steps <= batch_size:
+        raise ValueError(f"accumulate: steps must be an int from 1 to the batch size ({batch_size}), got {steps!r}")
+    bounds = [batch_size * i // steps for i in range(steps + 1)]
+    return [slice(a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+def count_items(target, ignore_index=None, mask=None):
+    """How many items a batch's loss averages over: mask's True entries, targets != ignore_index,
+    or every target."""
+    if mask is not None:
+        return int(backend.to_numpy(mask.data if isinstance(mask, Tensor) else mask).sum())
+    t = target.data if isinstance(target, Tensor) else target
+    if ignore_index is not None:
+        return int((backend.to_numpy(t) != ignore_index).sum())
+    return int(t.size)
+
+
+def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=None, steps=None,
+               micro_batches=None, ignore_index=None, mask=None, normalize="items"):
+    """Forward and backward over micro-batches, leaving the full batch's gradient in .grad.
+
+    loss_fn(output, target) (or loss_fn(output, target, mask) when a mask is given) returns the
+    summed loss of one micro-batch. Split `inputs`/`targets` (and `mask`) along dim 0 by
+    micro_batch_size or steps, or pass `micro_batches`, any iterable of (inputs, targets) or
+    (inputs, targets, mask). Adds into .grad: call optimizer.zero_grad() before (or use
+    accumulation_step). Parameters in float16 get float32 gradient buffers (float16 additions
+    lose low bits as k grows); result.grad_dtype says which.
+    """
+    if normalize not in ("items", "mean_of_means"):
+        raise ValueError(f"accumulate: normalize must be 'items' or 'mean_of_means', got {normalize!r}")
+    if micro_batches is None:
+        if inputs is None or targets is None:
+            raise ValueError("accumulate: pass inputs and targets, or micro_batches")
+        n = inputs.shape[0]
+        if targets.shape[0] != n or (mask is not None and mask.shape[0] != n):
+            raise ValueError(f"accumulate: inputs, targets (and mask) must have the same batch size, got "
+                             f"{inputs.shape}, {targets.shape}" + (f", {mask.shape}" if mask is not None else ""))
+        micro_batches = [(inputs[s], targets[s]) + ((mask[s],) if mask is not None else ())
+                         for s in micro_batch_slices(n, micro_batch_size, steps)]
+    else:
+        if micro_batch_size is not None or steps is not None:
+            raise ValueError("accumulate: micro_batches already says how to split; drop micro_batch_size/steps")
+        micro_batches = [tuple(mb) for mb in micro_batches]
+        if not micro_batches:
+            raise ValueError("accumulate: micro_batches is empty")
+
+    counts = [count_items(mb[1], ignore_index, mb[2] if len(mb) > 2 else None) for mb in micro_batches]
+    total = sum(counts)
+    if total == 0:
+        raise ValueError("accumulate: the batch has no item to learn from (every target is ignore_index "
+                         "or masked out)")
+    params = [p for p in model.parameters() if p.requires_grad]
+    grad_dtype = _prepare_master_gradients(params)
+
+    loss_sum = 0.0
+    for mb, count in zip(micro_batches, counts):
+        if count == 0 and normalize == "mean_of_means":
+            continue
+        output = model(mb[0])
+        summed = loss_fn(output, *mb[1:])
+        # NOTE [normalising by items]: divide by the whole batch's count, not this micro-batch's
+        scale = 1.0 / total if normalize == "items" else 1.0 / (count * len(micro_batches))
+        (summed * scale).backward()
+        loss_sum += summed.item()
+    return AccumulationResult(loss_sum / total, total, len(micro_batches), grad_dtype)
+
+
+def _prepare_master_gradients(params):
+    """float16 parameters get float32 .grad buffers before the first backward; the tape then adds
+    each micro-batch's float16 gradient into them in float32 (tensor._accumulate adds in place)."""
+    half = [p for p in params if p.dtype.name == "float16"]
+    for p in half:
+        if p.grad is None or p.grad.dtype.name != "float32":
+            xp = backend.xp_of(p.data)
+            start = xp.zeros(p.shape, dtype="float32") if p.grad is None else p.grad.data.astype("float32")
+            p.grad = Tensor._from_array(start)
+            profiler = _tape.active_profiler()
+            if profiler is not None:
+                profiler.on_grad(start)
+    return "float32" if half else (params[0].dtype.name if params else "none")
+
+
+def accumulation_step(model, loss_fn, optimizer, inputs=None, targets=None, **kwargs):
+    """optimizer.zero_grad(), accumulate(...), optimizer.step(): one step on the whole batch."""
+    optimizer.zero_grad()
+    result = accumulate(model, loss_fn, inputs, targets, **kwargs)
+    optimizer.step()
+    return result
