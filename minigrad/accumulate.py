@@ -16,6 +16,14 @@ means weights an item in a short micro-batch more than one in a long one: the bu
 trainers shipped until late 2024 (Hugging Face transformers PRs #34191 and #34198).
 normalize='mean_of_means' does that, so that lessons can show the difference.
 
+NOTE [BatchNorm does not accumulate]: in training mode BatchNorm1d normalises with the statistics
+of the batch it sees, here one micro-batch, so k micro-batches do not give the full batch's
+gradient (and its running statistics get k updates of noisier estimates). What people do: use
+a normalisation that does not look across the batch (LayerNorm, as transformers do); keep
+BatchNorm in eval mode (frozen statistics) when fine-tuning; or make micro-batches big enough
+that their statistics are good (ghost batch norm does this on purpose). tests/test_accumulate.py
+measures the difference.
+
 Read next: lessons/04_gradient_accumulation.py.
 """
 from dataclasses import dataclass
