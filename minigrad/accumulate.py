@@ -26,6 +26,7 @@ measures the difference.
 
 Read next: lessons/04_gradient_accumulation.py.
 """
+import numbers
 from dataclasses import dataclass
 
 from . import backend
@@ -47,14 +48,20 @@ def micro_batch_slices(batch_size, micro_batch_size=None, steps=None):
     if (micro_batch_size is None) == (steps is None):
         raise ValueError("accumulate: give exactly one of micro_batch_size and steps")
     if micro_batch_size is not None:
-        if not isinstance(micro_batch_size, int) or not 1 <= micro_batch_size <= batch_size:
+        if not _is_int(micro_batch_size) or not 1 <= micro_batch_size <= batch_size:
             raise ValueError(f"accumulate: micro_batch_size must be an int from 1 to the batch size "
                              f"({batch_size}), got {micro_batch_size!r}")
-        return [slice(i, min(i + micro_batch_size, batch_size)) for i in range(0, batch_size, micro_batch_size)]
-    if not isinstance(steps, int) or not 1 <= steps <= batch_size:
+        m = int(micro_batch_size)
+        return [slice(i, min(i + m, batch_size)) for i in range(0, batch_size, m)]
+    if not _is_int(steps) or not 1 <= steps <= batch_size:
         raise ValueError(f"accumulate: steps must be an int from 1 to the batch size ({batch_size}), got {steps!r}")
+    steps = int(steps)
     bounds = [batch_size * i // steps for i in range(steps + 1)]
     return [slice(a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+def _is_int(n):
+    return isinstance(n, numbers.Integral) and not isinstance(n, bool)
 
 
 def count_items(target, ignore_index=None, mask=None):
@@ -77,7 +84,9 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     micro_batch_size or steps, or pass `micro_batches`, any iterable of (inputs, targets) or
     (inputs, targets, mask). Adds into .grad: call optimizer.zero_grad() before (or use
     accumulation_step). Parameters in float16 get float32 gradient buffers (float16 additions
-    lose low bits as k grows); result.grad_dtype says which.
+    lose low bits as k grows); result.grad_dtype says which. Pass ignore_index (e.g. -100) for
+    padded targets, or padding counts as items. In float16 the loss itself is scaled in float16:
+    for very large sums or item counts use float32 (minigrad has no loss scaling).
     """
     if normalize not in ("items", "mean_of_means"):
         raise ValueError(f"accumulate: normalize must be 'items' or 'mean_of_means', got {normalize!r}")
@@ -93,6 +102,9 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     else:
         if micro_batch_size is not None or steps is not None:
             raise ValueError("accumulate: micro_batches already says how to split; drop micro_batch_size/steps")
+        if inputs is not None or targets is not None or mask is not None:
+            raise ValueError("accumulate: with micro_batches, put inputs, targets and masks inside them as "
+                             "(inputs, targets) or (inputs, targets, mask); drop inputs/targets/mask")
         micro_batches = [tuple(mb) for mb in micro_batches]
         if not micro_batches:
             raise ValueError("accumulate: micro_batches is empty")
