@@ -11,6 +11,7 @@
 Contenders run interleaved in one process; we report the median of per-round ratios.
 """
 import argparse
+import json
 import statistics
 import time
 
@@ -87,30 +88,43 @@ def timeit(fn, inner):
     return (time.perf_counter() - t0) / inner
 
 
-def compare(name, contenders, rounds, inner):
+def compare(name, contenders, rounds, inner, report):
     for fn in contenders.values():  # warm up
         fn()
     times = {k: [] for k in contenders}
-    for _ in range(rounds):
+    for _ in range(rounds):  # interleaved, so that a slow moment of the machine hits every contender
         for k, fn in contenders.items():
             times[k].append(timeit(fn, inner))
     print(f"\n{name}")
+    print(f"  {'':10}{'median':>12}{'minigrad / it':>16}{'it / minigrad':>16}   (medians of per-round ratios)")
+    rows = {}
     for k, ts in times.items():
-        ratio = statistics.median(a / b for a, b in zip(times["minigrad"], ts))
-        print(f"  {k:9s} median {statistics.median(ts) * 1e3:9.3f} ms   minigrad/{k} = {ratio:.3f}")
+        mine = statistics.median(a / b for a, b in zip(times["minigrad"], ts))
+        theirs = statistics.median(b / a for a, b in zip(times["minigrad"], ts))
+        rows[k] = dict(median_s=statistics.median(ts), minigrad_over_it=mine, it_over_minigrad=theirs)
+        print(f"  {k:10}{statistics.median(ts) * 1e3:>9.3f} ms{mine:>16.3f}{theirs:>16.3f}")
+    report[name] = rows
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="tiny sizes, few rounds: checks that it runs")
+    ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     args = ap.parse_args()
+    report = {}
     if args.quick:
-        compare("(a) 4-layer 64-wide tanh MLP, batch 16 (quick)", build(4, 64, 16), rounds=3, inner=2)
-        compare("(b) 16x16 MLP, batch 1 (quick)", build(2, 16, 1), rounds=3, inner=20)
-        return
-    compare("(a) 32-layer 512-wide tanh MLP, batch 256, float32, forward+backward", build(32, 512, 256),
-            rounds=15, inner=3)
-    compare("(b) 16x16 tanh MLP (2 layers), batch 1: per-op overhead", build(2, 16, 1), rounds=15, inner=2000)
+        compare("(a) 4-layer 64-wide tanh MLP, batch 16 (quick)", build(4, 64, 16), 3, 2, report)
+        compare("(b) 16x16 MLP, batch 1 (quick)", build(2, 16, 1), 3, 20, report)
+    else:
+        compare("(a) 32-layer 512-wide tanh MLP, batch 256, float32, forward+backward", build(32, 512, 256),
+                15, 3, report)
+        compare("(b) 16x16 tanh MLP (2 layers), batch 1: per-op overhead", build(2, 16, 1), 15, 2000, report)
+    print("\ngoals (issue [bench]): (a) minigrad / numpy <= 1.05 and minigrad / torch <= 0.95; (b) minigrad / "
+          "torch <= 0.7; profiled / minigrad <= 1.10; sqrt-ckpt / minigrad <= 1.25 (see bench/NOTES.md)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+        print(f"results: {args.json}")
 
 
 if __name__ == "__main__":
