@@ -102,7 +102,7 @@ def main():
     sqrt_s = min(run(functions, x, sqrt_plan.segments)[3] for _ in range(3))
     print(f"time of one step (best of 3, under the profiler): plain {plain_s * 1e3:.1f} ms, "
           f"sqrt(n) {sqrt_s * 1e3:.1f} ms ({sqrt_s / plain_s:.2f}x; tensors this small measure per-op "
-          f"overhead more than arithmetic: bench/mlp.py times a 512-wide MLP)")
+          f"overhead more than arithmetic: bench/bench.py times a 512-wide MLP)")
 
     if not args.no_plot:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))

@@ -67,13 +67,13 @@ def test_tour_lists_lessons():
 
 @pytest.mark.parametrize("script", ["lessons/01_train_a_tiny_gpt.py", "lessons/02_where_the_memory_goes.py",
                                     "lessons/03_checkpointing.py", "lessons/04_gradient_accumulation.py",
-                                    "lessons/tour.py", "bench/mlp.py"])
+                                    "lessons/tour.py", "bench/bench.py"])
 def test_help_helps(script):
     r = run([script, "--help"])
     assert r.returncode == 0 and "usage" in r.stdout and "python" in r.stdout
 
 
 def test_bench_smoke():
-    r = run(["bench/mlp.py", "--quick"])
+    r = run(["bench/bench.py", "--quick"])
     assert r.returncode == 0, r.stderr
     assert "minigrad/numpy" in r.stdout

@@ -1,0 +1,254 @@
+"""Speed of minigrad against hand-written NumPy and PyTorch eager (when installed).
+
+    python bench/bench.py            # full run
+    python bench/bench.py --quick    # a smoke run (CI)
+
+(a) a 32-layer, 512-wide tanh MLP, forward + backward at batch 256, float32: big matmuls,
+    where the engine should add almost nothing over the NumPy calls it makes;
+(b) a 16x16 tanh MLP at batch 1: tiny tensors, where per-op Python overhead is everything.
+'profiled' is minigrad inside `with mg.profile():` (one profile per step): the ledger's cost;
+'sqrt-ckpt' is minigrad with checkpoint_sequential(model, 'sqrt', x): checkpointing's time cost.
+(c) a training step (forward, backward, AdamW) of the small GPT in minigrad/gpt.py against the
+    same model, with the same weights, written in PyTorch.
+Prints a table; --json and --plot write the results.
+Contenders run interleaved in one process; we report the median of per-round ratios.
+"""
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+
+import minigrad as mg
+
+
+def minigrad_step(model, x):
+    model.zero_grad()
+    model(x).sum().backward()
+
+
+def profiled_step(model, x):
+    with mg.profile():
+        minigrad_step(model, x)
+
+
+def sqrt_checkpointed_step(model, x):
+    model.zero_grad()
+    mg.checkpoint_sequential(model, "sqrt", x).sum().backward()
+
+
+def numpy_step(params, x):
+    """The same math by hand: forward keeps each layer's output, backward walks them back."""
+    hs = [x]
+    for w, b in params:
+        hs.append(np.tanh(hs[-1] @ w.T + b))
+    g = np.ones_like(hs[-1])
+    grads = []
+    for i in range(len(params) - 1, -1, -1):
+        w, _ = params[i]
+        gz = g * (1 - hs[i + 1] * hs[i + 1])
+        grads.append((gz.T @ hs[i], gz.sum(axis=0)))
+        if i:  # the input batch needs no gradient
+            g = gz @ w
+    return grads
+
+
+def torch_step(model, x):
+    model.zero_grad(set_to_none=True)
+    model(x).sum().backward()
+
+
+def build(depth, width, batch):
+    mg.manual_seed(0)
+    layers = []
+    for _ in range(depth):
+        layers += [mg.nn.Linear(width, width), mg.nn.Tanh()]
+    model = mg.nn.Sequential(*layers)
+    x = mg.randn(batch, width)
+    params = [(m.weight.data, m.bias.data) for m in layers[::2]]
+    contenders = {"minigrad": lambda: minigrad_step(model, x), "numpy": lambda: numpy_step(params, x.data),
+                  "profiled": lambda: profiled_step(model, x), "sqrt-ckpt": lambda: sqrt_checkpointed_step(model, x)}
+    try:
+        import torch
+        tl = []
+        for w, b in params:
+            lin = torch.nn.Linear(width, width)
+            with torch.no_grad():
+                lin.weight.copy_(torch.from_numpy(w)), lin.bias.copy_(torch.from_numpy(b))
+            tl += [lin, torch.nn.Tanh()]
+        tmodel, tx = torch.nn.Sequential(*tl), torch.from_numpy(x.data)
+        contenders["torch"] = lambda: torch_step(tmodel, tx)
+    except ImportError:
+        pass
+    return contenders
+
+
+GPT_CFG = dict(vocab_size=64, block_size=64, n_layer=4, n_head=4, n_embd=128)
+
+
+def build_gpt(batch, cfg=GPT_CFG):
+    """The GPT training step in minigrad and, with the same weights, in PyTorch."""
+    from minigrad.gpt import GPT, GPTConfig
+    mg.manual_seed(0)
+    model = GPT(GPTConfig(**cfg))
+    opt = mg.optim.AdamW(model.parameters(), lr=1e-4)
+    x, y = mg.randint(0, cfg["vocab_size"], (batch, cfg["block_size"])), mg.randint(0, cfg["vocab_size"],
+                                                                                       (batch, cfg["block_size"]))
+
+    def step():
+        _, loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    contenders = {"minigrad": step}
+    try:
+        import torch
+    except ImportError:
+        return contenders
+    tmodel = torch_gpt(cfg, model.state_dict())
+    topt = torch.optim.AdamW(tmodel.parameters(), lr=1e-4)
+    tx, ty = torch.from_numpy(x.numpy()), torch.from_numpy(y.numpy())
+    with mg.no_grad(), torch.no_grad():  # the same model: the same loss before any step
+        mine = model(x, y)[1].item()
+        theirs = torch.nn.functional.cross_entropy(tmodel(tx).reshape(-1, cfg["vocab_size"]), ty.reshape(-1)).item()
+    assert abs(mine - theirs) < 1e-4, f"the PyTorch GPT differs from minigrad's: loss {theirs} vs {mine}"
+
+    def torch_step_gpt():
+        logits = tmodel(tx)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, cfg["vocab_size"]), ty.reshape(-1))
+        topt.zero_grad(set_to_none=True)
+        loss.backward()
+        topt.step()
+    contenders["torch"] = torch_step_gpt
+    return contenders
+
+
+def torch_gpt(cfg, state):
+    """minigrad's GPT in PyTorch, same parameter names, loaded with minigrad's weights."""
+    import math as _math
+    import torch
+    from torch import nn
+    C, nh, T, V = cfg["n_embd"], cfg["n_head"], cfg["block_size"], cfg["vocab_size"]
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_attn, self.c_proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+
+        def forward(self, x):
+            B, T_, _ = x.shape
+            q, k, v = (t.reshape(B, T_, nh, C // nh).transpose(1, 2) for t in self.c_attn(x).split(C, dim=2))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / _math.sqrt(C // nh))
+            att = att.masked_fill(torch.ones(T_, T_, dtype=torch.bool).triu(1), float("-inf")).softmax(dim=-1)
+            return self.c_proj((att @ v).transpose(1, 2).reshape(B, T_, C))
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_fc, self.gelu, self.c_proj = nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C)
+
+        def forward(self, x):
+            return self.c_proj(self.gelu(self.c_fc(x)))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.attn, self.ln_2, self.mlp = nn.LayerNorm(C), Attention(), nn.LayerNorm(C), MLP()
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
+            self.h = nn.ModuleList(Block() for _ in range(cfg["n_layer"]))
+            self.ln_f, self.lm_head = nn.LayerNorm(C), nn.Linear(C, V, bias=False)
+
+        def forward(self, idx):
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+            for block in self.h:
+                x = block(x)
+            return self.lm_head(self.ln_f(x))
+
+    model = GPT()
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    return model
+
+
+def timeit(fn, inner):
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter() - t0) / inner
+
+
+def compare(name, contenders, rounds, inner, report):
+    for fn in contenders.values():  # warm up
+        fn()
+    times = {k: [] for k in contenders}
+    for _ in range(rounds):  # interleaved, so that a slow moment of the machine hits every contender
+        for k, fn in contenders.items():
+            times[k].append(timeit(fn, inner))
+    print(f"\n{name}")
+    print(f"  {'':10}{'median':>12}{'minigrad / it':>16}{'it / minigrad':>16}   (medians of per-round ratios)")
+    rows = {}
+    for k, ts in times.items():
+        mine = statistics.median(a / b for a, b in zip(times["minigrad"], ts))
+        theirs = statistics.median(b / a for a, b in zip(times["minigrad"], ts))
+        rows[k] = dict(median_s=statistics.median(ts), minigrad_over_it=mine, it_over_minigrad=theirs)
+        print(f"  {k:10}{statistics.median(ts) * 1e3:>9.3f} ms{mine:>16.3f}{theirs:>16.3f}")
+    report[name] = rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, few rounds: checks that it runs")
+    ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    ap.add_argument("--plot", metavar="PATH", help="also plot each contender's time relative to minigrad (PNG)")
+    args = ap.parse_args()
+    report = {}
+    if args.quick:
+        compare("(a) 4-layer 64-wide tanh MLP, batch 16 (quick)", build(4, 64, 16), 3, 2, report)
+        compare("(b) 16x16 MLP, batch 1 (quick)", build(2, 16, 1), 3, 20, report)
+        compare("(c) GPT training step, 1 layer, batch 2 (quick)",
+                build_gpt(2, dict(GPT_CFG, n_layer=1, block_size=16, n_embd=32)), 3, 1, report)
+    else:
+        compare("(a) 32-layer 512-wide tanh MLP, batch 256, float32, forward+backward", build(32, 512, 256),
+                15, 3, report)
+        compare("(b) 16x16 tanh MLP (2 layers), batch 1: per-op overhead", build(2, 16, 1), 15, 2000, report)
+        c = GPT_CFG
+        compare(f"(c) GPT training step (AdamW), {c['n_layer']} layers, {c['n_embd']} wide, {c['n_head']} heads, "
+                f"batch 8 x {c['block_size']} tokens, vocabulary {c['vocab_size']}", build_gpt(8), 10, 2, report)
+    print("\ngoals (issue [bench]): (a) minigrad / numpy <= 1.05 and minigrad / torch <= 0.95; (b) minigrad / "
+          "torch <= 0.7; profiled / minigrad <= 1.10; sqrt-ckpt / minigrad <= 1.25 (see bench/NOTES.md)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+        print(f"results: {args.json}")
+    if args.plot:
+        plot(report, args.plot)
+        print(f"plot: {args.plot}")
+
+
+def plot(report, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(report), figsize=(4.2 * len(report), 3.8), squeeze=False)
+    for ax, (name, rows) in zip(axes[0], report.items()):
+        names = list(rows)
+        ax.bar(names, [rows[k]["it_over_minigrad"] for k in names])
+        ax.axhline(1, color="k", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_ylabel("time relative to minigrad (log)")
+        ax.set_title(name.split(",")[0][:40], fontsize=9)
+        ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
