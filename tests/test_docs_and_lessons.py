@@ -1,4 +1,5 @@
 """The README's example runs, every lesson runs (short), and the benchmark runs in smoke mode."""
+import json
 import os
 import re
 import subprocess
@@ -73,7 +74,13 @@ def test_help_helps(script):
     assert r.returncode == 0 and "usage" in r.stdout and "python" in r.stdout
 
 
-def test_bench_smoke():
-    r = run(["bench/bench.py", "--quick"])
+def test_bench_smoke(tmp_path):
+    out = tmp_path / "bench.json"
+    r = run(["bench/bench.py", "--quick", "--json", str(out), "--plot", str(tmp_path / "bench.png")])
     assert r.returncode == 0, r.stderr
-    assert "minigrad/numpy" in r.stdout
+    report = json.loads(out.read_text())
+    assert [name[:3] for name in report] == ["(a)", "(b)", "(c)"]
+    assert {"minigrad", "numpy", "profiled", "sqrt-ckpt"} <= set(report[next(iter(report))])
+    for rows in report.values():
+        assert rows["minigrad"]["it_over_minigrad"] == 1.0 and all(v["median_s"] > 0 for v in rows.values())
+    assert (tmp_path / "bench.png").exists()
