@@ -10,11 +10,14 @@
 'sqrt-ckpt' is minigrad with checkpoint_sequential(model, 'sqrt', x): checkpointing's time cost.
 (c) a training step (forward, backward, AdamW) of the small GPT in minigrad/gpt.py against the
     same model, with the same weights, written in PyTorch.
+(f) how cost grows: step time and peak activation memory against depth and against batch,
+    plain and with sqrt(n) checkpointing (log-log in the plot).
 Prints a table; --json and --plot write the results.
 Contenders run interleaved in one process; we report the median of per-round ratios.
 """
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -215,6 +218,7 @@ def main():
         compare("(b) 16x16 MLP, batch 1 (quick)", build(2, 16, 1), 3, 20, report)
         compare("(c) GPT training step, 1 layer, batch 2 (quick)",
                 build_gpt(2, dict(GPT_CFG, n_layer=1, block_size=16, n_embd=32)), 3, 1, report)
+        scaling(report, depths=[2, 4], batches=[4, 8], width=16, rounds=1)
     else:
         compare("(a) 32-layer 512-wide tanh MLP, batch 256, float32, forward+backward", build(32, 512, 256),
                 15, 3, report)
@@ -222,6 +226,7 @@ def main():
         c = GPT_CFG
         compare(f"(c) GPT training step (AdamW), {c['n_layer']} layers, {c['n_embd']} wide, {c['n_head']} heads, "
                 f"batch 8 x {c['block_size']} tokens, vocabulary {c['vocab_size']}", build_gpt(8), 10, 2, report)
+        scaling(report, depths=[4, 8, 16, 32, 64], batches=[16, 32, 64, 128, 256], width=256)
     print("\ngoals (issue [bench]): (a) minigrad / numpy <= 1.05 and minigrad / torch <= 0.95; (b) minigrad / "
           "torch <= 0.7; profiled / minigrad <= 1.10; sqrt-ckpt / minigrad <= 1.25 (see bench/NOTES.md)")
     if args.json:
@@ -230,15 +235,63 @@ def main():
         print(f"results: {args.json}")
     if args.plot:
         plot(report, args.plot)
-        print(f"plot: {args.plot}")
+        scaling_path = os.path.splitext(args.plot)[0] + "_scaling.png"
+        plot_scaling(report["(f) scaling"], scaling_path)
+        print(f"plots: {args.plot}, {scaling_path}")
+
+
+def scaling(report, depths, batches, width, rounds=3):
+    """(f): one MLP step per size, plain and sqrt(n)-checkpointed: best-of-rounds time, peak activations."""
+    rows = []
+    for label, sizes in (("depth", [(d, batches[-1]) for d in depths]), ("batch", [(depths[-1], b) for b in batches])):
+        for depth, batch in sizes:
+            contenders = build(depth, width, batch)
+            mg.manual_seed(0)
+            model = mg.nn.Sequential(*[m for _ in range(depth) for m in (mg.nn.Linear(width, width), mg.nn.Tanh())])
+            x = mg.randn(batch, width)
+            for mode, step in (("plain", contenders["minigrad"]), ("sqrt", contenders["sqrt-ckpt"])):
+                seconds = min(timeit(step, 1) for _ in range(rounds))
+                with mg.profile() as prof:
+                    out = model(x) if mode == "plain" else mg.checkpoint_sequential(model, "sqrt", x)
+                    out.sum().backward()
+                rows.append(dict(vary=label, depth=depth, batch=batch, mode=mode, seconds=seconds,
+                                 peak_activation_bytes=prof.peak_bytes("activations")))
+    print(f"\n(f) how cost grows, {width}-wide tanh MLPs")
+    print(f"  {'vary':6}{'depth':>7}{'batch':>7}{'mode':>7}{'time':>11}{'peak activations':>19}")
+    for r in rows:
+        print(f"  {r['vary']:6}{r['depth']:>7}{r['batch']:>7}{r['mode']:>7}{r['seconds'] * 1e3:>8.1f} ms"
+              f"{r['peak_activation_bytes'] / 2 ** 20:>15.2f} MiB")
+    report["(f) scaling"] = rows
+
+
+def plot_scaling(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(2, 2, figsize=(9, 7))
+    for col, vary in enumerate(("depth", "batch")):
+        for mode in ("plain", "sqrt"):
+            rs = [r for r in rows if r["vary"] == vary and r["mode"] == mode]
+            xs = [r[vary] for r in rs]
+            axes[0][col].loglog(xs, [r["seconds"] * 1e3 for r in rs], "o-", label=mode)
+            axes[1][col].loglog(xs, [r["peak_activation_bytes"] / 2 ** 20 for r in rs], "o-", label=mode)
+        axes[0][col].set_ylabel("step time (ms)")
+        axes[1][col].set_ylabel("peak activation memory (MiB)")
+        for ax in (axes[0][col], axes[1][col]):
+            ax.set_xlabel(f"{vary} ({'Linear+Tanh pairs' if vary == 'depth' else 'rows'})")
+            ax.legend()
+    fig.suptitle("How an MLP step grows, plain and with sqrt(n) checkpointing")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def plot(report, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(report), figsize=(4.2 * len(report), 3.8), squeeze=False)
-    for ax, (name, rows) in zip(axes[0], report.items()):
+    timed = {k: v for k, v in report.items() if isinstance(v, dict)}
+    fig, axes = plt.subplots(1, len(timed), figsize=(4.2 * len(timed), 3.8), squeeze=False)
+    for ax, (name, rows) in zip(axes[0], timed.items()):
         names = list(rows)
         ax.bar(names, [rows[k]["it_over_minigrad"] for k in names])
         ax.axhline(1, color="k", lw=0.8)

@@ -79,8 +79,13 @@ def test_bench_smoke(tmp_path):
     r = run(["bench/bench.py", "--quick", "--json", str(out), "--plot", str(tmp_path / "bench.png")])
     assert r.returncode == 0, r.stderr
     report = json.loads(out.read_text())
-    assert [name[:3] for name in report] == ["(a)", "(b)", "(c)"]
+    assert [name[:3] for name in report] == ["(a)", "(b)", "(c)", "(f)"]
     assert {"minigrad", "numpy", "profiled", "sqrt-ckpt"} <= set(report[next(iter(report))])
-    for rows in report.values():
+    for name, rows in report.items():
+        if name.startswith("(f)"):
+            continue
         assert rows["minigrad"]["it_over_minigrad"] == 1.0 and all(v["median_s"] > 0 for v in rows.values())
-    assert (tmp_path / "bench.png").exists()
+    scaling = report["(f) scaling"]
+    plain = {r["depth"]: r["peak_activation_bytes"] for r in scaling if r["vary"] == "depth" and r["mode"] == "plain"}
+    assert plain[4] > plain[2] > 0  # deeper keeps more
+    assert (tmp_path / "bench.png").exists() and (tmp_path / "bench_scaling.png").exists()
