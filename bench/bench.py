@@ -279,6 +279,8 @@ def plot_scaling(rows, path):
         axes[1][col].set_ylabel("peak activation memory (MiB)")
         for ax in (axes[0][col], axes[1][col]):
             ax.set_xlabel(f"{vary} ({'Linear+Tanh pairs' if vary == 'depth' else 'rows'})")
+            ax.minorticks_off()
+            ax.set_xticks(xs, [str(v) for v in xs])
             ax.legend()
     fig.suptitle("How an MLP step grows, plain and with sqrt(n) checkpointing")
     fig.tight_layout()
