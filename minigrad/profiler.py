@@ -25,7 +25,7 @@ Read next: lessons/, which plot the timeline of a training step.
 """
 import weakref
 
-from . import backend, nn, ops, optim
+from . import backend, nn, optim
 from . import tensor as _tape
 
 CATEGORIES = ("parameters", "optimizer", "gradients", "activations", "transient")
