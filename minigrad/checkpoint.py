@@ -218,8 +218,7 @@ def _run_chain(functions):
         for f in functions:
             x = f(x)
         return x
-    run.__name__ = "segment(" + ", ".join(type(f).__name__ if not hasattr(f, "__name__") else f.__name__
-                                          for f in functions) + ")"
+    run.__name__ = "segment(" + ", ".join(getattr(f, "__name__", type(f).__name__) for f in functions) + ")"
     return run
 
 

@@ -13,7 +13,7 @@ from . import functional as F
 from . import backend
 from . import tensor as _tape
 from .random import generator
-from .tensor import Tensor, no_grad, ones, parse_to_args, tensor, zeros
+from .tensor import Tensor, no_grad, ones, parse_to_args, tensor, zero_grads, zeros
 
 
 class Parameter(Tensor):
@@ -97,11 +97,7 @@ class Module:
 
     # --- state
     def zero_grad(self, set_to_none=True):
-        for p in self.parameters():
-            if set_to_none or p.grad is None:
-                p.grad = None
-            else:
-                p.grad._data[...] = 0
+        zero_grads(self.parameters(), set_to_none)
 
     def train(self, mode=True):
         for m in self.modules():

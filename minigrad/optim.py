@@ -9,7 +9,7 @@ import math
 import weakref
 
 from . import backend
-from .tensor import active_profiler
+from .tensor import active_profiler, zero_grads
 
 
 class Optimizer:
@@ -28,11 +28,7 @@ class Optimizer:
         Optimizer.alive.add(self)
 
     def zero_grad(self, set_to_none=True):
-        for p in self.params:
-            if set_to_none or p.grad is None:
-                p.grad = None
-            else:
-                p.grad._data[...] = 0
+        zero_grads(self.params, set_to_none)
 
     def _state_buffer(self, p, name):
         """A zero array shaped like parameter p, kept as optimizer state (the one place state is made)."""

@@ -170,19 +170,18 @@ class profile:
         for key in keys:
             self._remove(key, ACTIVATIONS)
 
-    def _count_flops(self, counts):
-        for op, n in counts.items():
-            key = (self.phase, op)
-            self._flops[key] = self._flops.get(key, 0) + n
+    def _count(self, phase, op, flops):
+        """One call of `op` in `phase`, and its {op name: FLOPs}."""
+        self._calls[(phase, op.name)] = self._calls.get((phase, op.name), 0) + 1
+        for name, n in flops.items():
+            self._flops[(phase, name)] = self._flops.get((phase, name), 0) + n
 
     def _event(self, op, phase):
         self._events.append((op, phase, tuple(self._current)))
 
     # --- hooks the engine calls (tensor.py, nn.py, optim.py) while this profile is active
     def on_forward(self, op, inputs, out, recorded):
-        self._count_flops(op.flops(inputs, out))
-        key = (self.phase, op.name)
-        self._calls[key] = self._calls.get(key, 0) + 1
+        self._count(self.phase, op, op.flops(inputs, out))
         self._hold(out, TRANSIENT)
         if recorded and op.saved:
             self._hold_saved(op)
@@ -193,9 +192,7 @@ class profile:
 
     def on_backward(self, op, grad, input_grads, releasing):
         """Called after op.backward ran and before the tape frees op.saved (when releasing)."""
-        for name, n in op.backward_flops(grad, input_grads).items():
-            self._flops[("backward", name)] = self._flops.get(("backward", name), 0) + n
-        self._calls[("backward", op.name)] = self._calls.get(("backward", op.name), 0) + 1
+        self._count("backward", op, op.backward_flops(grad, input_grads))
         for gi in input_grads:
             if gi is not None:
                 self._hold(backend.as_array(gi), TRANSIENT)

@@ -236,6 +236,15 @@ def _accumulate(t, g, taken):
         t.grad._data += g
 
 
+def zero_grads(params, set_to_none=True):
+    """Module.zero_grad and Optimizer.zero_grad: drop each .grad, or fill it with zeros in place."""
+    for p in params:
+        if set_to_none or p.grad is None:
+            p.grad = None
+        else:
+            p.grad._data[...] = 0
+
+
 # ----------------------------------------------------------------------------- the Tensor
 
 def _wrap(array, requires_grad=False):
