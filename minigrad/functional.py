@@ -68,8 +68,9 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean"):
     t = target.data
     n, c = input.shape
     valid = t != ignore_index
-    if bool(((t < 0) | (t >= c))[valid].any()):
-        bad = backend.to_numpy(t[valid & ((t < 0) | (t >= c))])[0]
+    out_of_range = valid & ((t < 0) | (t >= c))
+    if bool(out_of_range.any()):
+        bad = backend.to_numpy(t[out_of_range])[0]
         raise IndexError(f"cross_entropy: target {bad} is out of range for {c} classes "
                          f"(and is not ignore_index={ignore_index})")
     xp = backend.xp_of(t)
@@ -123,9 +124,9 @@ def embedding(input, weight):
         raise TypeError(f"embedding: indices must be an integer tensor, got {input.dtype}")
     n = weight.shape[0]
     idx = input.data
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
-        raise IndexError(f"embedding: index out of range: indices span [{int(idx.min())}, {int(idx.max())}] "
-                         f"but there are {n} embeddings")
+    lo, hi = (int(idx.min()), int(idx.max())) if idx.size else (0, 0)
+    if idx.size and (lo < 0 or hi >= n):
+        raise IndexError(f"embedding: index out of range: indices span [{lo}, {hi}] but there are {n} embeddings")
     return weight[input]
 
 
