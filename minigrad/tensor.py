@@ -188,8 +188,9 @@ def _run_tape(root, g, retain_graph, taken):
             raise RuntimeError(f"backward: trying to backward through the graph a second time: the arrays that "
                                f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
                                f"the first backward if you need a second one, or run the forward again.")
-        if op.retained is not None and op.retained() is not None:
-            _accumulate(op.retained(), g, taken)
+        kept = op.retained() if op.retained is not None else None  # a tensor that asked retain_grad()
+        if kept is not None:
+            _accumulate(kept, g, taken)
         input_grads = op.backward(g)
         if _profiler is not None:
             _profiler.on_backward(op, g, input_grads, releasing=not retain_graph)
