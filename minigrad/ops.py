@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .backend import device_of, erf, index_add, to_device, xp_of
+from .backend import device_of, index_add, normal_cdf, to_device, xp_of
 
 
 # NOTE [FLOP convention]: a matrix product counts 2*m*n*k (one multiply and one add per term),
@@ -326,7 +326,9 @@ class Gelu(Op):
         self.save_for_backward(x)
         if approximate == "tanh":
             return 0.5 * x * (1 + xp_of(x).tanh(self.K * (x + 0.044715 * x ** 3)))
-        return 0.5 * x * (1 + erf(x * (1 / math.sqrt(2))))
+        y = normal_cdf(x)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see backend.normal_cdf
+        y *= x
+        return y
 
     def _table(self):
         return FLOPS_PER_ELEMENT["gelu_tanh" if self.approximate == "tanh" else "gelu"]
@@ -337,9 +339,14 @@ class Gelu(Op):
         if self.approximate == "tanh":
             t = xp.tanh(self.K * (x + 0.044715 * x ** 3))
             return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * self.K * (1 + 3 * 0.044715 * x * x)),)
-        cdf = 0.5 * (1 + erf(x * (1 / math.sqrt(2))))
-        pdf = xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
-        return (g * (cdf + x * pdf),)
+        grad = xp.square(x)  # in place from here: GELU's activations are the widest in a GPT
+        grad *= -0.5
+        xp.exp(grad, out=grad)
+        grad *= x
+        grad *= 1 / math.sqrt(2 * math.pi)  # x phi(x)
+        grad += normal_cdf(x)
+        grad *= g
+        return (grad,)
 
 
 class Cast(Op):
@@ -501,15 +508,17 @@ class Linear(Op):
                              f"expected ({weight.shape[0]},)")
         nx, nw = self.needs_input_grad[:2]
         self.save_for_backward(x if nw else None, weight if nx else None)
-        y = x @ weight.T
+        # Every leading dim is a batch dim: fold them into rows, so that BLAS sees one big GEMM. NumPy would
+        # otherwise run one small GEMM per batch entry (measured 1.5-2x slower on (8, 64, 128) inputs).
+        y = (x.reshape(-1, x.shape[-1]) @ weight.T).reshape(*x.shape[:-1], weight.shape[0])
         if bias is not None:
             y += bias  # y is a fresh array: adding in place saves one output-sized temporary
         return y
 
     def backward(self, g):
         x, w = self.saved
-        g2 = g.reshape(-1, g.shape[-1])  # (N, out): every leading dim is a batch dim
-        gx = (g @ w) if w is not None else None
+        g2 = g.reshape(-1, g.shape[-1])  # (N, out), as in forward
+        gx = (g2 @ w).reshape(*g.shape[:-1], w.shape[1]) if w is not None else None
         gw = (g2.T @ x.reshape(-1, x.shape[-1])) if x is not None else None
         if len(self.needs_input_grad) == 3:
             return gx, gw, (g2.sum(axis=0) if self.needs_input_grad[2] else None)

@@ -548,6 +548,23 @@ def test_gelu(approximate):
     assert gradcheck(lambda x: mg.nn.GELU(approximate)(x), [x3], name=f"nn.GELU {approximate}")
 
 
+def test_normal_cdf_in_float32_is_within_an_ulp_or_two_of_float64():
+    """GELU's Phi in float32 is a fitted erfc, computed block by block (backend.normal_cdf); float64 is SciPy's."""
+    from scipy.special import ndtr
+    from minigrad.backend import _BLOCK, normal_cdf
+    x = np.linspace(-12, 12, 3 * _BLOCK + 7, dtype=np.float32)        # several blocks and a ragged end
+    exact = ndtr(x.astype(np.float64))
+    got = normal_cdf(x)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    assert np.abs(got - exact).max() < 3e-7                            # float32's ulp at 1 is 1.2e-7
+    assert (np.abs(got - exact) / exact).max() < 3e-5                  # even at Phi(-12) = 1.8e-33
+    assert np.array_equal(normal_cdf(x[::3]), got[::3])                # a strided view
+    assert normal_cdf(x.astype(np.float16)).dtype == np.float16
+    np.testing.assert_array_equal(normal_cdf(np.array([-np.inf, np.inf, 0.0, np.nan], np.float32)),
+                                  [0.0, 1.0, 0.5, np.nan])
+    assert np.array_equal(normal_cdf(x.astype(np.float64)), ndtr(x.astype(np.float64)))
+
+
 @pytest.mark.parametrize("normalized_shape", [(4,), (3, 4), 4], ids=["1dim", "2dims", "int"])
 @pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])
 def test_layer_norm(normalized_shape, affine):

@@ -279,6 +279,17 @@ def test_gelu(approximate):
     compare(lambda x: mg.nn.GELU(approximate)(x), lambda x: torch.nn.GELU(approximate)(x), [x])
 
 
+def test_gelu_in_float32():
+    """float32 GELU uses its own erfc fit (backend.normal_cdf); PyTorch uses SLEEF's erf."""
+    x = np.random.default_rng(0).standard_normal((8, 64, 257)).astype(np.float32) * 3
+    g = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
+    a, b = mg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ya, yb = F.gelu(a), TF.gelu(b)
+    ya.backward(mg.tensor(g)), yb.backward(torch.tensor(g))
+    np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_mse_loss(reduction):
     rng = np.random.default_rng(0)
