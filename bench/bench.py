@@ -2,6 +2,8 @@
 
     python bench/bench.py            # full run
     python bench/bench.py --quick    # a smoke run (CI)
+    python bench/bench.py --only c   # just the GPT step
+    make bench                       # installs PyTorch's CPU build if missing, writes out/bench.json and plots
 
 (a) a 32-layer, 512-wide tanh MLP, forward + backward at batch 256, float32: big matmuls,
     where the engine should add almost nothing over the NumPy calls it makes;
@@ -211,22 +213,35 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny sizes, few rounds: checks that it runs")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     ap.add_argument("--plot", metavar="PATH", help="also plot each contender's time relative to minigrad (PNG)")
+    ap.add_argument("--only", metavar="PARTS", default="abcf",
+                    help="which parts to run, for example --only c or --only ab (default: abcf, all of them)")
     args = ap.parse_args()
+    if set(args.only) - set("abcf"):
+        ap.error(f"--only takes letters from 'abcf' (parts (a), (b), (c) and (f)), got {args.only!r}")
     report = {}
     if args.quick:
-        compare("(a) 4-layer 64-wide tanh MLP, batch 16 (quick)", build(4, 64, 16), 3, 2, report)
-        compare("(b) 16x16 MLP, batch 1 (quick)", build(2, 16, 1), 3, 20, report)
-        compare("(c) GPT training step, 1 layer, batch 2 (quick)",
-                build_gpt(2, dict(GPT_CFG, n_layer=1, block_size=16, n_embd=32)), 3, 1, report)
-        scaling(report, depths=[2, 4], batches=[4, 8], width=16, rounds=1)
+        if "a" in args.only:
+            compare("(a) 4-layer 64-wide tanh MLP, batch 16 (quick)", build(4, 64, 16), 3, 2, report)
+        if "b" in args.only:
+            compare("(b) 16x16 MLP, batch 1 (quick)", build(2, 16, 1), 3, 20, report)
+        if "c" in args.only:
+            compare("(c) GPT training step, 1 layer, batch 2 (quick)",
+                    build_gpt(2, dict(GPT_CFG, n_layer=1, block_size=16, n_embd=32)), 3, 1, report)
+        if "f" in args.only:
+            scaling(report, depths=[2, 4], batches=[4, 8], width=16, rounds=1)
     else:
-        compare("(a) 32-layer 512-wide tanh MLP, batch 256, float32, forward+backward", build(32, 512, 256),
-                15, 3, report)
-        compare("(b) 16x16 tanh MLP (2 layers), batch 1: per-op overhead", build(2, 16, 1), 15, 2000, report)
-        c = GPT_CFG
-        compare(f"(c) GPT training step (AdamW), {c['n_layer']} layers, {c['n_embd']} wide, {c['n_head']} heads, "
-                f"batch 8 x {c['block_size']} tokens, vocabulary {c['vocab_size']}", build_gpt(8), 10, 2, report)
-        scaling(report, depths=[4, 8, 16, 32, 64], batches=[16, 32, 64, 128, 256], width=256)
+        if "a" in args.only:
+            compare("(a) 32-layer 512-wide tanh MLP, batch 256, float32, forward+backward", build(32, 512, 256),
+                    15, 3, report)
+        if "b" in args.only:
+            compare("(b) 16x16 tanh MLP (2 layers), batch 1: per-op overhead", build(2, 16, 1), 15, 2000, report)
+        if "c" in args.only:
+            c = GPT_CFG
+            compare(f"(c) GPT training step (AdamW), {c['n_layer']} layers, {c['n_embd']} wide, {c['n_head']} "
+                    f"heads, batch 8 x {c['block_size']} tokens, vocabulary {c['vocab_size']}", build_gpt(8), 10, 2,
+                    report)
+        if "f" in args.only:
+            scaling(report, depths=[4, 8, 16, 32, 64], batches=[16, 32, 64, 128, 256], width=256)
     print("\ngoals (issue [bench]): (a) minigrad / numpy <= 1.05 and minigrad / torch <= 0.95; (b) minigrad / "
           "torch <= 0.7; profiled / minigrad <= 1.10; sqrt-ckpt / minigrad <= 1.25 (see bench/NOTES.md)")
     if args.json:
@@ -234,10 +249,13 @@ def main():
             json.dump(report, f, indent=2)
         print(f"results: {args.json}")
     if args.plot:
-        plot(report, args.plot)
-        scaling_path = os.path.splitext(args.plot)[0] + "_scaling.png"
-        plot_scaling(report["(f) scaling"], scaling_path)
-        print(f"plots: {args.plot}, {scaling_path}")
+        if set(args.only) & set("abc"):
+            plot(report, args.plot)
+            print(f"plot: {args.plot}")
+        if "(f) scaling" in report:
+            scaling_path = os.path.splitext(args.plot)[0] + "_scaling.png"
+            plot_scaling(report["(f) scaling"], scaling_path)
+            print(f"plot: {scaling_path}")
 
 
 def scaling(report, depths, batches, width, rounds=3):

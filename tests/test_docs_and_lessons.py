@@ -89,3 +89,12 @@ def test_bench_smoke(tmp_path):
     plain = {r["depth"]: r["peak_activation_bytes"] for r in scaling if r["vary"] == "depth" and r["mode"] == "plain"}
     assert plain[4] > plain[2] > 0  # deeper keeps more
     assert (tmp_path / "bench.png").exists() and (tmp_path / "bench_scaling.png").exists()
+
+
+def test_bench_runs_only_the_parts_asked_for(tmp_path):
+    out = tmp_path / "bench.json"
+    r = run(["bench/bench.py", "--quick", "--only", "c", "--json", str(out)])
+    assert r.returncode == 0, r.stderr
+    assert [name[:3] for name in json.loads(out.read_text())] == ["(c)"]
+    r = run(["bench/bench.py", "--quick", "--only", "z"])
+    assert r.returncode != 0 and "--only takes letters from 'abcf'" in r.stderr
