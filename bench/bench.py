@@ -3,6 +3,7 @@
     python bench/bench.py            # full run
     python bench/bench.py --quick    # a smoke run (CI)
     python bench/bench.py --only c   # just the GPT step
+    python bench/bench.py --device cuda   # minigrad on CuPy, against the same math in CuPy and PyTorch CUDA
     make bench                       # installs PyTorch's CPU build if missing, writes out/bench.json and plots
 
 (a) a 32-layer, 512-wide tanh MLP, forward + backward at batch 256, float32: big matmuls,
@@ -26,6 +27,35 @@ import time
 import numpy as np
 
 import minigrad as mg
+from minigrad import backend
+
+DEVICE = "cpu"  # set by --device; every tensor below is made on it (the default device)
+
+
+def torch_device():
+    """Where the PyTorch contenders run: the same kind of device as minigrad, or None (no columns)."""
+    import torch
+    if DEVICE == "cpu":
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else None
+
+
+def to_torch(array, device):
+    import torch
+    return torch.from_numpy(backend.to_numpy(array)).to(device)
+
+
+def sync():
+    """GPU work is asynchronous: wait for it before reading the clock."""
+    if DEVICE == "cuda":
+        import cupy
+        cupy.cuda.get_current_stream().synchronize()
+        try:
+            import torch
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        except ImportError:
+            pass
 
 
 def minigrad_step(model, x):
@@ -44,7 +74,9 @@ def sqrt_checkpointed_step(model, x):
 
 
 def numpy_step(params, x):
-    """The same math by hand: forward keeps each layer's output, backward walks them back."""
+    """The same math by hand: forward keeps each layer's output, backward walks them back.
+
+    With CuPy arrays the same code runs on the GPU (np.tanh and np.ones_like dispatch to CuPy)."""
     hs = [x]
     for w, b in params:
         hs.append(np.tanh(hs[-1] @ w.T + b))
@@ -72,20 +104,24 @@ def build(depth, width, batch):
     model = mg.nn.Sequential(*layers)
     x = mg.randn(batch, width)
     params = [(m.weight.data, m.bias.data) for m in layers[::2]]
-    contenders = {"minigrad": lambda: minigrad_step(model, x), "numpy": lambda: numpy_step(params, x.data),
+    by_hand = "numpy" if DEVICE == "cpu" else "cupy"
+    contenders = {"minigrad": lambda: minigrad_step(model, x), by_hand: lambda: numpy_step(params, x.data),
                   "profiled": lambda: profiled_step(model, x), "sqrt-ckpt": lambda: sqrt_checkpointed_step(model, x)}
     try:
         import torch
-        tl = []
-        for w, b in params:
-            lin = torch.nn.Linear(width, width)
-            with torch.no_grad():
-                lin.weight.copy_(torch.from_numpy(w)), lin.bias.copy_(torch.from_numpy(b))
-            tl += [lin, torch.nn.Tanh()]
-        tmodel, tx = torch.nn.Sequential(*tl), torch.from_numpy(x.data)
-        contenders["torch"] = lambda: torch_step(tmodel, tx)
     except ImportError:
-        pass
+        return contenders
+    device = torch_device()
+    if device is None:
+        return contenders
+    tl = []
+    for w, b in params:
+        lin = torch.nn.Linear(width, width)
+        with torch.no_grad():
+            lin.weight.copy_(to_torch(w, "cpu")), lin.bias.copy_(to_torch(b, "cpu"))
+        tl += [lin, torch.nn.Tanh()]
+    tmodel, tx = torch.nn.Sequential(*tl).to(device), to_torch(x.data, device)
+    contenders["torch"] = lambda: torch_step(tmodel, tx)
     return contenders
 
 
@@ -111,9 +147,12 @@ def build_gpt(batch, cfg=GPT_CFG):
         import torch
     except ImportError:
         return contenders
-    tmodel = torch_gpt(cfg, model.state_dict())
+    device = torch_device()
+    if device is None:
+        return contenders
+    tmodel = torch_gpt(cfg, model.state_dict()).to(device)
     topt = torch.optim.AdamW(tmodel.parameters(), lr=1e-4)
-    tx, ty = torch.from_numpy(x.numpy()), torch.from_numpy(y.numpy())
+    tx, ty = to_torch(x.data, device), to_torch(y.data, device)
     with mg.no_grad(), torch.no_grad():  # the same model: the same loss before any step
         mine = model(x, y)[1].item()
         theirs = torch.nn.functional.cross_entropy(tmodel(tx).reshape(-1, cfg["vocab_size"]), ty.reshape(-1)).item()
@@ -145,7 +184,8 @@ def torch_gpt(cfg, state):
             B, T_, _ = x.shape
             q, k, v = (t.reshape(B, T_, nh, C // nh).transpose(1, 2) for t in self.c_attn(x).split(C, dim=2))
             att = (q @ k.transpose(-2, -1)) * (1.0 / _math.sqrt(C // nh))
-            att = att.masked_fill(torch.ones(T_, T_, dtype=torch.bool).triu(1), float("-inf")).softmax(dim=-1)
+            mask = torch.ones(T_, T_, dtype=torch.bool, device=x.device).triu(1)
+            att = att.masked_fill(mask, float("-inf")).softmax(dim=-1)
             return self.c_proj((att @ v).transpose(1, 2).reshape(B, T_, C))
 
     class MLP(nn.Module):
@@ -173,20 +213,32 @@ def torch_gpt(cfg, state):
             self.ln_f, self.lm_head = nn.LayerNorm(C), nn.Linear(C, V, bias=False)
 
         def forward(self, idx):
-            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
             for block in self.h:
                 x = block(x)
             return self.lm_head(self.ln_f(x))
 
     model = GPT()
-    model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    model.load_state_dict({k: to_torch(v, "cpu") for k, v in state.items()})
     return model
 
 
+def torch_note():
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed: no torch columns (`make bench` installs its CPU build)"
+    if torch_device() is None:
+        return f"PyTorch {torch.__version__} has no CUDA here: no torch columns"
+    return f"PyTorch {torch.__version__} on {torch_device()}, {torch.get_num_threads()} CPU threads"
+
+
 def timeit(fn, inner):
+    sync()
     t0 = time.perf_counter()
     for _ in range(inner):
         fn()
+    sync()
     return (time.perf_counter() - t0) / inner
 
 
@@ -215,9 +267,19 @@ def main():
     ap.add_argument("--plot", metavar="PATH", help="also plot each contender's time relative to minigrad (PNG)")
     ap.add_argument("--only", metavar="PARTS", default="abcf",
                     help="which parts to run, for example --only c or --only ab (default: abcf, all of them)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default=mg.default_device(),
+                    help="where minigrad, the by-hand version and PyTorch run (default: $MINIGRAD_DEVICE, else cpu)")
     args = ap.parse_args()
     if set(args.only) - set("abcf"):
         ap.error(f"--only takes letters from 'abcf' (parts (a), (b), (c) and (f)), got {args.only!r}")
+    global DEVICE
+    DEVICE = args.device
+    os.environ["MINIGRAD_DEVICE"] = DEVICE  # the default device: every tensor below is made there
+    try:
+        mg.tensor([0.0])
+    except backend.DeviceError as e:
+        ap.error(str(e))
+    print(f"device: {DEVICE}; {torch_note()}")
     report = {}
     if args.quick:
         if "a" in args.only:
