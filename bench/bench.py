@@ -28,6 +28,7 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import backend
+from minigrad.checkpoint import segment_bounds
 
 DEVICE = "cpu"  # set by --device; every tensor below is made on it (the default device)
 
@@ -61,6 +62,10 @@ def sync():
 def minigrad_step(model, x):
     model.zero_grad()
     model(x).sum().backward()
+
+
+def forward_only(model, x):
+    model(x).sum()  # recorded, then dropped: the forward's share of a step
 
 
 def profiled_step(model, x):
@@ -106,7 +111,8 @@ def build(depth, width, batch):
     params = [(m.weight.data, m.bias.data) for m in layers[::2]]
     by_hand = "numpy" if DEVICE == "cpu" else "cupy"
     contenders = {"minigrad": lambda: minigrad_step(model, x), by_hand: lambda: numpy_step(params, x.data),
-                  "profiled": lambda: profiled_step(model, x), "sqrt-ckpt": lambda: sqrt_checkpointed_step(model, x)}
+                  "profiled": lambda: profiled_step(model, x), "sqrt-ckpt": lambda: sqrt_checkpointed_step(model, x),
+                  "forward": lambda: forward_only(model, x)}
     try:
         import torch
     except ImportError:
@@ -258,6 +264,21 @@ def compare(name, contenders, rounds, inner, report):
         rows[k] = dict(median_s=statistics.median(ts), minigrad_over_it=mine, it_over_minigrad=theirs)
         print(f"  {k:10}{statistics.median(ts) * 1e3:>9.3f} ms{mine:>16.3f}{theirs:>16.3f}")
     report[name] = rows
+    return times
+
+
+def recompute_estimate(rows, times, depth):
+    """What sqrt(n) checkpointing must cost on this machine, from the forward's measured share of a step.
+
+    checkpoint_sequential recomputes every segment but the last: that fraction of the forward, once
+    more. So sqrt-ckpt / minigrad >= 1 + fraction * forward / step, give or take that the checkpointed
+    forward keeps nothing (a little faster) and that the clock is noisy."""
+    n = 2 * depth  # Linear, Tanh, Linear, Tanh, ...
+    lo, _ = segment_bounds(n, max(1, round(n ** 0.5)))[-1]
+    fraction = lo / n
+    estimate = statistics.median(1 + fraction * f / m for f, m in zip(times["forward"], times["minigrad"]))
+    rows["sqrt-ckpt"]["recompute_estimate"] = estimate
+    print(f"  sqrt-ckpt recomputes {lo} of {n} functions: 1 + {lo}/{n} x forward / step = {estimate:.3f} here")
 
 
 def main():
@@ -283,7 +304,9 @@ def main():
     report = {}
     if args.quick:
         if "a" in args.only:
-            compare("(a) 4-layer 64-wide tanh MLP, batch 16 (quick)", build(4, 64, 16), 3, 2, report)
+            name = "(a) 4-layer 64-wide tanh MLP, batch 16 (quick)"
+            times = compare(name, build(4, 64, 16), 3, 2, report)
+            recompute_estimate(report[name], times, depth=4)
         if "b" in args.only:
             compare("(b) 16x16 MLP, batch 1 (quick)", build(2, 16, 1), 3, 20, report)
         if "c" in args.only:
@@ -293,8 +316,9 @@ def main():
             scaling(report, depths=[2, 4], batches=[4, 8], width=16, rounds=1)
     else:
         if "a" in args.only:
-            compare("(a) 32-layer 512-wide tanh MLP, batch 256, float32, forward+backward", build(32, 512, 256),
-                    15, 3, report)
+            name = "(a) 32-layer 512-wide tanh MLP, batch 256, float32, forward+backward"
+            times = compare(name, build(32, 512, 256), 15, 3, report)
+            recompute_estimate(report[name], times, depth=32)
         if "b" in args.only:
             compare("(b) 16x16 tanh MLP (2 layers), batch 1: per-op overhead", build(2, 16, 1), 15, 2000, report)
         if "c" in args.only:
