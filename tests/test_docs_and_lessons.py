@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+import minigrad as mg
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -98,3 +100,9 @@ def test_bench_runs_only_the_parts_asked_for(tmp_path):
     assert [name[:3] for name in json.loads(out.read_text())] == ["(c)"]
     r = run(["bench/bench.py", "--quick", "--only", "z"])
     assert r.returncode != 0 and "--only takes letters from 'abcf'" in r.stderr
+
+
+@pytest.mark.skipif(mg.cuda_is_available(), reason="this machine has a GPU")
+def test_bench_on_a_missing_gpu_says_why():
+    r = run(["bench/bench.py", "--quick", "--device", "cuda"])
+    assert r.returncode == 2 and "device 'cuda'" in r.stderr and "Traceback" not in r.stderr
