@@ -288,7 +288,7 @@ def main():
     ap.add_argument("--plot", metavar="PATH", help="also plot each contender's time relative to minigrad (PNG)")
     ap.add_argument("--only", metavar="PARTS", default="abcf",
                     help="which parts to run, for example --only c or --only ab (default: abcf, all of them)")
-    ap.add_argument("--device", choices=["cpu", "cuda"], default=mg.default_device(),
+    ap.add_argument("--device", choices=["cpu", "cuda"], default=mg.default_device().split(":")[0],
                     help="where minigrad, the by-hand version and PyTorch run (default: $MINIGRAD_DEVICE, else cpu)")
     args = ap.parse_args()
     if set(args.only) - set("abcf"):

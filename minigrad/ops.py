@@ -339,7 +339,8 @@ class Gelu(Op):
         if self.approximate == "tanh":
             t = xp.tanh(self.K * (x + 0.044715 * x ** 3))
             return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * self.K * (1 + 3 * 0.044715 * x * x)),)
-        grad = xp.square(x)  # in place from here: GELU's activations are the widest in a GPT
+        grad = xp.square(x, out=xp.empty_like(x))  # in place from here: GELU's activations are a GPT's widest
+                                                   # (out=: for a 0-d x, NumPy would return a scalar)
         grad *= -0.5
         xp.exp(grad, out=grad)
         grad *= x

@@ -546,6 +546,7 @@ def test_gelu(approximate):
     assert gradcheck(lambda x: F.gelu(x, approximate=approximate), [x], name=f"gelu {approximate}")
     x3 = T(normal(np.random.default_rng(0), (2, 3, 2)))
     assert gradcheck(lambda x: mg.nn.GELU(approximate)(x), [x3], name=f"nn.GELU {approximate}")
+    assert gradcheck(lambda x: F.gelu(x, approximate=approximate), [T(0.7)], name=f"gelu {approximate}, 0-d")
 
 
 def test_normal_cdf_in_float32_is_within_an_ulp_or_two_of_float64():
