@@ -301,32 +301,25 @@ def main():
     except backend.DeviceError as e:
         ap.error(str(e))
     print(f"device: {DEVICE}; {torch_note()}")
-    report = {}
-    if args.quick:
-        if "a" in args.only:
-            name = "(a) 4-layer 64-wide tanh MLP, batch 16 (quick)"
-            times = compare(name, build(4, 64, 16), 3, 2, report)
-            recompute_estimate(report[name], times, depth=4)
-        if "b" in args.only:
-            compare("(b) 16x16 MLP, batch 1 (quick)", build(2, 16, 1), 3, 20, report)
-        if "c" in args.only:
-            compare("(c) GPT training step, 1 layer, batch 2 (quick)",
-                    build_gpt(2, dict(GPT_CFG, n_layer=1, block_size=16, n_embd=32)), 3, 1, report)
-        if "f" in args.only:
+    report, q = {}, args.quick  # --quick: tiny sizes and few rounds, the same parts
+    tag = " (quick)" if q else ""
+    if "a" in args.only:
+        depth, width, batch = (4, 64, 16) if q else (32, 512, 256)
+        name = f"(a) {depth}-layer {width}-wide tanh MLP, batch {batch}, float32, forward+backward{tag}"
+        times = compare(name, build(depth, width, batch), *((3, 2) if q else (15, 3)), report)
+        recompute_estimate(report[name], times, depth)
+    if "b" in args.only:
+        compare(f"(b) 16x16 tanh MLP (2 layers), batch 1: per-op overhead{tag}", build(2, 16, 1),
+                *((3, 20) if q else (15, 2000)), report)
+    if "c" in args.only:
+        cfg, batch = (dict(GPT_CFG, n_layer=1, block_size=16, n_embd=32), 2) if q else (GPT_CFG, 8)
+        compare(f"(c) GPT training step (AdamW), {cfg['n_layer']} layer{'s' * (cfg['n_layer'] > 1)}, {cfg['n_embd']} wide, {cfg['n_head']} "
+                f"heads, batch {batch} x {cfg['block_size']} tokens, vocabulary {cfg['vocab_size']}{tag}",
+                build_gpt(batch, cfg), *((3, 1) if q else (10, 2)), report)
+    if "f" in args.only:
+        if q:
             scaling(report, depths=[2, 4], batches=[4, 8], width=16, rounds=1)
-    else:
-        if "a" in args.only:
-            name = "(a) 32-layer 512-wide tanh MLP, batch 256, float32, forward+backward"
-            times = compare(name, build(32, 512, 256), 15, 3, report)
-            recompute_estimate(report[name], times, depth=32)
-        if "b" in args.only:
-            compare("(b) 16x16 tanh MLP (2 layers), batch 1: per-op overhead", build(2, 16, 1), 15, 2000, report)
-        if "c" in args.only:
-            c = GPT_CFG
-            compare(f"(c) GPT training step (AdamW), {c['n_layer']} layers, {c['n_embd']} wide, {c['n_head']} "
-                    f"heads, batch 8 x {c['block_size']} tokens, vocabulary {c['vocab_size']}", build_gpt(8), 10, 2,
-                    report)
-        if "f" in args.only:
+        else:
             scaling(report, depths=[4, 8, 16, 32, 64], batches=[16, 32, 64, 128, 256], width=256)
     print("\ngoals (issue [bench]): (a) minigrad / numpy <= 1.05 and minigrad / torch <= 0.95; (b) minigrad / "
           "torch <= 0.7; profiled / minigrad <= 1.10; sqrt-ckpt / minigrad <= 1.25 (see bench/NOTES.md)")
