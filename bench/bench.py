@@ -34,8 +34,11 @@ DEVICE = "cpu"  # set by --device; every tensor below is made on it (the default
 
 
 def torch_device():
-    """Where the PyTorch contenders run: the same kind of device as minigrad, or None (no columns)."""
-    import torch
+    """Where the PyTorch contenders run: the same kind of device as minigrad, or None (no torch columns)."""
+    try:
+        import torch
+    except ImportError:
+        return None
     if DEVICE == "cpu":
         return "cpu"
     return "cuda" if torch.cuda.is_available() else None
@@ -51,12 +54,9 @@ def sync():
     if DEVICE == "cuda":
         import cupy
         cupy.cuda.get_current_stream().synchronize()
-        try:
+        if torch_device() == "cuda":
             import torch
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-        except ImportError:
-            pass
+            torch.cuda.synchronize()
 
 
 def minigrad_step(model, x):
@@ -113,13 +113,10 @@ def build(depth, width, batch):
     contenders = {"minigrad": lambda: minigrad_step(model, x), by_hand: lambda: numpy_step(params, x.data),
                   "profiled": lambda: profiled_step(model, x), "sqrt-ckpt": lambda: sqrt_checkpointed_step(model, x),
                   "forward": lambda: forward_only(model, x)}
-    try:
-        import torch
-    except ImportError:
-        return contenders
     device = torch_device()
     if device is None:
         return contenders
+    import torch
     tl = []
     for w, b in params:
         lin = torch.nn.Linear(width, width)
@@ -149,13 +146,10 @@ def build_gpt(batch, cfg=GPT_CFG):
         loss.backward()
         opt.step()
     contenders = {"minigrad": step}
-    try:
-        import torch
-    except ImportError:
-        return contenders
     device = torch_device()
     if device is None:
         return contenders
+    import torch
     tmodel = torch_gpt(cfg, model.state_dict()).to(device)
     topt = torch.optim.AdamW(tmodel.parameters(), lr=1e-4)
     tx, ty = to_torch(x.data, device), to_torch(y.data, device)
