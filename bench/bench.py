@@ -28,7 +28,7 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import backend
-from minigrad.checkpoint import segment_bounds
+from minigrad.schedules import segment_bounds
 
 DEVICE = "cpu"  # set by --device; every tensor below is made on it (the default device)
 

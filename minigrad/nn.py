@@ -11,9 +11,8 @@ import weakref
 
 from . import functional as F
 from . import backend
-from . import tensor as _tape
 from .random import generator
-from .tensor import Tensor, no_grad, ones, parse_to_args, tensor, zero_grads, zeros
+from .tensor import Tensor, is_recomputing, no_grad, ones, parse_to_args, tensor, zero_grads, zeros
 
 
 class Parameter(Tensor):
@@ -321,7 +320,7 @@ class BatchNorm1d(Module):
             mean = x.mean(dim=dims, keepdim=True)
             xc = x - mean
             var = (xc * xc).mean(dim=dims, keepdim=True)
-            if self.training and self.track_running_stats and not _tape._recomputing:
+            if self.training and self.track_running_stats and not is_recomputing():
                 self._update_running_stats(mean, var, n)  # once per batch, not again when checkpointing recomputes
         else:
             mean = self.running_mean.reshape(shape)

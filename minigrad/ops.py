@@ -63,8 +63,9 @@ FLOPS_PER_ELEMENT = {
 class Op:
     """Base class of every op. Subclasses set `name` and define forward and backward."""
     name = "op"
+    same_dtype = True      # the tape checks that every input has one dtype and device
     needs_input_grad = ()  # one bool per input, set by the tape before forward runs
-    saved = ()             # what save_for_backward kept
+    saved = ()             # what save_for_backward named, while the record keeps it
     # set by the tape (tensor.py) when the op is recorded:
     next = ()              # per input: the op that made it, the leaf tensor itself, or None (no grad)
     seq = 0                # creation order: the tape runs records newest first
@@ -72,8 +73,8 @@ class Op:
     retained = None        # weakref to the output, when someone called retain_grad() on it
 
     def save_for_backward(self, *arrays):
-        # NOTE [one choke point]: every array an op keeps for its backward passes through
-        # here, so this is the one place to count activation bytes and to decide what to keep.
+        """Name exactly the arrays that backward will read. The tape's `keep` (tensor.py, NOTE [one
+        choke point]) then decides whether the record keeps them, and counts them."""
         self.saved = arrays
 
     def forward(self, *arrays, **attrs):

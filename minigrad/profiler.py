@@ -26,7 +26,7 @@ Read next: lessons/, which plot the timeline of a training step.
 import weakref
 
 from . import backend, nn, optim
-from . import tensor as _tape
+from .tensor import active_profiler, is_recomputing, profiling
 
 CATEGORIES = ("parameters", "optimizer", "gradients", "activations", "transient")
 PARAMETERS, OPTIMIZER, GRADIENTS, ACTIVATIONS, TRANSIENT = range(5)
@@ -74,23 +74,23 @@ class profile:
         self._calls = {}                   # (phase, op name) -> calls
         self._saved = {}                   # op name -> bytes saved for backward (summed over calls)
         self._events = []
-        self.phase = "forward"             # checkpointing sets 'recompute' while it recomputes
+        self._mode = profiling(self)       # the tape reports to this profile while the block runs
         self._open = False
 
     # --- the block
     def __enter__(self):
-        if _tape._profiler is not None:
+        if active_profiler() is not None:
             raise RuntimeError("profile: another profile is already active; nesting is not supported")
         if self._events:
             raise RuntimeError("profile: this profile has already run; make a new mg.profile() for each block")
         self._open = True
         self._count_what_is_alive()
         self._event("start", "start")
-        _tape._profiler = self
+        self._mode.__enter__()
         return self
 
     def __exit__(self, *exc):
-        _tape._profiler = None
+        self._mode.__exit__(*exc)
         self._event("end", "end")
         self._open = False
         self._refs.clear()  # weakrefs dropped: nothing calls back into a closed profile
@@ -179,27 +179,37 @@ class profile:
     def _event(self, op, phase):
         self._events.append((op, phase, tuple(self._current)))
 
-    # --- hooks the engine calls (tensor.py, nn.py, optim.py) while this profile is active
-    def on_forward(self, op, inputs, out, recorded):
-        self._count(self.phase, op, op.flops(inputs, out))
-        self._hold(out, TRANSIENT)
-        if recorded and op.saved:
-            self._hold_saved(op)
-            activations = [a for a in op.saved  # a weight saved for backward stays a parameter
-                           if backend.is_array(a) and self._buffers[id(_owner(a))][2] == ACTIVATIONS]
-            self._saved[op.name] = self._saved.get(op.name, 0) + sum(a.nbytes for a in activations)
-        self._event(op.name, self.phase)
+    @property
+    def phase(self):
+        """'recompute' while a checkpoint re-runs its forward (tensor.recomputing), else 'forward'."""
+        return "recompute" if is_recomputing() else "forward"
 
-    def on_backward(self, op, grad, input_grads, releasing):
-        """Called after op.backward ran and before the tape frees op.saved (when releasing)."""
+    # --- what the tape (tensor.py) reports while this profile is active
+    def on_save(self, record):
+        """A record keeps its saved arrays (tensor.keep): activations until on_release."""
+        self._hold_saved(record)
+        self._saved[record.name] = self._saved.get(record.name, 0) + sum(self.activations_kept([record]).values())
+
+    def on_forward(self, op, inputs, out):
+        """After op ran (and its record, if any, kept what it saved)."""
+        phase = self.phase
+        self._count(phase, op, op.flops(inputs, out))
+        self._hold(out, TRANSIENT)
+        self._event(op.name, phase)
+
+    def on_release(self, record):
+        """The tape is about to drop record.saved (tensor.release): before the arrays can die, while
+        each buffer's id is still its own."""
+        ref = self._records.pop(id(record), None)
+        if ref is not None:
+            self._on_record_death(ref)
+
+    def on_backward(self, op, grad, input_grads):
+        """After op.backward ran (and its record was released, unless retain_graph)."""
         self._count("backward", op, op.backward_flops(grad, input_grads))
         for gi in input_grads:
             if gi is not None:
                 self._hold(backend.as_array(gi), TRANSIENT)
-        if releasing:  # before the arrays can die: a buffer's entry must go while its id is still its own
-            ref = self._records.pop(id(op), None)
-            if ref is not None:
-                self._on_record_death(ref)
         self._event(op.name, "backward")
 
     def on_grad(self, array):
@@ -213,6 +223,23 @@ class profile:
         self._event("optimizer_state", "step")
 
     # --- what a learner asks
+    @staticmethod
+    def buffer_id(array):
+        """The identity of the buffer behind `array`: a view and the array it views share one."""
+        return id(_owner(array))
+
+    def activations_kept(self, records):
+        """{buffer id: bytes} of the buffers these records keep that count as activations (a weight a
+        record keeps is still a parameter), each buffer once."""
+        kept = {}
+        for record in records:
+            for a in record.saved:
+                if backend.is_array(a):
+                    entry = self._buffers.get(id(_owner(a)))
+                    if entry is not None and entry[2] == ACTIVATIONS:
+                        kept[id(_owner(a))] = entry[0]
+        return kept
+
     def _category(self, category):
         if category is None:
             return None

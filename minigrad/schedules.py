@@ -15,7 +15,7 @@ and recomputes each one's insides in backward. predict() simulates what the engi
 holds, buffer by buffer, so that running the plan under mg.profile measures exactly the
 predicted peak of activation bytes and recompute FLOPs.
 
-Read next: lessons/, which plan, predict and then measure.
+Read next: checkpoint.py, which runs a plan (and measures a chain).
 """
 import math
 from dataclasses import dataclass, field
@@ -107,6 +107,14 @@ def _simulate(chain, segments, children, held):
     return peak, recompute
 
 
+def segment_bounds(n, segments):
+    """[(lo, hi), ...]: n functions cut into `segments` runs, as PyTorch's checkpoint_sequential cuts
+    them (size n // segments, the last one taking what is left)."""
+    size = n // segments
+    bounds = [(i * size, (i + 1) * size) for i in range(segments - 1)]
+    return bounds + [((segments - 1) * size, n)]
+
+
 def bounds_of(n, keep):
     """Segments starting at 0 and at each kept layer input."""
     starts = sorted({0, *keep})
@@ -128,7 +136,6 @@ def every_k(chain, k):
 
 def sqrt_n(chain):
     """round(sqrt(n)) segments cut as checkpoint_sequential(..., 'sqrt') cuts them (Chen et al. 2016)."""
-    from .checkpoint import segment_bounds
     n = len(chain)
     return predict(chain, segment_bounds(n, max(1, round(math.sqrt(n)))))
 

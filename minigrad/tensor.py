@@ -6,6 +6,10 @@ that input (or to the leaf tensor itself). Records point only at records and lea
 intermediate tensors, so an intermediate's array lives only as long as the user holds it or an
 op saved it: saved arrays are exactly the activation memory.
 
+Follow one saved array: an op's forward names it (`save_for_backward`, ops.py); `apply` hands the
+record to `keep`, the one choke point that keeps or drops it and tells the profiler; `_run_tape`
+reads it in the op's backward and then `release` frees it.
+
 Read next: functional.py (softmax, cross_entropy, ...), then nn.py and optim.py.
 """
 import functools
@@ -19,48 +23,94 @@ import numpy as np
 from . import backend, ops
 from .random import generator
 
-# ----------------------------------------------------------------------------- grad mode
+# ----------------------------------------------------------------------------- the tape's switches
 
-_grad_enabled = True
-_profiler = None  # the active mg.profile, if any (profiler.py): the engine reports to it when set
-_keep_saved = True  # False while checkpoint.py runs a forward whose activations it will recompute
-_recomputing = False  # True while checkpoint.py recomputes a forward during backward
-_taken = None  # the running backward's set of owned gradient arrays (a nested backward shares it)
+class _Switches:
+    """Everything the tape's behaviour depends on, in one place. Only the context managers below set
+    the first four; `backward` sets `taken`; each has a public query."""
+    grad_enabled = True  # record ops (no_grad turns it off)
+    keep_saved = True    # records keep what their ops saved (checkpoint's forward turns it off)
+    recomputing = False  # a checkpoint is re-running its forward during backward
+    profiler = None      # the active mg.profile: the tape reports to it
+    taken = None         # the running backward's gradient arrays that someone owns (NOTE [who owns a gradient])
 
 
-def active_profiler():
-    return _profiler
+_on = _Switches()
 
 
-class no_grad:
-    """Context manager (and decorator) that turns recording off: ops run, nothing is saved."""
+class _Mode:
+    """Sets one switch for a `with` block (or a decorated function) and restores it after, even on error."""
+    switch = None
+
+    def __init__(self, value):
+        self.value, self.prev = value, []  # a stack: the same object may be entered again inside itself
 
     def __enter__(self):
-        global _grad_enabled
-        self.prev, _grad_enabled = _grad_enabled, False
+        self.prev.append(getattr(_on, self.switch))
+        setattr(_on, self.switch, self.value)
+        return self
 
     def __exit__(self, *exc):
-        global _grad_enabled
-        _grad_enabled = self.prev
+        setattr(_on, self.switch, self.prev.pop())
 
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with type(self)():
+            with self:
                 return fn(*args, **kwargs)
         return wrapper
 
 
-class enable_grad(no_grad):
-    """Turn recording back on inside a no_grad block."""
+class no_grad(_Mode):
+    """Turn recording off: ops run, nothing is recorded or saved."""
+    switch = "grad_enabled"
 
-    def __enter__(self):
-        global _grad_enabled
-        self.prev, _grad_enabled = _grad_enabled, True
+    def __init__(self):
+        super().__init__(False)
+
+
+class enable_grad(_Mode):
+    """Turn recording back on inside a no_grad block."""
+    switch = "grad_enabled"
+
+    def __init__(self):
+        super().__init__(True)
+
+
+class keep_saved(_Mode):
+    """keep_saved(False): records are made, but keep none of the arrays their ops saved. A checkpoint's
+    forward runs this way: it learns which tensors the segment reaches and keeps nothing."""
+    switch = "keep_saved"
+
+
+class recomputing(_Mode):
+    """A checkpoint re-running its forward during backward (the profiler counts its FLOPs as
+    'recompute'; BatchNorm does not update its running statistics a second time)."""
+    switch = "recomputing"
+
+    def __init__(self):
+        super().__init__(True)
+
+
+class profiling(_Mode):
+    """Report every op, saved array, gradient and new tensor to `profiler` (mg.profile enters this)."""
+    switch = "profiler"
 
 
 def is_grad_enabled():
-    return _grad_enabled
+    return _on.grad_enabled
+
+
+def is_keeping_saved():
+    return _on.keep_saved
+
+
+def is_recomputing():
+    return _on.recomputing
+
+
+def active_profiler():
+    return _on.profiler
 
 
 # ----------------------------------------------------------------------------- dtypes
@@ -89,37 +139,61 @@ def apply(op_cls, *inputs, **attrs):
     """Run one op on tensors and, when recording, keep it on the tape as the output's record."""
     op = op_cls()
     arrays = [t._data for t in inputs]
-    if len(arrays) > 1:
+    if len(arrays) > 1 and op.same_dtype:
         _check_same_device_and_dtype(op_cls.name, arrays)
-    record = _grad_enabled and any(t._requires_grad for t in inputs)
+    record = _on.grad_enabled and any(t._requires_grad for t in inputs)
     op.needs_input_grad = tuple(t._requires_grad for t in inputs) if record else (False,) * len(inputs)
     try:
         out = op.forward(*arrays, **attrs)
     except (ValueError, IndexError, TypeError) as e:
-        if str(e).startswith(op_cls.name):
-            raise
-        shapes = ", ".join(str(a.shape) for a in arrays)
-        if "broadcast" in str(e) and len(arrays) == 2:
-            raise ValueError(f"{op_cls.name}: shapes {arrays[0].shape} and {arrays[1].shape} do not broadcast: "
-                             f"compared from the right, each pair of dims must be equal or one of them 1. "
-                             f"Reshape one of them (e.g. .reshape(...) to add a size-1 dim) first") from None
-        kind = next(k for k in (IndexError, ValueError, TypeError) if isinstance(e, k))  # not NumPy's subclasses
-        raise kind(f"{op_cls.name}: {e} (input shapes {shapes}, dtype {arrays[0].dtype}, "
-                   f"device {backend.device_of(arrays[0])})") from None
+        raise _explain(op_cls.name, e, arrays) from None
     if isinstance(out, np.generic):
         out = np.asarray(out)
     if record and out.dtype.kind != "f":  # integer and bool results have no gradient (a cast to int64)
         record = False
-    if record and not _keep_saved:
-        op.saved = ()  # NOTE [one choke point]: inside a checkpoint the record keeps nothing
     t = _wrap(out, record)
     if record:
         op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
         op.seq = next(_seq)
         t._ctx = op
-    if _profiler is not None:
-        _profiler.on_forward(op, arrays, out, record)
+        keep(op)
+    if _on.profiler is not None:
+        _on.profiler.on_forward(op, arrays, out)
     return t
+
+
+def keep(record):
+    """NOTE [one choke point]: every array a record keeps for its backward passes through here.
+
+    The op's forward named what its backward will read (ops.Op.save_for_backward); this decides
+    whether the record keeps it (not inside a checkpoint's forward, which recomputes it later)
+    and tells the profiler, which counts it as activation memory until `release`."""
+    if not _on.keep_saved:
+        record.saved = ()
+    elif _on.profiler is not None and record.saved:
+        _on.profiler.on_save(record)
+
+
+def release(record):
+    """NOTE [memory drains]: drop a record's saved arrays once its backward has run, so that activation
+    memory falls during backward as it rose during forward."""
+    if _on.profiler is not None:
+        _on.profiler.on_release(record)  # first: while the arrays still exist
+    record.saved = ()
+    record.released = True
+
+
+def _explain(name, e, arrays):
+    """NumPy's error from inside an op, restated with the op's name, shapes, dtype and device."""
+    if str(e).startswith(name):
+        return e
+    if "broadcast" in str(e) and len(arrays) == 2:
+        return ValueError(f"{name}: shapes {arrays[0].shape} and {arrays[1].shape} do not broadcast: "
+                          f"compared from the right, each pair of dims must be equal or one of them 1. "
+                          f"Reshape one of them (e.g. .reshape(...) to add a size-1 dim) first")
+    shapes = ", ".join(str(a.shape) for a in arrays)
+    kind = next(k for k in (IndexError, ValueError, TypeError) if isinstance(e, k))  # not NumPy's subclasses
+    return kind(f"{name}: {e} (input shapes {shapes}, dtype {arrays[0].dtype}, device {backend.device_of(arrays[0])})")
 
 
 def _check_same_device_and_dtype(name, arrays):
@@ -133,6 +207,25 @@ def _check_same_device_and_dtype(name, arrays):
             dtypes = sorted({x.dtype.name for x in arrays})
             raise TypeError(f"{name}: inputs have different dtypes ({' and '.join(dtypes)}); minigrad does not "
                             f"promote silently: convert one with .to('{first.dtype.name}') first")
+
+
+def mark():
+    """A number below every record made from now on: records_since(out, mark()) finds what came after."""
+    return next(_seq)
+
+
+def records_since(out, start=-1):
+    """The records that tensor `out` depends on, made after `start` (all of them by default)."""
+    found, seen = [], set()
+    stack = [out._ctx] if out._ctx is not None else []
+    while stack:
+        op = stack.pop()
+        if op in seen or op.seq <= start:
+            continue
+        seen.add(op)
+        found.append(op)
+        stack.extend(n for n in op.next if isinstance(n, ops.Op))
+    return found
 
 
 def backward(root, gradient=None, retain_graph=False):
@@ -151,9 +244,8 @@ def backward(root, gradient=None, retain_graph=False):
         if g.shape != root.shape:
             raise ValueError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
         _check_same_device_and_dtype("backward", [root._data, g])
-    global _taken
-    outer = _taken  # a backward inside a backward (checkpoint's recompute) shares the outer's set
-    _taken = taken = outer if outer is not None else set()
+    outer = _on.taken  # a backward inside a backward (checkpoint's recompute) shares the outer's set
+    _on.taken = taken = outer if outer is not None else set()
     taken.add(id(g))  # NOTE [who owns a gradient]: arrays that a .grad or someone else already holds
     try:
         if root._ctx is None:
@@ -161,7 +253,7 @@ def backward(root, gradient=None, retain_graph=False):
         else:
             _run_tape(root, g, retain_graph, taken)
     finally:
-        _taken = outer
+        _on.taken = outer
 
 
 def _run_tape(root, g, retain_graph, taken):
@@ -169,14 +261,7 @@ def _run_tape(root, g, retain_graph, taken):
     # Records are numbered as they are made and every input is made before the ops that use it,
     # so sorting by number, newest first, is a valid order: each record runs after every record
     # that consumes its output. No recursion, so a chain of any length works.
-    records, seen, stack = [], {root._ctx}, [root._ctx]
-    while stack:
-        op = stack.pop()
-        records.append(op)
-        for nxt in op.next:
-            if isinstance(nxt, ops.Op) and nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+    records = records_since(root)
     records.sort(key=operator.attrgetter("seq"), reverse=True)
 
     grads = {root._ctx: g}  # gradients in flight, by the record that made the tensor
@@ -192,13 +277,10 @@ def _run_tape(root, g, retain_graph, taken):
         if kept is not None:
             _accumulate(kept, g, taken)
         input_grads = op.backward(g)
-        if _profiler is not None:
-            _profiler.on_backward(op, g, input_grads, releasing=not retain_graph)
         if not retain_graph:
-            # NOTE [memory drains]: a record's saved arrays are dropped the moment its backward
-            # has run, so activation memory falls during backward as it rose during forward.
-            op.saved = ()
-            op.released = True
+            release(op)
+        if _on.profiler is not None:
+            _on.profiler.on_backward(op, g, input_grads)
         for nxt, gi in zip(op.next, input_grads):
             if nxt is None or gi is None:
                 continue
@@ -225,12 +307,12 @@ def _accumulate(t, g, taken):
             g = g.copy()
         taken.add(id(g))
         t.grad = _wrap(g)
-        if _profiler is not None:
-            _profiler.on_grad(g)
+        if _on.profiler is not None:
+            _on.profiler.on_grad(g)
     elif id(t.grad._data) in taken:
         t.grad._data = t.grad._data + g
-        if _profiler is not None:
-            _profiler.on_grad(t.grad._data)
+        if _on.profiler is not None:
+            _on.profiler.on_grad(t.grad._data)
     else:
         # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,
         # so k micro-batches need one gradient buffer, not k.
@@ -303,8 +385,8 @@ class Tensor:
     def _set_data(self, array):
         """Replace the array (no checks): the one way minigrad's own code does it, so the ledger sees it."""
         self._data = array
-        if _profiler is not None:
-            _profiler.on_new_tensor(self)
+        if _on.profiler is not None:
+            _on.profiler.on_new_tensor(self)
 
     @property
     def requires_grad(self):
@@ -677,8 +759,8 @@ def _new(array, requires_grad=False):
     t = _wrap(array)
     if requires_grad:
         t.requires_grad_(True)
-    if _profiler is not None:
-        _profiler.on_new_tensor(t)
+    if _on.profiler is not None:
+        _on.profiler.on_new_tensor(t)
     return t
 
 

@@ -25,7 +25,8 @@ import pytest
 import minigrad as mg
 import minigrad.functional as F
 from minigrad import nn
-from minigrad.checkpoint import is_recomputing, segment_bounds
+from minigrad.checkpoint import is_recomputing
+from minigrad.schedules import segment_bounds
 from minigrad.gpt import GPT, GPTConfig
 
 tape = importlib.import_module("minigrad.tensor")  # the module (mg.tensor is the factory)
@@ -34,9 +35,9 @@ tape = importlib.import_module("minigrad.tensor")  # the module (mg.tensor is th
 @pytest.fixture(autouse=True)
 def _tape_flags_reset():
     yield
-    assert tape._keep_saved is True and tape._recomputing is False and tape._taken is None, \
-        "a test left checkpointing's flags set"
-    assert tape._profiler is None, "a test left a profile active"
+    assert tape.is_keeping_saved() and not tape.is_recomputing() and tape.is_grad_enabled(), \
+        "a test left the tape's switches set"
+    assert tape.active_profiler() is None, "a test left a profile active"
 
 
 # ----------------------------------------------------------------------------- helpers

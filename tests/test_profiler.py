@@ -46,7 +46,7 @@ cpu_only = pytest.mark.skipif(not ON_CPU, reason="tracemalloc sees NumPy's buffe
 def _collect():
     gc.collect()  # garbage from earlier tests would count as alive at 'start', then die mid-block
     yield
-    assert tape._profiler is None, "a test left a profile active"
+    assert tape.active_profiler() is None, "a test left a profile active"
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -523,7 +523,7 @@ def test_an_op_without_a_formula_raises_under_a_profile():
     with pytest.raises(NotImplementedError, match="frobnicate"):
         with mg.profile():
             apply(Frobnicate, x)
-    assert tape._profiler is None
+    assert tape.active_profiler() is None
 
 
 def _case_inputs():
@@ -744,23 +744,23 @@ def test_nested_profiles_raise_and_leave_the_outer_active():
         with pytest.raises(RuntimeError, match="nest"):
             with mg.profile():
                 pass
-        assert tape._profiler is outer
+        assert tape.active_profiler() is outer
         mg.randn(3)  # still recording into the outer
-    assert tape._profiler is None
+    assert tape.active_profiler() is None
 
 
 def test_profiler_is_cleared_after_the_block_even_when_it_raises():
     with mg.profile():
-        assert tape._profiler is not None
-    assert tape._profiler is None
+        assert tape.active_profiler() is not None
+    assert tape.active_profiler() is None
     with pytest.raises(ZeroDivisionError):
         with mg.profile():
             1 / 0
-    assert tape._profiler is None
+    assert tape.active_profiler() is None
     with pytest.raises(ValueError):  # an engine error inside the block
         with mg.profile():
             mg.randn(2, 3) @ mg.randn(4, 5)
-    assert tape._profiler is None
+    assert tape.active_profiler() is None
     with mg.profile():  # and a new one can start
         pass
 
