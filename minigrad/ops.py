@@ -14,50 +14,20 @@ import math
 
 import numpy as np
 
-from .backend import device_of, index_add, normal_cdf, to_device, xp_of
+from .backend import device_of, index_add, to_device, xp_of
+from .special import normal_cdf
 
 
 # NOTE [FLOP convention]: a matrix product counts 2*m*n*k (one multiply and one add per term),
 # reported under op 'matmul' whichever op issues it (matmul, linear). Every other op counts
-# FLOPs per element by this one table: `forward` per output element; `backward` per element
-# of the incoming gradient, for each input whose gradient is computed (an input that needs no
-# gradient costs nothing), plus one add per element summed away when that input was
-# broadcast. Exp, log, tanh, erf and sqrt count as one FLOP each, as most counters do. Ops that
-# only move data (reshape, index, cat, ...) count zero. Reductions and the fused ops
-# (linear, layer_norm, ...) override Op.flops/backward_flops next to their code. docs/ledger.md
-# shows this table; a test keeps the two equal.
-FLOPS_PER_ELEMENT = {
-    # op:          (forward, backward per input)
-    "add":         (1, (0, 0)),
-    "sub":         (1, (0, 1)),      # -g for b
-    "mul":         (1, (1, 1)),      # g * b, g * a
-    "div":         (1, (1, 3)),      # g / b; -g * a / (b * b)
-    "pow":         (1, (3,)),        # g * p * x ** (p - 1)
-    "neg":         (1, (1,)),
-    "exp":         (1, (1,)),
-    "log":         (1, (1,)),
-    "sqrt":        (1, (2,)),        # g / (2 y)
-    "tanh":        (1, (3,)),        # g * (1 - y * y)
-    "sigmoid":     (5, (3,)),        # |x|, -, exp, +, /;  g * y * (1 - y)
-    "abs":         (1, (2,)),        # sign, *
-    "relu":        (1, (2,)),        # compare, *
-    "gelu":        (5, (11,)),       # exact: x/sqrt2, erf, +1, *0.5, *x; cdf, pdf, x*pdf, +, *g
-    "gelu_tanh":   (8, (18,)),       # the tanh approximation
-    "dropout":     (1, (1,)),        # x * mask
-    "softmax":     (5, (4,)),        # max, -, exp, sum, /;  g*y, sum, y*s, -
-    "log_softmax": (5, (4,)),        # max, -, exp, sum, -;  exp, sum, *, -
-    "where":       (0, (1, 1)),      # a select is free; its gradient is masked
-    "masked_fill": (0, (1,)),
-    "cast":        (0, (0,)),
-    "to_device":   (0, (0,)),
-    "reshape":     (0, (0,)),
-    "transpose":   (0, (0,)),
-    "permute":     (0, (0,)),
-    "tri":         (0, (0,)),
-    "index":       (0, (0,)),        # gather; with integer arrays its backward adds (see Index)
-    "cat":         None,             # any number of inputs: all zero
-    "stack":       None,
-}
+# FLOPs per element, by its class's `flops_per_element = (forward, (backward per input, ...))`:
+# `forward` per output element; `backward` per element of the incoming gradient, for each input
+# whose gradient is computed (an input that needs no gradient costs nothing), plus one add per
+# element summed away when that input was broadcast. Exp, log, tanh, erf and sqrt count as one
+# FLOP each, as most counters do. Ops that only move data (reshape, index, cat, ...) count zero
+# (None: any number of inputs, all zero). Reductions and the fused ops (linear, layer_norm, ...)
+# override Op.flops/backward_flops next to their code. docs/ledger.md shows flops_table(); a test
+# keeps the two equal.
 
 
 class Op:
@@ -85,10 +55,11 @@ class Op:
 
     # FLOPs (NOTE [FLOP convention]); the profiler calls these, the engine never does
     def _table(self):
-        if self.name not in FLOPS_PER_ELEMENT:
-            raise NotImplementedError(f"{self.name}: no FLOP formula; add it to ops.FLOPS_PER_ELEMENT "
-                                      f"or override flops/backward_flops")
-        return FLOPS_PER_ELEMENT[self.name] or (0, ())
+        row = getattr(self, "flops_per_element", NotImplemented)
+        if row is NotImplemented:
+            raise NotImplementedError(f"{self.name}: no FLOP formula; give {type(self).__name__} a "
+                                      f"flops_per_element or override flops/backward_flops")
+        return row or (0, ())
 
     def flops(self, inputs, out):
         """{op name: FLOPs} of this forward, from the input and output arrays."""
@@ -100,6 +71,19 @@ class Op:
         n = sum(per * grad.size + max(grad.size - gi.size, 0)
                 for per, gi in zip(per_input, input_grads) if gi is not None)
         return {self.name: n}
+
+
+def flops_table():
+    """{op name: flops_per_element} of every op counted per element (NOTE [FLOP convention]), with
+    GELU's tanh approximation as 'gelu_tanh': the table docs/ledger.md shows."""
+    table, stack = {}, [Op]
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if "flops_per_element" in vars(cls):
+            table[cls.name] = cls.flops_per_element
+    table["gelu_tanh"] = Gelu.flops_per_element_tanh
+    return table
 
 
 def unbroadcast(grad, shape):
@@ -134,6 +118,7 @@ def keepdim_shape(shape, axes):
 class Add(Op):
     """d(a + b) = (g, g), summed over broadcast dims."""
     name = "add"
+    flops_per_element = (1, (0, 0))
 
     def forward(self, a, b):
         self.shapes = a.shape, b.shape
@@ -148,6 +133,7 @@ class Add(Op):
 class Sub(Op):
     """d(a - b) = (g, -g)."""
     name = "sub"
+    flops_per_element = (1, (0, 1))  # -g for b
 
     def forward(self, a, b):
         self.shapes = a.shape, b.shape
@@ -162,6 +148,7 @@ class Sub(Op):
 class Mul(Op):
     """d(a * b) = (g * b, g * a): each input is saved only if the other needs its gradient."""
     name = "mul"
+    flops_per_element = (1, (1, 1))  # g * b, g * a
 
     def forward(self, a, b):
         na, nb = self.needs_input_grad
@@ -179,6 +166,7 @@ class Mul(Op):
 class Div(Op):
     """d(a / b) = (g / b, -g * a / b^2)."""
     name = "div"
+    flops_per_element = (1, (1, 3))  # g / b; -g * a / (b * b)
 
     def forward(self, a, b):
         nb = self.needs_input_grad[1]
@@ -197,6 +185,7 @@ class Div(Op):
 class Pow(Op):
     """d(x ** p) = p * x ** (p - 1), for a constant exponent p."""
     name = "pow"
+    flops_per_element = (1, (3,))  # g * p * x ** (p - 1)
 
     def forward(self, x, exponent):
         self.exponent = exponent
@@ -214,6 +203,7 @@ class Pow(Op):
 class Neg(Op):
     """d(-x) = -g."""
     name = "neg"
+    flops_per_element = (1, (1,))
 
     def forward(self, x):
         return -x
@@ -227,6 +217,7 @@ class Neg(Op):
 class Exp(Op):
     """d exp(x) = exp(x): the output is saved, not the input."""
     name = "exp"
+    flops_per_element = (1, (1,))
 
     def forward(self, x):
         y = xp_of(x).exp(x)
@@ -240,6 +231,7 @@ class Exp(Op):
 class Log(Op):
     """d log(x) = 1 / x."""
     name = "log"
+    flops_per_element = (1, (1,))
 
     def forward(self, x):
         self.save_for_backward(x)
@@ -252,6 +244,7 @@ class Log(Op):
 class Sqrt(Op):
     """d sqrt(x) = 1 / (2 sqrt(x))."""
     name = "sqrt"
+    flops_per_element = (1, (2,))  # g / (2 y)
 
     def forward(self, x):
         y = xp_of(x).sqrt(x)
@@ -265,6 +258,7 @@ class Sqrt(Op):
 class Tanh(Op):
     """d tanh(x) = 1 - tanh(x)^2."""
     name = "tanh"
+    flops_per_element = (1, (3,))  # g * (1 - y * y)
 
     def forward(self, x):
         y = xp_of(x).tanh(x)
@@ -279,6 +273,7 @@ class Tanh(Op):
 class Sigmoid(Op):
     """d sigmoid(x) = s (1 - s); computed from exp(-|x|), which neither overflows nor cancels."""
     name = "sigmoid"
+    flops_per_element = (5, (3,))  # |x|, -, exp, +, /;  g * y * (1 - y)
 
     def forward(self, x):
         xp = xp_of(x)
@@ -295,6 +290,7 @@ class Sigmoid(Op):
 class Abs(Op):
     """d |x| = sign(x) (0 at 0, as in PyTorch)."""
     name = "abs"
+    flops_per_element = (1, (2,))  # sign, *
 
     def forward(self, x):
         self.save_for_backward(x)
@@ -307,6 +303,7 @@ class Abs(Op):
 class Relu(Op):
     """d relu(x) = 1 where x > 0, else 0 (the output tells which)."""
     name = "relu"
+    flops_per_element = (1, (2,))  # compare, *
 
     def forward(self, x):
         y = xp_of(x).maximum(x, 0)
@@ -320,19 +317,19 @@ class Relu(Op):
 class Gelu(Op):
     """gelu(x) = x Phi(x); d gelu = Phi(x) + x phi(x) (or the derivative of the tanh approximation)."""
     name = "gelu"
+    flops_per_element = (5, (11,))  # exact: x/sqrt2, erf, +1, *0.5, *x; cdf, pdf, x*pdf, +, *g
+    flops_per_element_tanh = (8, (18,))  # the tanh approximation
     K = math.sqrt(2 / math.pi)
 
     def forward(self, x, approximate="none"):
         self.approximate = approximate
         self.save_for_backward(x)
         if approximate == "tanh":
+            self.flops_per_element = self.flops_per_element_tanh
             return 0.5 * x * (1 + xp_of(x).tanh(self.K * (x + 0.044715 * x ** 3)))
-        y = normal_cdf(x)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see backend.normal_cdf
+        y = normal_cdf(x)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
         y *= x
         return y
-
-    def _table(self):
-        return FLOPS_PER_ELEMENT["gelu_tanh" if self.approximate == "tanh" else "gelu"]
 
     def backward(self, g):
         (x,) = self.saved
@@ -354,6 +351,7 @@ class Gelu(Op):
 class Cast(Op):
     """x.to(dtype); the gradient goes back in the input's dtype."""
     name = "cast"
+    flops_per_element = (0, (0,))
 
     def forward(self, x, dtype):
         self.in_dtype = x.dtype
@@ -366,6 +364,7 @@ class Cast(Op):
 class ToDevice(Op):
     """x.to(device); the gradient goes back to the input's device."""
     name = "to_device"
+    flops_per_element = (0, (0,))
 
     def forward(self, x, device):
         self.in_device = device_of(x)
@@ -547,6 +546,7 @@ class Linear(Op):
 class Reshape(Op):
     """d reshape(x) = reshape(g) back to x's shape."""
     name = "reshape"
+    flops_per_element = (0, (0,))
 
     def forward(self, x, shape):
         self.in_shape = x.shape
@@ -563,6 +563,7 @@ class Reshape(Op):
 class Transpose(Op):
     """d transpose(x, i, j) = transpose(g, i, j)."""
     name = "transpose"
+    flops_per_element = (0, (0,))
 
     def forward(self, x, dim0, dim1):
         if x.ndim == 0:
@@ -580,6 +581,7 @@ class Transpose(Op):
 class Permute(Op):
     """d permute(x, dims) = permute(g, inverse of dims)."""
     name = "permute"
+    flops_per_element = (0, (0,))
 
     def forward(self, x, dims):
         if sorted(d % max(x.ndim, 1) for d in dims) != list(range(x.ndim)):
@@ -602,6 +604,7 @@ def _is_basic_index(key):
 class Index(Op):
     """d x[key] = g scattered back into zeros; repeated integer indices add up."""
     name = "index"
+    flops_per_element = (0, (0,))  # gather; with integer arrays its backward adds (see Index)
 
     def forward(self, x, key):
         self.shape, self.dtype = x.shape, x.dtype
@@ -634,6 +637,7 @@ class Index(Op):
 class Cat(Op):
     """d cat(xs, dim) = the matching slices of g."""
     name = "cat"
+    flops_per_element = None  # any number of inputs: all zero
 
     def forward(self, *xs, dim=0):
         self.dim = normalize_dims(self.name, dim, xs[0].ndim, xs[0].shape)[0]
@@ -655,6 +659,7 @@ class Cat(Op):
 class Stack(Op):
     """d stack(xs, dim) = g indexed along dim."""
     name = "stack"
+    flops_per_element = None
 
     def forward(self, *xs, dim=0):
         self.dim = normalize_dims(self.name, dim, xs[0].ndim + 1, xs[0].shape)[0]
@@ -670,6 +675,7 @@ class Stack(Op):
 class Where(Op):
     """where(cond, a, b): g flows to a where cond holds, to b elsewhere."""
     name = "where"
+    flops_per_element = (0, (1, 1))  # a select is free; its gradient is masked
 
     def forward(self, a, b, cond):
         self.shapes = a.shape, b.shape
@@ -687,6 +693,7 @@ class Where(Op):
 class MaskedFill(Op):
     """x.masked_fill(mask, value): no gradient flows where the mask is set."""
     name = "masked_fill"
+    flops_per_element = (0, (1,))
 
     def forward(self, x, mask, value):
         xp = xp_of(x)
@@ -708,6 +715,7 @@ class MaskedFill(Op):
 class Tri(Op):
     """tril/triu: keep a triangle of the last two dims; the gradient keeps the same triangle."""
     name = "tri"
+    flops_per_element = (0, (0,))
 
     def forward(self, x, diagonal=0, upper=False):
         if x.ndim < 2:
@@ -728,6 +736,7 @@ class Tri(Op):
 class Softmax(Op):
     """y = exp(x - max) / sum; dx = y (g - sum(g y)) along dim."""
     name = "softmax"
+    flops_per_element = (5, (4,))  # max, -, exp, sum, /;  g*y, sum, y*s, -
 
     def forward(self, x, dim):
         xp = xp_of(x)
@@ -746,6 +755,7 @@ class Softmax(Op):
 class LogSoftmax(Op):
     """y = x - logsumexp(x); dx = g - softmax(x) sum(g) along dim."""
     name = "log_softmax"
+    flops_per_element = (5, (4,))  # max, -, exp, sum, -;  exp, sum, *, -
 
     def forward(self, x, dim):
         xp = xp_of(x)
@@ -806,6 +816,7 @@ class LayerNorm(Op):
 class Dropout(Op):
     """y = x * mask, with mask = keep / (1 - p) drawn by the caller; dx = g * mask."""
     name = "dropout"
+    flops_per_element = (1, (1,))  # x * mask
 
     def forward(self, x, mask):
         self.save_for_backward(mask)

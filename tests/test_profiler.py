@@ -8,7 +8,7 @@ What is checked, and against what:
   no leaks        200 training steps: nothing grows but the timeline
   no effect       gradients with and without a profile are bit-identical
   no quiet lies   every op has a FLOP formula; an op without one raises under a profile
-  the docs        docs/ledger.md's FLOP table equals ops.FLOPS_PER_ELEMENT
+  the docs        docs/ledger.md's FLOP table equals ops.flops_table()
 
 Parameters, gradients and optimizer state alive when a block starts count too (a feature, tested
 below). So that what other tests left alive cannot change exact sums here, exact checks measure
@@ -499,10 +499,9 @@ def test_every_op_has_a_flop_formula():
     assert len(classes) >= 30
     missing = []
     for cls in classes:
-        in_table = cls.name in ops.FLOPS_PER_ELEMENT
+        in_table = cls.name in ops.flops_table()
         overrides = cls.flops is not ops.Op.flops and cls.backward_flops is not ops.Op.backward_flops
-        own_table = cls._table is not ops.Op._table
-        if not (in_table or overrides or own_table):
+        if not (in_table or overrides):
             missing.append(cls.__name__)
     assert not missing, f"ops without a FLOP formula: {missing}"
 
@@ -535,7 +534,7 @@ def _mask(shape, p=0.5):
     return mg.tensor(np.random.rand(*shape) < p)
 
 
-# name -> (FLOPS_PER_ELEMENT row or None, function of the inputs above, the inputs it uses)
+# name -> (ops.flops_table() row or None, function of the inputs above, the inputs it uses)
 OP_CASES = {
     "add": ("add", lambda a, b: a + b, "a b"),
     "add-broadcast": ("add", lambda a, row: a + row, "a row"),
@@ -621,7 +620,7 @@ def test_every_op_runs_forward_and_backward_under_a_profile(case):
         return
     # ops ruled by the table: forward per output element; backward per element of the incoming
     # gradient for each input that needs one, plus an add per element summed away by broadcasting
-    fwd, per_input = ops.FLOPS_PER_ELEMENT[row] or (0, ())
+    fwd, per_input = ops.flops_table()[row] or (0, ())
     n = out.data.size
     expected = sum(per * n + max(n - x.data.size, 0) for per, x in zip(per_input, args) if x.requires_grad)
     if case == "index-array":
@@ -664,7 +663,7 @@ def test_docs_flop_table_matches_ops():
     path = os.path.join(ROOT, "docs", "ledger.md")
     with open(path, encoding="utf-8") as f:
         documented = parse_flop_table(f.read())
-    assert documented == ops.FLOPS_PER_ELEMENT
+    assert documented == ops.flops_table()
 
 
 # ----------------------------------------------------------------------------- 9. timeline

@@ -1,0 +1,72 @@
+"""The standard normal CDF that exact GELU needs, fast in float32: the one special function minigrad has.
+
+NumPy has no erf. float64 uses SciPy's ndtr (exact to rounding: the gradient checks run in float64);
+float32 and float16 use a fitted erfc, computed block by block so that its temporaries stay in the
+CPU's cache; CuPy has ndtr as one fused kernel.
+
+Read next: ops.py, whose Gelu calls normal_cdf.
+"""
+import numpy as np
+from scipy.special import ndtr as _host_ndtr  # imported now, not at the first GELU: an import inside a
+                                              # profiled step would show up as megabytes in tracemalloc
+
+from .backend import on_gpu
+
+try:
+    from cupyx.scipy.special import ndtr as _gpu_ndtr
+except Exception:  # no CuPy (or no CUDA library): the GPU branch is never taken then
+    _gpu_ndtr = None
+
+
+# Numerical Recipes' Chebyshev fit of erfc (Press et al., 2nd ed., section 6.2, erfcc): for z >= 0,
+# erfc(z) = t exp(-z^2 + P(t)) with t = 1 / (1 + z/2), fractional error below 1.2e-7 for every z.
+_ERFC_P = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+           0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+
+
+def normal_cdf(array):
+    """Phi(x) = P(N(0, 1) <= x) = (1 + erf(x / sqrt 2)) / 2, elementwise, in the input's dtype.
+
+    float64 on the CPU: SciPy's ndtr, exact to rounding (the gradient checks use it). float32 and
+    float16 on the CPU: the erfc fit above in float32, within 2.4e-7 of the true value everywhere (an
+    ulp or two). Computing Phi(-|x|) first keeps the left tail relatively accurate, where 1 + erf(x)
+    cancels to zero. On the GPU: CuPy's ndtr, one fused kernel.
+    """
+    if on_gpu(array):
+        return _gpu_ndtr(array).astype(array.dtype, copy=False)
+    if array.dtype == np.float64:
+        return _host_ndtr(array)
+    # Block by block, as a fused GPU kernel would: each block's temporaries stay in the CPU's cache, and
+    # only the output is a full-size array. On a GPT's (8, 64, 512) float32 activations this takes 1.6 ms,
+    # against 4.8 ms for the same code on the whole array at once, and 4-5 ms for (1 + SciPy's erf) / 2.
+    x = np.ascontiguousarray(array, dtype=np.float32).reshape(-1)
+    out = np.empty_like(x)
+    for i in range(0, x.size, _BLOCK):
+        _normal_cdf_block(x[i:i + _BLOCK], out[i:i + _BLOCK])
+    return out.reshape(array.shape).astype(array.dtype, copy=False)
+
+
+_BLOCK = 1 << 15  # float32 numbers per block: 128 KiB per temporary
+
+
+def _normal_cdf_block(x, out):
+    f = np.float32
+    t = np.abs(x)
+    t *= f(0.5 / np.sqrt(2))
+    t += f(1)
+    np.reciprocal(t, out=t)                     # t = 1 / (1 + z/2) with z = |x| / sqrt 2
+    q = t * f(_ERFC_P[-1])
+    for c in _ERFC_P[-2:0:-1]:                  # P(t) by Horner, in place
+        q += f(c)
+        q *= t
+    q += f(_ERFC_P[0])
+    z2 = np.square(x)
+    z2 *= f(0.5)
+    q -= z2                                     # -z^2 + P(t)
+    np.exp(q, out=q)
+    q *= t
+    q *= f(0.5)                                 # q = erfc(z) / 2 = Phi(-|x|)
+    np.multiply(q, f(-2), out=out)
+    out += f(1)
+    out *= x >= 0                               # 1 - 2q where x >= 0, else 0 (np.where is 20x slower)
+    out += q                                    # Phi(x): 1 - q where x >= 0, q elsewhere
