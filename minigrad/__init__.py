@@ -1,16 +1,19 @@
 """minigrad: a small tape-based autograd engine over NumPy (CPU) or CuPy (GPU).
 
-Reading order, one layer on the next:
+Reading order, each module importing only the ones above it (the README's table; a test checks both):
   backend.py     the array library: NumPy or CuPy, decided in one place
-  ops.py         each op's forward and backward on raw arrays
-  tensor.py      the Tensor and the tape: recording ops, walking them backwards
+  random.py      minigrad's seeded generator, whose state can be saved and restored
+  special.py     the normal CDF behind exact GELU
+  ops.py         each op's forward, backward and FLOPs on raw arrays
+  tensor.py      the Tensor and the tape: its switches, the choke point for saved arrays, backward
   functional.py  softmax, cross_entropy, layer_norm, ... (imported as mg.functional)
   nn.py, optim.py   modules and optimizers with PyTorch's names
-  gpt.py         a small GPT, a character tokenizer and a tiny corpus
   profiler.py    mg.profile: bytes by category, FLOPs by phase, a timeline
-  checkpoint.py  mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping
   schedules.py   where to cut a chain, and what it will cost (pure functions)
+  checkpoint.py  mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping
   accumulate.py  mg.accumulate: micro-batches that add up to the full batch's gradient
+  gpt.py         a small GPT, a character tokenizer and a tiny corpus
+  formulas.py    closed forms that the ledger's measurements must equal
   testing.py     gradcheck: finite differences, explained
 """
 import numpy as _np

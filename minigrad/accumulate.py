@@ -24,7 +24,7 @@ BatchNorm in eval mode (frozen statistics) when fine-tuning; or make micro-batch
 that their statistics are good (ghost batch norm does this on purpose). tests/test_accumulate.py
 measures the difference.
 
-Read next: lessons/04_gradient_accumulation.py.
+Read next: gpt.py, the model the lessons train with both tricks; lessons/04_gradient_accumulation.py.
 """
 import numbers
 from dataclasses import dataclass

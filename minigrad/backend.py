@@ -4,7 +4,7 @@ Everything above this layer (ops, the tape, nn) asks this module for an array mo
 (`xp`) instead of importing NumPy or CuPy itself, so a third backend (a shape-only 'meta'
 device that predicts memory without data) can join by adding a branch here.
 
-Read next: ops.py, the differentiable ops written only in these primitives.
+Read next: random.py, then special.py and ops.py, the differentiable ops written only in these primitives.
 """
 import os
 

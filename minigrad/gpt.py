@@ -3,7 +3,8 @@
 Shapes in comments: B batch, T time (sequence), C channels (n_embd), nh heads, hs head size
 (C // nh), V vocabulary.
 
-Read next: lessons/, which train this model and measure where its memory goes.
+Read next: lessons/, which train this model and measure where its memory goes; formulas.py and
+testing.py, the checks the tests stand on.
 """
 import math
 import random as _pyrandom

@@ -3,7 +3,7 @@
 Optimizer state (momentum buffers, Adam's moments) is made in one place, `_state_buffer`,
 as arrays shaped like the parameter: the optimizer's share of training memory.
 
-Read next: gpt.py, a model trained with these.
+Read next: profiler.py, the ledger that counts what these hold.
 """
 import math
 import weakref

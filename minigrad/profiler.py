@@ -21,7 +21,7 @@ compare the total against the allocator (tracemalloc, CuPy's pool) to bound them
 
 FLOPs follow NOTE [FLOP convention] in ops.py, by phase ('forward', 'backward', 'recompute').
 
-Read next: lessons/, which plot the timeline of a training step.
+Read next: schedules.py and checkpoint.py, which trade these bytes for recompute FLOPs.
 """
 import weakref
 

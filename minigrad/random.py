@@ -4,6 +4,8 @@ Its state can be read and restored (`get_rng_state` / `set_rng_state`, PyTorch's
 is what lets checkpointing replay a dropout mask exactly when it recomputes a segment.
 Numbers are drawn on the host with NumPy and moved to the device, so a seed gives the same
 numbers on 'cpu' and 'cuda'.
+
+Read next: special.py, then ops.py.
 """
 import copy
 
