@@ -30,7 +30,7 @@ import numbers
 from dataclasses import dataclass
 
 from . import backend
-from .tensor import Tensor, active_profiler
+from .tensor import Tensor
 
 
 @dataclass
@@ -138,9 +138,6 @@ def _prepare_master_gradients(params):
             xp = backend.xp_of(p.data)
             start = xp.zeros(p.shape, dtype="float32") if p.grad is None else p.grad.data.astype("float32")
             p.grad = Tensor._from_array(start)
-            profiler = active_profiler()
-            if profiler is not None:
-                profiler.on_grad(start)
     return "float32" if half else (params[0].dtype.name if params else "none")
 
 

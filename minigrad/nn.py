@@ -7,7 +7,6 @@ Module is a child, a list of Modules is a list of children, and any other Tensor
 Read next: optim.py (what changes the parameters), gpt.py (a model built from these).
 """
 import math
-import weakref
 
 from . import functional as F
 from . import backend
@@ -18,13 +17,11 @@ from .tensor import Tensor, is_recomputing, no_grad, ones, parse_to_args, tensor
 class Parameter(Tensor):
     """A tensor that a Module trains: requires grad by default."""
     __slots__ = ()
-    alive = weakref.WeakSet()  # every Parameter not yet garbage: where mg.profile finds them
 
     def __init__(self, data, requires_grad=True):
         t = data if isinstance(data, Tensor) else tensor(data)
-        self._data, self._requires_grad, self.grad, self._ctx = t._data, False, None, None
+        self._data, self._requires_grad, self._grad, self._ctx = t._data, False, None, None
         self.requires_grad_(requires_grad)
-        Parameter.alive.add(self)
         self._set_data(self._data)  # so that an active profile counts it as a parameter
 
     def __repr__(self):

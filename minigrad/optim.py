@@ -1,19 +1,38 @@
 """Optimizers with torch.optim's names, defaults and update rules: SGD and AdamW.
 
-Optimizer state (momentum buffers, Adam's moments) is made in one place, `_state_buffer`,
-as arrays shaped like the parameter: the optimizer's share of training memory.
+Optimizer state (momentum buffers, Adam's moments) lives in `self.state[param]`, as PyTorch keeps
+it, made by `_state_buffer` as arrays shaped like the parameter: the optimizer's share of training
+memory. Every subclass's step() is wrapped (`__init_subclass__`) so that an active mg.profile
+sees the optimizer before and after each step: no subclass can forget to tell the ledger.
 
 Read next: profiler.py, the ledger that counts what these hold.
 """
+import functools
 import math
-import weakref
 
 from . import backend
 from .tensor import active_profiler, zero_grads
 
 
+def _reported(step):
+    """step(), bracketed by the active profile's on_step (NOTE [what a profile counts], profiler.py)."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        profiler = active_profiler()
+        if profiler is None:
+            return step(self, *args, **kwargs)
+        profiler.on_step(self, done=False)
+        out = step(self, *args, **kwargs)
+        profiler.on_step(self, done=True)
+        return out
+    return wrapper
+
+
 class Optimizer:
-    alive = weakref.WeakSet()  # every optimizer not yet garbage: where mg.profile finds their state
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in vars(cls):
+            cls.step = _reported(cls.step)
 
     def __init__(self, params, defaults):
         self.params = list(params)
@@ -25,19 +44,15 @@ class Optimizer:
                                  "pass only trainable parameters")
         self.defaults = defaults
         self.state = {}  # parameter -> {name: array}, made on the first step (as in PyTorch)
-        Optimizer.alive.add(self)
 
     def zero_grad(self, set_to_none=True):
         zero_grads(self.params, set_to_none)
 
     def _state_buffer(self, p, name):
-        """A zero array shaped like parameter p, kept as optimizer state (the one place state is made)."""
+        """A zero array shaped like parameter p, kept as optimizer state."""
         state = self.state.setdefault(p, {})
         if name not in state:
             state[name] = backend.xp_of(p._data).zeros_like(p._data)
-            profiler = active_profiler()
-            if profiler is not None:
-                profiler.on_optimizer_state(state[name])
         return state[name]
 
     def state_bytes(self):

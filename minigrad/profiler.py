@@ -1,6 +1,6 @@
 """The ledger: every byte the engine holds and every FLOP it computes, while a block runs.
 
-    with mg.profile() as prof:
+    with mg.profile() as prof:                 # or mg.profile(model, opt): count those from the start
         loss = model(x).sum(); loss.backward(); opt.step()
     print(prof.table())
     prof.peak_bytes("activations"), prof.flops("backward", op="matmul"), prof.timeline()
@@ -13,9 +13,13 @@ Bytes are counted by category, one buffer in one category (NOTE [one buffer, one
   transient    everything else the engine made that is still alive: op outputs nobody saved,
                gradients in flight during backward, tensors made by factories (the data batch),
                module buffers (BatchNorm's running statistics)
-Parameters, their gradients and optimizer state alive when the block starts count too; a
-graph recorded before the block does not (start the profile before the forward pass).
-What the ledger cannot see: temporaries that
+NOTE [what a profile counts]: what the block makes, it counts, through the tape's few doors
+(an op's output, a record's saved arrays, a new tensor, a .grad set, an optimizer's step). Of
+what was alive before the block, it counts what the block uses, as alive since the start: the
+parameters that its ops read (and their .grad), and the optimizers that step in it (their
+parameters, gradients and state); `profile(model, optimizer, ...)` counts those from the start
+too. An unrelated model elsewhere in the process counts nothing. A graph recorded before the
+block does not count (start the profile before the forward pass). What the ledger cannot see: temporaries that
 NumPy makes inside one op and frees before it returns, and Python's own objects; tests
 compare the total against the allocator (tracemalloc, CuPy's pool) to bound them.
 
@@ -26,7 +30,7 @@ Read next: schedules.py and checkpoint.py, which trade these bytes for recompute
 import weakref
 
 from . import backend, nn, optim
-from .tensor import active_profiler, is_recomputing, profiling
+from .tensor import Tensor, active_profiler, is_recomputing, profiling
 
 CATEGORIES = ("parameters", "optimizer", "gradients", "activations", "transient")
 PARAMETERS, OPTIMIZER, GRADIENTS, ACTIVATIONS, TRANSIENT = range(5)
@@ -54,10 +58,26 @@ def format_flops(n):
         n /= 1000
 
 
+def _check_scope(x):
+    if not isinstance(x, (nn.Module, optim.Optimizer, Tensor)):
+        raise TypeError(f"profile: counts modules, optimizers and tensors from the start of the block; got "
+                        f"{type(x).__name__}")
+    return x
+
+
+def _state_arrays(optimizer):
+    for state in optimizer.state.values():
+        for value in state.values():
+            if isinstance(value, Tensor):
+                value = value._data
+            if backend.is_array(value):
+                yield value
+
+
 class profile:
     """Context manager that records bytes by category and FLOPs by phase and op (see module doc)."""
 
-    def __init__(self):
+    def __init__(self, *scope):
         # NOTE [one buffer, one category]: each buffer (the array that owns the memory, so a view
         # adds nothing) keeps a count of holders per category; its bytes go to the first category,
         # in CATEGORIES order, with a holder. A tanh output saved by tanh and by the next linear is
@@ -73,7 +93,9 @@ class profile:
         self._flops = {}                   # (phase, op name) -> FLOPs
         self._calls = {}                   # (phase, op name) -> calls
         self._saved = {}                   # op name -> bytes saved for backward (summed over calls)
-        self._events = []
+        self._events = []                  # [op name, phase, bytes per category after it]
+        self._used = set()                 # ids of the parameters and optimizers found in use (NOTE [what a profile counts])
+        self._scope = [_check_scope(x) for x in scope]
         self._mode = profiling(self)       # the tape reports to this profile while the block runs
         self._open = False
 
@@ -84,7 +106,9 @@ class profile:
         if self._events:
             raise RuntimeError("profile: this profile has already run; make a new mg.profile() for each block")
         self._open = True
-        self._count_what_is_alive()
+        scope, self._scope = self._scope, ()  # no reference kept: what dies in the block leaves the ledger
+        for x in scope:
+            self._use(x, since_start=False)
         self._event("start", "start")
         self._mode.__enter__()
         return self
@@ -96,18 +120,44 @@ class profile:
         self._refs.clear()  # weakrefs dropped: nothing calls back into a closed profile
         self._records.clear()
 
-    def _count_what_is_alive(self):
-        # Parameters and optimizers register themselves when made (nn.py, optim.py), so the ledger
-        # finds them, their gradients and their state without scanning the heap.
-        for p in list(nn.Parameter.alive):
-            self._hold(p._data, PARAMETERS)
-            if p.grad is not None:
-                self._hold(p.grad._data, GRADIENTS)
-        for opt in list(optim.Optimizer.alive):
-            for state in opt.state.values():
-                for value in state.values():
-                    if backend.is_array(value):
-                        self._hold(value, OPTIMIZER)
+    def _use(self, x, since_start=True):
+        """Count a module, optimizer or parameter that the block uses and that was alive before it:
+        its parameters, their gradients and (for an optimizer) its state, each buffer the ledger did
+        not know yet. since_start: as alive from the start (found in use mid-block)."""
+        if id(x) in self._used:
+            return
+        self._used.add(id(x))
+        if isinstance(x, nn.Module):
+            for p in x.parameters():
+                self._use(p, since_start)
+            for b in x.buffers():
+                self._hold_new(b._data, TRANSIENT, since_start)
+        elif isinstance(x, optim.Optimizer):
+            for p in x.params:
+                self._use(p, since_start)
+            for array in _state_arrays(x):
+                self._hold_new(array, OPTIMIZER, since_start)
+        else:  # a tensor
+            self._hold_new(x._data, PARAMETERS if isinstance(x, nn.Parameter) else TRANSIENT, since_start)
+            if x.grad is not None:
+                self._hold_new(x.grad._data, GRADIENTS, since_start)
+
+    def _hold_new(self, array, category, since_start):
+        """Hold a buffer in `category` unless it is held there already. since_start, for a buffer the
+        ledger did not know: it was alive all along, so every moment so far (each event, each peak) had
+        its bytes too."""
+        owner = _owner(array)
+        entry = self._buffers.get(id(owner))
+        if entry is not None and entry[1][category]:
+            return
+        if since_start and entry is None:
+            n = owner.nbytes
+            self._peak[category] += n
+            self._peak_total += n
+            self._at_peak = tuple(b + n * (c == category) for c, b in enumerate(self._at_peak))
+            for event in self._events:
+                event[2][category] += n
+        self._hold(array, category)
 
     # --- bookkeeping
     def _add(self, array, category):
@@ -177,7 +227,7 @@ class profile:
             self._flops[(phase, name)] = self._flops.get((phase, name), 0) + n
 
     def _event(self, op, phase):
-        self._events.append((op, phase, tuple(self._current)))
+        self._events.append((op, phase, list(self._current)))
 
     @property
     def phase(self):
@@ -190,10 +240,16 @@ class profile:
         self._hold_saved(record)
         self._saved[record.name] = self._saved.get(record.name, 0) + sum(self.activations_kept([record]).values())
 
+    def on_inputs(self, inputs):
+        """Before an op runs: the parameters it reads are in use (NOTE [what a profile counts])."""
+        for t in inputs:
+            if isinstance(t, nn.Parameter) and id(t) not in self._used:
+                self._use(t)
+
     def on_forward(self, op, inputs, out):
         """After op ran (and its record, if any, kept what it saved)."""
         phase = self.phase
-        self._count(phase, op, op.flops(inputs, out))
+        self._count(phase, op, op.flops([t._data for t in inputs], out))
         self._hold(out, TRANSIENT)
         self._event(op.name, phase)
 
@@ -213,14 +269,23 @@ class profile:
         self._event(op.name, "backward")
 
     def on_grad(self, array):
+        """A .grad was set (Tensor.grad's setter)."""
         self._hold(array, GRADIENTS)
 
     def on_new_tensor(self, t):
         self._hold(t._data, PARAMETERS if isinstance(t, nn.Parameter) else TRANSIENT)
 
-    def on_optimizer_state(self, array):
-        self._hold(array, OPTIMIZER)
-        self._event("optimizer_state", "step")
+    def on_step(self, optimizer, done):
+        """Before (done=False) and after (done=True) optimizer.step() (optim.Optimizer wraps every step):
+        before, what it holds was alive all along; after, the state it made is new."""
+        if not done:
+            self._use(optimizer)
+            return
+        for array in _state_arrays(optimizer):
+            entry = self._buffers.get(id(_owner(array)))
+            if entry is None or not entry[1][OPTIMIZER]:
+                self._hold_new(array, OPTIMIZER, since_start=False)
+                self._event("optimizer_state", "step")
 
     # --- what a learner asks
     @staticmethod

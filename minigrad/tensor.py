@@ -142,6 +142,8 @@ def apply(op_cls, *inputs, **attrs):
     if len(arrays) > 1 and op.same_dtype:
         _check_same_device_and_dtype(op_cls.name, arrays)
     record = _on.grad_enabled and any(t._requires_grad for t in inputs)
+    if _on.profiler is not None:
+        _on.profiler.on_inputs(inputs)
     op.needs_input_grad = tuple(t._requires_grad for t in inputs) if record else (False,) * len(inputs)
     try:
         out = op.forward(*arrays, **attrs)
@@ -158,7 +160,7 @@ def apply(op_cls, *inputs, **attrs):
         t._ctx = op
         keep(op)
     if _on.profiler is not None:
-        _on.profiler.on_forward(op, arrays, out)
+        _on.profiler.on_forward(op, inputs, out)
     return t
 
 
@@ -307,12 +309,8 @@ def _accumulate(t, g, taken):
             g = g.copy()
         taken.add(id(g))
         t.grad = _wrap(g)
-        if _on.profiler is not None:
-            _on.profiler.on_grad(g)
     elif id(t.grad._data) in taken:
-        t.grad._data = t.grad._data + g
-        if _on.profiler is not None:
-            _on.profiler.on_grad(t.grad._data)
+        t.grad = _wrap(t.grad._data + g)
     else:
         # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,
         # so k micro-batches need one gradient buffer, not k.
@@ -332,7 +330,7 @@ def zero_grads(params, set_to_none=True):
 
 def _wrap(array, requires_grad=False):
     t = Tensor.__new__(Tensor)
-    t._data, t._requires_grad, t.grad, t._ctx = array, requires_grad, None, None
+    t._data, t._requires_grad, t._grad, t._ctx = array, requires_grad, None, None
     return t
 
 
@@ -351,11 +349,30 @@ def _lift(x, like, op):
 
 class Tensor:
     """An n-dimensional array that can record the ops applied to it, for backward."""
-    __slots__ = ("_data", "_requires_grad", "grad", "_ctx", "__weakref__")
+    __slots__ = ("_data", "_requires_grad", "_grad", "_ctx", "__weakref__")
 
     def __init__(self, data, requires_grad=False, dtype=None, device=None):
         t = tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
-        self._data, self._requires_grad, self.grad, self._ctx = t._data, t._requires_grad, None, None
+        self._data, self._requires_grad, self._grad, self._ctx = t._data, t._requires_grad, None, None
+
+    @property
+    def grad(self):
+        """The gradient that backward accumulated here (a leaf's, or a tensor's that called retain_grad())."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        # the one way a gradient comes into being: backward, accumulate and a user's `p.grad = ...` all
+        # pass here, so the ledger sees every one (NOTE [what a profile counts], profiler.py)
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"grad: expected a Tensor or None, got {type(value).__name__}")
+            if value.shape != self.shape or value.device != self.device or value.dtype.kind != "f":
+                raise ValueError(f"grad: a gradient must be a float tensor of this tensor's shape {self.shape} on "
+                                 f"{self.device}; got {value.dtype.name} {value.shape} on {value.device}")
+            if _on.profiler is not None:
+                _on.profiler.on_grad(value._data)
+        self._grad = value
 
     @staticmethod
     def _from_array(array, requires_grad=False):

@@ -185,15 +185,17 @@ def test_view_of_saved_array_adds_nothing():
 def test_weight_saved_by_linear_stays_a_parameter():
     lin = nn.Linear(6, 4, bias=False)
     x = mg.randn(5, 6, requires_grad=True)   # so linear saves W too, for dx = g W
-    with mg.profile() as prof:
-        params = prof.current_bytes("parameters")
-        y = lin(x)
-        assert y.grad_fn.saved[1] is lin.weight.data      # W really is saved
-        assert grown(prof, "activations") == x.data.nbytes  # only x counts as an activation
-        assert prof.current_bytes("parameters") == params
-        assert params - at_start(prof, "parameters") == 0  # W was alive at start: counted there
-        assert at_start(prof, "parameters") >= lin.weight.data.nbytes
-        y.sum().backward()
+    for scope in ((lin,), ()):  # counted from the start, or found in use by the linear (as alive since the start)
+        with mg.profile(*scope) as prof:
+            params = prof.current_bytes("parameters")
+            y = lin(x)
+            assert y.grad_fn.saved[1] is lin.weight.data      # W really is saved
+            assert grown(prof, "activations") == x.data.nbytes  # only x counts as an activation
+            assert prof.current_bytes("parameters") == lin.weight.data.nbytes
+            assert params == (lin.weight.data.nbytes if scope else 0)
+            assert at_start(prof, "parameters") == lin.weight.data.nbytes  # W was alive at start: counted there
+            assert prof.peak_bytes("activations") == x.data.nbytes         # ... and never as an activation
+            y.sum().backward()
 
 
 # ----------------------------------------------------------------------------- 3. categories
@@ -209,28 +211,100 @@ def test_parameters_of_a_model_built_inside_the_block():
     assert grown(prof, "parameters") == nbytes(model.parameters())
 
 
-def test_parameters_gradients_and_optimizer_state_alive_at_start_count():
-    with mg.profile() as empty:
-        pass
-    base = {c: empty.current_bytes(c) for c in CATEGORIES}
+def _trained_mlp_and_adamw():
     model = mlp([10, 20, 5])
     opt = optim.AdamW(model.parameters())
     model(mg.randn(4, 10)).sum().backward()
     opt.step()
+    return model, opt
+
+
+def test_modules_and_optimizers_given_count_from_the_start():
+    model, opt = _trained_mlp_and_adamw()
     params = nbytes(model.parameters())
-    with mg.profile() as prof:
-        assert prof.current_bytes("parameters") - base["parameters"] == params
-        assert prof.current_bytes("gradients") - base["gradients"] == nbytes(p.grad for p in model.parameters())
-        assert prof.current_bytes("optimizer") - base["optimizer"] == 2 * params
-        assert prof.current_bytes() - sum(base.values()) == 4 * params
+    with mg.profile(model, opt) as prof:
+        assert prof.current_bytes("parameters") == params
+        assert prof.current_bytes("gradients") == nbytes(p.grad for p in model.parameters()) == params
+        assert prof.current_bytes("optimizer") == 2 * params
+        assert prof.current_bytes() == 4 * params
         # ... and they leave the ledger when they die inside the block
         opt.zero_grad()
-        assert prof.current_bytes("gradients") == base["gradients"]
+        assert prof.current_bytes("gradients") == 0
         del opt
-        assert prof.current_bytes("optimizer") == base["optimizer"]
+        assert prof.current_bytes("optimizer") == 0
         del model
-        assert prof.current_bytes("parameters") == base["parameters"]
-    assert prof.peak_bytes() - sum(base.values()) == 4 * params
+        assert prof.current_bytes("parameters") == 0
+    assert prof.peak_bytes() == 4 * params
+    with pytest.raises(TypeError, match="profile: counts modules, optimizers and tensors"):
+        mg.profile("model")
+
+
+def test_what_was_alive_counts_only_when_the_block_uses_it():
+    model, opt = _trained_mlp_and_adamw()
+    params = nbytes(model.parameters())
+    unrelated = nn.Linear(1024, 1024)  # 4 MiB in a notebook's other cell: none of this block's business
+    with mg.profile() as idle:
+        pass
+    assert idle.peak_bytes() == 0
+    tiny = nn.Linear(4, 4)             # 80 bytes
+    with mg.profile() as prof:
+        tiny(mg.randn(2, 4))
+    assert prof.peak_bytes("parameters") == nbytes(tiny.parameters()) == 80
+    with mg.profile() as prof:         # steps the optimizer: its parameters, gradients and state were there all along
+        opt.step()
+    assert at_start(prof, "parameters") == params and at_start(prof, "optimizer") == 2 * params
+    assert at_start(prof, "gradients") == params
+    assert prof.peak_bytes() == 4 * params and prof.bytes_at_peak()["optimizer"] == 2 * params
+    assert all(e["total"] == 4 * params for e in prof.timeline())
+    del unrelated
+
+
+def test_parameters_found_in_use_count_as_alive_since_the_start():
+    model, _ = _trained_mlp_and_adamw()
+    model.zero_grad()
+    x = mg.randn(4, 10)
+    with mg.profile(model) as given:
+        model(x).sum().backward()
+    model.zero_grad()
+    with mg.profile() as found:
+        model(x).sum().backward()
+    assert found.timeline() == given.timeline()
+    assert found.peak_bytes() == given.peak_bytes() and found.bytes_at_peak() == given.bytes_at_peak()
+    assert {c: found.peak_bytes(c) for c in CATEGORIES} == {c: given.peak_bytes(c) for c in CATEGORIES}
+
+
+def test_every_gradient_set_counts_however_it_is_set():
+    lin = nn.Linear(8, 8)
+    with mg.profile() as prof:
+        lin.weight.grad = mg.zeros(8, 8)  # by hand, as a user or a new feature might
+        assert prof.current_bytes("gradients") == 8 * 8 * 4
+    with pytest.raises(ValueError, match="grad: a gradient must be a float tensor of this tensor's shape"):
+        lin.weight.grad = mg.zeros(4, 8)
+    with pytest.raises(TypeError, match="grad: expected a Tensor"):
+        lin.weight.grad = np.zeros((8, 8), np.float32)
+
+
+def test_a_new_optimizer_cannot_bypass_the_ledger():
+    class Lion(optim.Optimizer):  # keeps its state its own way: no _state_buffer, no hook
+        def __init__(self, params, lr=1e-4):
+            super().__init__(params, dict(lr=lr))
+
+        def step(self):
+            for p in self.params:
+                st = self.state.setdefault(p, {})
+                if "m" not in st:
+                    st["m"] = mg.zeros_like(p)  # a Tensor, as PyTorch keeps state
+                m = st["m"].data
+                p.data = p.data - 1e-4 * np.sign(m + p.grad.data)
+                m *= 0.9
+
+    model = mlp([6, 5])
+    opt = Lion(model.parameters())
+    with mg.profile() as prof:
+        model(mg.randn(3, 6)).sum().backward()
+        opt.step()
+    assert prof.current_bytes("optimizer") == nbytes(model.parameters())
+    assert [e["op"] for e in prof.timeline()].count("optimizer_state") == 2
 
 
 def test_graph_recorded_before_the_block_is_not_counted():
