@@ -3,25 +3,40 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: tour test bench clean
+.PHONY: tour test torch bench clean
 
 # PyTorch is only something to compare with, never a dependency: its CPU build is enough (and small).
-TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# `make torch` tries, in order: the pinned CPU build by its exact version (a local wheel where the machine has one;
+# the +cpu label never matches PyPI's much larger CUDA build), then PyTorch's CPU index, as PyTorch documents it.
+# pip fails fast (no retries, a short timeout) so that an unreachable index costs seconds; if both fail, the
+# comparison tests skip and the benchmark has no PyTorch columns: never an error. pip's messages go to the log.
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX   ?= https://download.pytorch.org/whl/cpu
+TORCH_LOG     := $(VENV)/torch-install.log
+PIP_FAST      := --quiet --timeout 10 --retries 0
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+torch: $(VENV)/.installed
+	@$(PY) -c "import torch" 2>/dev/null \
+		|| $(PY) -m pip install $(PIP_FAST) "torch==$(TORCH_VERSION)+cpu" 2>$(TORCH_LOG) \
+		|| $(PY) -m pip install $(PIP_FAST) torch --index-url $(TORCH_INDEX) 2>>$(TORCH_LOG) \
+		|| echo "PyTorch could not be installed (see $(TORCH_LOG)): the PyTorch comparisons will be skipped"
+
 tour: $(VENV)/.installed
 	$(PY) lessons/tour.py
 
-test: $(VENV)/.installed
-	$(PY) -m pytest
+# One BLAS/OpenMP thread (unless set already): on 2 cores a second one only fights pytest for the CPU.
+# tests/conftest.py sets the same for a bare `python -m pytest`. pyproject's addopts holds the one -q: never add
+# another here (-qq drops pytest's closing "N passed, M skipped" line).
+test: torch
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} \
+		MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1} $(PY) -m pytest
 
-bench: $(VENV)/.installed
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet torch --index-url $(TORCH_INDEX) \
-		|| echo "PyTorch could not be installed: the benchmark runs without its columns"
+bench: torch
 	mkdir -p out
 	$(PY) bench/bench.py --json out/bench.json --plot out/bench.png
 

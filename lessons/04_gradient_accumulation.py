@@ -1,6 +1,7 @@
 """Lesson 4: gradient accumulation. A big batch's gradient at a small batch's memory.
 
-    python lessons/04_gradient_accumulation.py          # about half a minute on 2 cores
+    python lessons/04_gradient_accumulation.py          # a few seconds on 2 cores
+    python lessons/04_gradient_accumulation.py --quick  # a smaller GPT in part 1, timed once
 
 Part 1 replays, on the small GPT, the shape of a well-known write-up that fine-tuned BERT-large
 three ways: batch 8 at once; 8 micro-batches of 1 with gradient accumulation (much less
@@ -31,6 +32,7 @@ SEED = 0
 BATCH, VOCAB = 8, 32
 CFG = dict(vocab_size=VOCAB, block_size=64, n_layer=4, n_head=4, n_embd=128)
 REPEATS = 3
+QUICK_CFG = dict(CFG, block_size=32, n_layer=2, n_embd=64)  # --quick: part 1's GPT, timed once
 OUT = "out"
 
 
@@ -46,16 +48,17 @@ def rel_error(a, b):
     return max(float(np.abs(x - y).max() / np.abs(y).max()) for x, y in zip(a, b))
 
 
-def part1():
-    print("Part 1: one optimizer step on a batch of 8 sequences of 64 tokens\n")
-    x = mg.randint(0, VOCAB, (BATCH, CFG["block_size"]))
-    y = mg.randint(0, VOCAB, (BATCH, CFG["block_size"]))
+def part1(cfg=CFG, repeats=REPEATS):
+    print(f"Part 1: one optimizer step on a batch of {BATCH} sequences of {cfg['block_size']} tokens "
+          f"(GPT: {cfg['n_layer']} blocks, {cfg['n_embd']} wide)\n")
+    x = mg.randint(0, VOCAB, (BATCH, cfg["block_size"]))
+    y = mg.randint(0, VOCAB, (BATCH, cfg["block_size"]))
     runs = {"batch 8": (8, False), "2 x 4 accumulated": (4, False), "8 x 1 accumulated": (1, False),
             "8 x 1 + checkpointing": (1, True)}
     results, reference = {}, None
     for name, (micro, ckpt) in runs.items():
         mg.manual_seed(SEED)
-        model = GPT(GPTConfig(**CFG, gradient_checkpointing=ckpt))
+        model = GPT(GPTConfig(**cfg, gradient_checkpointing=ckpt))
         opt = mg.optim.AdamW(model.parameters(), lr=0.0)  # lr 0: every step sees the same weights
         mg.accumulation_step(model, loss_sum, opt, x, y, micro_batch_size=micro)  # makes AdamW's state
         with mg.profile() as prof:  # a steady-state step: parameters, optimizer state, gradients, activations
@@ -63,7 +66,7 @@ def part1():
         grads = grads_of(model)  # after the step: .grad still holds the accumulated gradient
         reference = reference or grads
         times = []
-        for _ in range(REPEATS):
+        for _ in range(repeats):
             t0 = time.perf_counter()
             mg.accumulation_step(model, loss_sum, opt, x, y, micro_batch_size=micro)
             times.append(time.perf_counter() - t0)
@@ -129,9 +132,12 @@ def part3():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help=f"part 1 on a smaller GPT ({QUICK_CFG['n_layer']} blocks, {QUICK_CFG['n_embd']} wide, "
+                         f"{QUICK_CFG['block_size']} tokens) and speed timed once instead of best of {REPEATS}")
     ap.add_argument("--no-plot", action="store_true", help="skip writing out/04_accumulation.png")
     args = ap.parse_args()
-    results = part1()
+    results = part1(QUICK_CFG, 1) if args.quick else part1()
     part2()
     ks, e16, e32 = part3()
     if args.no_plot:

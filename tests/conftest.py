@@ -1,8 +1,17 @@
 """Shared fixtures. Tests run on the default device: MINIGRAD_DEVICE=cuda runs the whole suite on CuPy."""
-import numpy as np
-import pytest
+import os
 
-import minigrad as mg
+# One BLAS/OpenMP thread, set before anything imports NumPy (OpenBLAS reads these once, when it loads; PyTorch
+# reads OMP_NUM_THREADS when it is imported). The tests' arrays are small: on 2 cores a second BLAS thread only
+# spins against pytest and the lessons' subprocesses (which inherit this environment). `make test` sets the same;
+# setdefault keeps whatever the caller chose.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import minigrad as mg  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.special import ndtr
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as TF  # noqa: E402
@@ -280,14 +281,40 @@ def test_gelu(approximate):
 
 
 def test_gelu_in_float32():
-    """float32 GELU uses its own erfc fit (backend.normal_cdf); PyTorch uses SLEEF's erf."""
+    """float32 GELU uses its own erfc fit (special.normal_cdf); PyTorch uses its vectorised float32 erf.
+
+    The two are compared through the exact value, x Phi(x) in float64 on the same float32 inputs, rather than
+    with each other at a fixed tolerance: PyTorch's float32 GELU is itself off by up to ~1.1e-6 absolute (torch
+    2.13.0 on x86; 1.2e-3 relative at x = -3.47, where 1 + erf(x / sqrt 2) cancels), so a bound tight enough to
+    mean something for minigrad fails on PyTorch's error, and one loose enough for PyTorch says nothing.
+    """
     x = np.random.default_rng(0).standard_normal((8, 64, 257)).astype(np.float32) * 3
     g = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
     a, b = mg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     ya, yb = F.gelu(a), TF.gelu(b)
     ya.backward(mg.tensor(g)), yb.backward(torch.tensor(g))
-    np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+    y_mg, y_th = ya.detach().numpy().astype(np.float64), yb.detach().numpy().astype(np.float64)
+    x64 = x.astype(np.float64)
+    exact = x64 * ndtr(x64)
+
+    # (a) minigrad against the exact value, elementwise: float32 rounding of the result, and exact in the left tail
+    np.testing.assert_allclose(y_mg, exact, rtol=1e-6, atol=1e-10, err_msg="minigrad's float32 GELU vs exact")
+
+    # (b) PyTorch's own error, measured on these inputs, is what any comparison with it can be held to
+    err_mg, err_th = np.abs(y_mg - exact), np.abs(y_th - exact)
+    th_err = float(err_th.max())
+    assert th_err < 4e-6, f"PyTorch's float32 GELU is {th_err:.2e} from the exact value (2.13.0: 1.09e-6)"
+    # minigrad is no less accurate than PyTorch, in the worst case over the sample ...
+    assert err_mg.max() <= th_err, f"minigrad's worst error {err_mg.max():.2e} > PyTorch's {th_err:.2e}"
+    # ... so the two agree within twice PyTorch's measured error (|mg - th| <= err_mg + err_th, both <= th_err)
+    np.testing.assert_allclose(y_mg, y_th, rtol=0, atol=2 * th_err, err_msg="minigrad vs PyTorch, float32 GELU")
+
+    # (c) the gradients need no such detour: both are within 1e-6 of the exact g (Phi(x) + x phi(x)) (2.13.0:
+    # minigrad 4.9e-7, PyTorch 6.2e-7), so they agree with each other at the bound this test always had
+    phi = np.exp(-0.5 * x64 ** 2) / math.sqrt(2 * math.pi)
+    d_exact = g.astype(np.float64) * (ndtr(x64) + x64 * phi)
+    np.testing.assert_allclose(a.grad.numpy(), d_exact, rtol=1e-6, atol=1e-6, err_msg="minigrad's gradient vs exact")
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg="gradient vs PyTorch")
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
