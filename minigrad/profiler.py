@@ -19,9 +19,11 @@ what was alive before the block, it counts what the block uses, as alive since t
 parameters that its ops read (and their .grad), and the optimizers that step in it (their
 parameters, gradients and state); `profile(model, optimizer, ...)` counts those from the start
 too. An unrelated model elsewhere in the process counts nothing. A graph recorded before the
-block does not count (start the profile before the forward pass). What the ledger cannot see: temporaries that
-NumPy makes inside one op and frees before it returns, and Python's own objects; tests
-compare the total against the allocator (tracemalloc, CuPy's pool) to bound them.
+block does not count (start the profile before the forward pass).
+
+What the ledger cannot see: temporaries that NumPy makes inside one op and frees before it
+returns, and Python's own objects; tests compare the total against the allocator (tracemalloc,
+CuPy's pool) to bound them.
 
 FLOPs follow NOTE [FLOP convention] in ops.py, by phase ('forward', 'backward', 'recompute').
 
@@ -94,7 +96,8 @@ class profile:
         self._calls = {}                   # (phase, op name) -> calls
         self._saved = {}                   # op name -> bytes saved for backward (summed over calls)
         self._events = []                  # [op name, phase, bytes per category after it]
-        self._used = set()                 # ids of the parameters and optimizers found in use (NOTE [what a profile counts])
+        self._used = {}                    # id -> weakref of each parameter, module, optimizer counted (NOTE [what
+                                           # a profile counts]); by id, as tensors' == is elementwise
         self._scope = [_check_scope(x) for x in scope]
         self._mode = profiling(self)       # the tape reports to this profile while the block runs
         self._open = False
@@ -124,9 +127,9 @@ class profile:
         """Count a module, optimizer or parameter that the block uses and that was alive before it:
         its parameters, their gradients and (for an optimizer) its state, each buffer the ledger did
         not know yet. since_start: as alive from the start (found in use mid-block)."""
-        if id(x) in self._used:
+        if self._counted(x):
             return
-        self._used.add(id(x))
+        self._used[id(x)] = weakref.ref(x)
         if isinstance(x, nn.Module):
             for p in x.parameters():
                 self._use(p, since_start)
@@ -142,14 +145,18 @@ class profile:
             if x.grad is not None:
                 self._hold_new(x.grad._data, GRADIENTS, since_start)
 
+    def _counted(self, x):
+        ref = self._used.get(id(x))
+        return ref is not None and ref() is x  # not a dead object whose id x reuses
+
     def _hold_new(self, array, category, since_start):
-        """Hold a buffer in `category` unless it is held there already. since_start, for a buffer the
-        ledger did not know: it was alive all along, so every moment so far (each event, each peak) had
-        its bytes too."""
+        """Hold a buffer in `category` unless it is held there already (True if it was not). since_start,
+        for a buffer the ledger did not know: it was alive all along, so every moment so far (each event,
+        each peak) had its bytes too."""
         owner = _owner(array)
         entry = self._buffers.get(id(owner))
         if entry is not None and entry[1][category]:
-            return
+            return False
         if since_start and entry is None:
             n = owner.nbytes
             self._peak[category] += n
@@ -158,6 +165,7 @@ class profile:
             for event in self._events:
                 event[2][category] += n
         self._hold(array, category)
+        return True
 
     # --- bookkeeping
     def _add(self, array, category):
@@ -243,7 +251,7 @@ class profile:
     def on_inputs(self, inputs):
         """Before an op runs: the parameters it reads are in use (NOTE [what a profile counts])."""
         for t in inputs:
-            if isinstance(t, nn.Parameter) and id(t) not in self._used:
+            if isinstance(t, nn.Parameter) and not self._counted(t):
                 self._use(t)
 
     def on_forward(self, op, inputs, out):
@@ -282,9 +290,7 @@ class profile:
             self._use(optimizer)
             return
         for array in _state_arrays(optimizer):
-            entry = self._buffers.get(id(_owner(array)))
-            if entry is None or not entry[1][OPTIMIZER]:
-                self._hold_new(array, OPTIMIZER, since_start=False)
+            if self._hold_new(array, OPTIMIZER, since_start=False):
                 self._event("optimizer_state", "step")
 
     # --- what a learner asks
