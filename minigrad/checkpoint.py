@@ -118,10 +118,9 @@ def checkpoint(function, *args, preserve_rng_state=True, determinism_check="defa
     if not out.requires_grad or out._ctx is None or out._ctx.seq <= start:
         return out  # nothing to recompute: the function made no record (it returned an input as it is)
     tensors = [a for a in args if isinstance(a, Tensor)]
-    result = apply(Checkpoint, *tensors, *_leaves_reached(out, start, tensors), out=out._data, function=function,
-                   args=[None if isinstance(a, Tensor) else a for a in args], n_args=len(tensors),
-                   rng_state=rng_state, determinism_check=determinism_check)
-    return result
+    return apply(Checkpoint, *tensors, *_leaves_reached(out, start, tensors), out=out._data, function=function,
+                 args=[None if isinstance(a, Tensor) else a for a in args], n_args=len(tensors),
+                 rng_state=rng_state, determinism_check=determinism_check)
 
 
 def _leaves_reached(out, start, args):
