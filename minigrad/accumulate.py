@@ -26,6 +26,7 @@ measures the difference.
 
 Read next: gpt.py, the model the lessons train with both tricks; lessons/04_gradient_accumulation.py.
 """
+import math
 import numbers
 from dataclasses import dataclass
 
@@ -75,7 +76,7 @@ def count_items(target, ignore_index=None, mask=None):
 
 
 def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=None, steps=None,
-               micro_batches=None, ignore_index=None, mask=None, normalize="items"):
+               micro_batches=None, ignore_index=-100, mask=None, normalize="items"):
     """Forward and backward over micro-batches, leaving the full batch's gradient in .grad.
 
     loss_fn(output, target) (or loss_fn(output, target, mask) when a mask is given) returns the
@@ -83,8 +84,10 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     micro_batch_size or steps, or pass `micro_batches`, any iterable of (inputs, targets) or
     (inputs, targets, mask). Adds into .grad: call optimizer.zero_grad() before (or use
     accumulation_step). Parameters in float16 get float32 gradient buffers (float16 additions
-    lose low bits as k grows); result.grad_dtype says which. Pass ignore_index (e.g. -100) for
-    padded targets, or padding counts as items. In float16 the loss itself is scaled in float16:
+    lose low bits as k grows); result.grad_dtype says which. Targets equal to ignore_index (-100 by
+    default, as F.cross_entropy) are padding and do not count as items; pass ignore_index=None to count
+    every target. A loss_fn that returns a mean (F.cross_entropy as it is, reduction='mean') is refused:
+    its gradient would come out too small by the number of micro-batches. In float16 the loss itself is scaled in float16:
     for very large sums or item counts use float32 (minigrad has no loss scaling).
     """
     if normalize not in ("items", "mean_of_means"):
@@ -122,11 +125,33 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
             continue
         output = model(mb[0])
         summed = loss_fn(output, *mb[1:])
+        _check_summed(summed, count, mb[1])
         # NOTE [normalising by items]: divide by the whole batch's count, not this micro-batch's
         scale = 1.0 / total if normalize == "items" else 1.0 / (count * len(micro_batches))
         (summed * scale).backward()
         loss_sum += summed.item()
     return AccumulationResult(loss_sum / total, total, len(micro_batches), grad_dtype)
+
+
+def _check_summed(loss, count, target):
+    """Refuse a loss_fn that averaged its micro-batch: its last op divides by the micro-batch's item count
+    (F.cross_entropy's mean) or takes a mean over that many elements (F.mse_loss's)."""
+    if not isinstance(loss, Tensor) or loss.numel() != 1:
+        raise TypeError(f"accumulate: loss_fn must return a one-element Tensor (the summed loss of the "
+                        f"micro-batch), got {type(loss).__name__}" + (f" of shape {loss.shape}" if isinstance(
+                            loss, Tensor) else ""))
+    record = loss.grad_fn
+    averaged = False
+    if record is not None and record.name == "div" and record.saved and record.saved[1] is not None:
+        divisor = backend.to_numpy(record.saved[1])
+        averaged = divisor.size == 1 and float(divisor) in (count, getattr(target, "numel", lambda: -1)())
+    elif record is not None and record.name == "mean":  # a summed loss never ends in a mean over many
+        averaged = math.prod(record.shape[a] for a in record.axes) > 1
+    if averaged:
+        raise ValueError(f"accumulate: loss_fn returned a mean over its micro-batch (its last op is "
+                         f"'{record.name}' by {count}); it must return the SUM (reduction='sum'): accumulate "
+                         f"divides every micro-batch by the item count of the whole batch (NOTE [normalising "
+                         f"by items])")
 
 
 def _prepare_master_gradients(params):

@@ -62,6 +62,13 @@ def is_array(x):
     return isinstance(x, np.ndarray) or (_cupy is not None and isinstance(x, _cupy.ndarray))
 
 
+def owner(array):
+    """The array that owns the memory behind `array`: a view's base, followed to the end."""
+    while is_array(array.base):
+        array = array.base
+    return array
+
+
 def xp_for(device):
     """The array module for a (normalized) device name."""
     return np if device == "cpu" else _cupy

@@ -83,7 +83,9 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean"):
     total = losses.sum()
     if reduction == "sum":
         return total
-    return total / count if count else total * float("nan")  # all ignored: nan, as in PyTorch
+    if count == 0:  # every target ignored: the loss is nan, as in PyTorch, and the gradient zero (not nan)
+        return total + Tensor._from_array(backend.xp_of(t).asarray(float("nan"), dtype=input.dtype))
+    return total / count
 
 
 def mse_loss(input, target, reduction="mean"):

@@ -20,7 +20,7 @@ class Parameter(Tensor):
 
     def __init__(self, data, requires_grad=True):
         t = data if isinstance(data, Tensor) else tensor(data)
-        self._data, self._requires_grad, self._grad, self._ctx = t._data, False, None, None
+        self._data, self._requires_grad, self._grad, self._ctx, self._vc = t._data, False, None, None, None
         self.requires_grad_(requires_grad)
         self._set_data(self._data)  # so that an active profile counts it as a parameter
 

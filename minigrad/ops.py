@@ -40,6 +40,7 @@ class Op:
     next = ()              # per input: the op that made it, the leaf tensor itself, or None (no grad)
     seq = 0                # creation order: the tape runs records newest first
     released = False       # True once backward has freed `saved` (unless retain_graph)
+    versions = ()          # per kept array that a tensor holds: (its version counter, the count when kept, ...)
     retained = None        # weakref to the output, when someone called retain_grad() on it
 
     def save_for_backward(self, *arrays):
@@ -97,16 +98,20 @@ def unbroadcast(grad, shape):
 
 
 def normalize_dims(op, dim, ndim, shape=None):
-    """dim (None, int or tuple, possibly negative) -> a sorted tuple of axes, or a clear IndexError."""
-    if dim is None:
+    """dim (None, (), int or tuple, possibly negative) -> a sorted tuple of axes, or a clear IndexError.
+    None and () mean every dim, as in PyTorch's reductions."""
+    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
     for d in dims:
-        if not isinstance(d, int) or not lo <= d <= hi:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not lo <= d <= hi:
             raise IndexError(f"{op}: dim {d!r} is out of range for a tensor of shape {shape} "
                              f"(expected an int in [{lo}, {hi}])")
-    return tuple(sorted({d % ndim for d in dims})) if ndim else ()  # a 0-d tensor has no axes to reduce
+    axes = [int(d) % ndim if ndim else 0 for d in dims]
+    if len(set(axes)) != len(axes):
+        raise IndexError(f"{op}: dim {tuple(dims)} names the same dim twice (tensor of shape {shape})")
+    return tuple(sorted(axes)) if ndim else ()  # a 0-d tensor has no axes to reduce
 
 
 def keepdim_shape(shape, axes):
@@ -164,7 +169,8 @@ class Mul(Op):
 
 
 class Div(Op):
-    """d(a / b) = (g / b, -g * a / b^2)."""
+    """d(a / b) = (g / b, -g * a / b^2), computed as -g * (a / b) / b: b * b alone under- or overflows
+    in float32 for |b| below 1e-19 or above 1e19, where the quotient is still finite."""
     name = "div"
     flops_per_element = (1, (1, 3))  # g / b; -g * a / (b * b)
 
@@ -179,7 +185,7 @@ class Div(Op):
         sa, sb = self.shapes
         na, nb = self.needs_input_grad
         return ((unbroadcast(g / b, sa) if na else None),
-                (unbroadcast(-g * a / (b * b), sb) if nb else None))
+                (unbroadcast(-g * (a / b / b), sb) if nb else None))
 
 
 class Pow(Op):
@@ -198,6 +204,91 @@ class Pow(Op):
         if p == 0:  # x ** 0 is constant; p * x ** -1 would give 0 * inf = nan at x = 0
             return (g * 0,)
         return (g * (p * x ** (p - 1)),)
+
+
+class PowTensor(Op):
+    """d(a ** b) = (b a^(b-1), a^b log a), with PyTorch's zeros where b == 0 (for a) and where a == 0 and
+    b >= 0 (for b), so that 0 ** t and t ** 0 have finite gradients."""
+    name = "pow_tensor"
+    flops_per_element = (1, (3, 2))  # b * a ** (b - 1); out * log a
+
+    def forward(self, a, b):
+        na, nb = self.needs_input_grad
+        self.shapes = a.shape, b.shape
+        xp = xp_of(a)
+        with np.errstate(invalid="ignore", divide="ignore"):  # (-2) ** 0.5 is nan, 0 ** -1 is inf: as PyTorch
+            out = xp.power(a, b)
+        self.save_for_backward(a, b, out if nb else None)
+        return out
+
+    def backward(self, g):
+        a, b, out = self.saved
+        na, nb = self.needs_input_grad
+        xp = xp_of(g)
+        sa, sb = self.shapes
+        ga = gb = None
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if na:
+                ga = unbroadcast(xp.where(b == 0, 0, g * b * xp.power(a, b - 1)).astype(g.dtype, copy=False), sa)
+            if nb:
+                gb = unbroadcast(xp.where((a == 0) & (b >= 0), 0, g * out * xp.log(a)).astype(g.dtype, copy=False), sb)
+        return ga, gb
+
+
+class IndexPut(Op):
+    """x[key] = v as an op: y is x with v written at key; dx = g with zeros at key, dv = g[key] summed to
+    v's shape. (At an integer index repeated in key, NumPy keeps the last write; dv counts each.)"""
+    name = "index_put"
+    flops_per_element = (0, (0, 0))
+
+    def forward(self, x, v, key):
+        self.v_shape = v.shape
+        self.arrays_at = [i for i, k in enumerate(key) if not (k is None or k is Ellipsis or isinstance(k, (int, slice)))]
+        self.key = tuple(None if i in self.arrays_at else k for i, k in enumerate(key))
+        self.save_for_backward(*(key[i] for i in self.arrays_at))
+        y = x.copy()
+        try:
+            y[key] = v
+        except (IndexError, ValueError) as e:
+            raise type(e)(f"index_put: {e} (tensor of shape {x.shape}, value of shape {v.shape})") from None
+        return y
+
+    def backward(self, g):
+        key = list(self.key)
+        for i, arr in zip(self.arrays_at, self.saved):
+            key[i] = arr
+        key = tuple(key)
+        na, nv = self.needs_input_grad
+        gx = gv = None
+        if na:
+            gx = g.copy()
+            gx[key] = 0
+        if nv:
+            gv = unbroadcast(g[key], self.v_shape)
+            self.summed = g[key].size - gv.size  # adds where v was broadcast over the indexed part
+        return gx, gv
+
+    def backward_flops(self, grad, input_grads):
+        return {self.name: getattr(self, "summed", 0)}
+
+
+class Clamp(Op):
+    """clamp(x, lo, hi); dx = g where lo <= x <= hi, else 0 (as PyTorch: the bounds pass the gradient)."""
+    name = "clamp"
+    flops_per_element = (2, (2,))  # max, min; compare, *
+
+    def forward(self, x, lo=None, hi=None):
+        xp = xp_of(x)
+        keep = xp.ones(x.shape, dtype=bool)
+        if lo is not None:
+            keep &= x >= lo
+        if hi is not None:
+            keep &= x <= hi
+        self.save_for_backward(keep)
+        return xp.clip(x, lo, hi) if (lo is not None or hi is not None) else x.copy()
+
+    def backward(self, g):
+        return (g * self.saved[0],)
 
 
 class Neg(Op):
@@ -422,9 +513,10 @@ class Max(Op):
     name = "max"
 
     def forward(self, x, dim=None, keepdim=False):
-        if x.size == 0:
-            raise ValueError(f"max: the input of shape {x.shape} is empty; max of nothing is undefined")
         self.axes = normalize_dims(self.name, dim, x.ndim, x.shape)
+        if any(x.shape[a] == 0 for a in self.axes) or (x.size == 0 and not self.axes):
+            raise ValueError(f"max: the input of shape {x.shape} has no element along dims {self.axes}; "
+                             f"the max of nothing is undefined")
         self.keepdim = keepdim
         out = x.max(axis=self.axes, keepdims=True)
         self.save_for_backward(x, out)
@@ -567,7 +659,8 @@ class Transpose(Op):
 
     def forward(self, x, dim0, dim1):
         if x.ndim == 0:
-            normalize_dims(self.name, (dim0, dim1), 0, x.shape)  # only checks the dims
+            for d in (dim0, dim1):
+                normalize_dims(self.name, d, 0, x.shape)  # only checks the dims
             self.dims = ()
             return x
         d0, d1 = (normalize_dims(self.name, d, x.ndim, x.shape)[0] for d in (dim0, dim1))

@@ -39,13 +39,6 @@ PARAMETERS, OPTIMIZER, GRADIENTS, ACTIVATIONS, TRANSIENT = range(5)
 PHASES = ("forward", "backward", "recompute")
 
 
-def _owner(array):
-    """The array that owns the memory behind `array`: a view's base, followed to the end."""
-    while backend.is_array(array.base):
-        array = array.base
-    return array
-
-
 def format_bytes(n):
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
@@ -153,7 +146,7 @@ class profile:
         """Hold a buffer in `category` unless it is held there already (True if it was not). since_start,
         for a buffer the ledger did not know: it was alive all along, so every moment so far (each event,
         each peak) had its bytes too."""
-        owner = _owner(array)
+        owner = backend.owner(array)
         entry = self._buffers.get(id(owner))
         if entry is not None and entry[1][category]:
             return False
@@ -169,7 +162,7 @@ class profile:
 
     # --- bookkeeping
     def _add(self, array, category):
-        owner = _owner(array)
+        owner = backend.owner(array)
         key = id(owner)
         entry = self._buffers.get(key)
         if entry is None:
@@ -297,7 +290,7 @@ class profile:
     @staticmethod
     def buffer_id(array):
         """The identity of the buffer behind `array`: a view and the array it views share one."""
-        return id(_owner(array))
+        return id(backend.owner(array))
 
     def activations_kept(self, records):
         """{buffer id: bytes} of the buffers these records keep that count as activations (a weight a
@@ -306,9 +299,9 @@ class profile:
         for record in records:
             for a in record.saved:
                 if backend.is_array(a):
-                    entry = self._buffers.get(id(_owner(a)))
+                    entry = self._buffers.get(id(backend.owner(a)))
                     if entry is not None and entry[2] == ACTIVATIONS:
-                        kept[id(_owner(a))] = entry[0]
+                        kept[id(backend.owner(a))] = entry[0]
         return kept
 
     def _category(self, category):

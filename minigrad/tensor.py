@@ -154,25 +154,39 @@ def apply(op_cls, *inputs, **attrs):
     if record and out.dtype.kind != "f":  # integer and bool results have no gradient (a cast to int64)
         record = False
     t = _wrap(out, record)
+    if out.base is not None:  # a view (reshape, transpose, a slice) shares its input's version counter
+        _share_version(t, inputs)
     if record:
         op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
         op.seq = next(_seq)
         t._ctx = op
-        keep(op)
+        keep(op, inputs, t)
     if _on.profiler is not None:
         _on.profiler.on_forward(op, inputs, out)
     return t
 
 
-def keep(record):
+def keep(record, inputs, out):
     """NOTE [one choke point]: every array a record keeps for its backward passes through here.
 
     The op's forward named what its backward will read (ops.Op.save_for_backward); this decides
-    whether the record keeps it (not inside a checkpoint's forward, which recomputes it later)
-    and tells the profiler, which counts it as activation memory until `release`."""
+    whether the record keeps it (not inside a checkpoint's forward, which recomputes it later),
+    notes the version of each kept array that a tensor holds (NOTE [version counters]), and tells
+    the profiler, which counts it as activation memory until `release`."""
     if not _on.keep_saved:
         record.saved = ()
-    elif _on.profiler is not None and record.saved:
+        return
+    versions = []
+    for a in record.saved:
+        if a is None:
+            continue
+        k = next((k for k, t in enumerate(inputs) if t._data is a), None)
+        holder = inputs[k] if k is not None else out if out._data is a else None
+        if holder is not None:
+            vc = _version_counter(holder)
+            versions.append((vc, vc.n, f"its input {k}" if k is not None else "its output", a.shape, a.dtype))
+    record.versions = tuple(versions)
+    if _on.profiler is not None and record.saved:
         _on.profiler.on_save(record)
 
 
@@ -181,8 +195,55 @@ def release(record):
     memory falls during backward as it rose during forward."""
     if _on.profiler is not None:
         _on.profiler.on_release(record)  # first: while the arrays still exist
+    record.released = any(backend.is_array(a) for a in record.saved)  # a record that kept nothing can run again
     record.saved = ()
-    record.released = True
+
+
+# NOTE [version counters]: a record reads its saved arrays during backward, maybe long after the
+# forward; if one was written in place in between (an optimizer step, `x += 1`), the gradient would
+# be computed at the new values, silently. So every tensor's storage has a counter of in-place writes,
+# shared by the tensors that alias it (views, detach()); `keep` notes each kept array's count, and
+# backward refuses to run a record whose arrays have been written since, naming the op and the array.
+class _Version:
+    __slots__ = ("n", "aliases")
+
+    def __init__(self):
+        self.n, self.aliases = 0, []  # writes so far; weak references to the tensors that share the storage
+
+    def alias(self, t):
+        """t shares the storage (a view, a detach()): it shares this counter."""
+        t._vc = self
+        if len(self.aliases) > 8:
+            self.aliases = [r for r in self.aliases if r() is not None]
+        self.aliases.append(weakref.ref(t))
+
+    def shared(self, t):
+        """Does a tensor other than t share the storage now?"""
+        return any(r() is not None and r() is not t for r in self.aliases)
+
+
+def _version_counter(t):
+    if t._vc is None:
+        t._vc = _Version()
+        t._vc.aliases.append(weakref.ref(t))
+    return t._vc
+
+
+def _share_version(view, inputs):
+    base = backend.owner(view._data)
+    src = next((t for t in inputs if backend.owner(t._data) is base), None)
+    if src is not None:
+        _version_counter(src).alias(view)
+
+
+def _check_versions(record):
+    for vc, n, what, shape, dtype in record.versions:
+        if vc.n != n:
+            raise RuntimeError(f"backward: '{record.name}' saved {what} (shape {shape}, {dtype.name}) for its backward, "
+                               f"and it was modified in place after the forward (it is at version {vc.n}, it was "
+                               f"saved at version {n}): the gradient would be computed at the new values. Modify a "
+                               f"copy instead (x = x + 1, not x += 1), or run the forward again after the change "
+                               f"(an optimizer step belongs after backward).")
 
 
 def _explain(name, e, arrays):
@@ -242,6 +303,9 @@ def backward(root, gradient=None, retain_graph=False):
                                f"tensor of shape {root.shape}")
         g = backend.xp_of(root._data).ones_like(root._data)
     else:
+        if not isinstance(gradient, Tensor) and not backend.is_array(gradient):
+            raise TypeError(f"backward: gradient must be a Tensor of the output's shape {root.shape}, got "
+                            f"{type(gradient).__name__}; for example gradient=mg.full({root.shape}, {gradient!r})")
         g = gradient._data if isinstance(gradient, Tensor) else gradient
         if g.shape != root.shape:
             raise ValueError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
@@ -275,6 +339,7 @@ def _run_tape(root, g, retain_graph, taken):
             raise RuntimeError(f"backward: trying to backward through the graph a second time: the arrays that "
                                f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
                                f"the first backward if you need a second one, or run the forward again.")
+        _check_versions(op)
         kept = op.retained() if op.retained is not None else None  # a tensor that asked retain_grad()
         if kept is not None:
             _accumulate(kept, g, taken)
@@ -301,6 +366,8 @@ def _accumulate(t, g, taken):
     # another record. So a .grad is taken without a copy only when no one else has it, and a
     # .grad taken during this backward is added to out of place; only a .grad that this leaf
     # owns alone (from an earlier backward) is added to in place.
+    if not t._requires_grad:  # requires_grad_(False) after the graph was built: PyTorch skips it too
+        return
     g = backend.as_array(g)
     if g.dtype != t._data.dtype:
         g = g.astype(t._data.dtype)
@@ -330,30 +397,80 @@ def zero_grads(params, set_to_none=True):
 
 def _wrap(array, requires_grad=False):
     t = Tensor.__new__(Tensor)
-    t._data, t._requires_grad, t._grad, t._ctx = array, requires_grad, None, None
+    t._data, t._requires_grad, t._grad, t._ctx, t._vc = array, requires_grad, None, None, None
     return t
 
 
+def _is_number(x):
+    return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def _operands(a, b, op, true_division=False):
+    """The two operands of a binary op (a Tensor and a Tensor or number, either side) as tensors of one
+    dtype, by NOTE [type promotion]."""
+    for x in (a, b):
+        if not isinstance(x, Tensor) and not _is_number(x):
+            hint = "; p.data is the raw array: write p -= ... under mg.no_grad()" if backend.is_array(x) else ""
+            raise TypeError(f"{op}: expected a Tensor or a Python number, got {type(x).__name__}; "
+                            f"wrap arrays with mg.tensor(...){hint}")
+    like = a if isinstance(a, Tensor) else b
+    dtypes = [x.dtype for x in (a, b) if isinstance(x, Tensor)]
+    floats = sorted({d.name for d in dtypes if d.kind == "f"})
+    if len(floats) > 1:
+        raise TypeError(f"{op}: inputs have different dtypes ({' and '.join(floats)}); minigrad does not "
+                        f"promote float32 to float64 silently: convert one with .to('{like.dtype.name}') first")
+    if floats:
+        target = np.dtype(floats[0])
+    elif true_division or any(isinstance(x, (float, np.floating)) for x in (a, b)):
+        target = np.dtype("float32")  # PyTorch's default float dtype
+    elif len(dtypes) == 2:
+        target = np.result_type(*dtypes)
+    elif like.dtype == bool and isinstance(a if a is not like else b, (int, np.integer)) \
+            and not isinstance(a if a is not like else b, (bool, np.bool_)):
+        target = np.dtype("int64")
+    else:
+        target = like.dtype
+    return tuple(x.to(target) if isinstance(x, Tensor) else _new(backend.xp_of(like._data).asarray(x, dtype=target))
+                 for x in (a, b))
+
+
+_NUMPY_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "true_divide": operator.truediv,
+                    "divide": operator.truediv, "power": operator.pow, "matmul": operator.matmul, "less": operator.lt,
+                    "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge,
+                    "equal": operator.eq, "not_equal": operator.ne}
+_UFUNCS = {ops.Add: "add", ops.Sub: "subtract", ops.Mul: "multiply", ops.Div: "divide"}  # the in-place writes
+
+
+# NOTE [type promotion]: PyTorch's rules, but one. A number takes the tensor's dtype, except a float
+# next to an integer or bool tensor: both become float32 (the default float dtype), as do integers
+# divided. An integer or bool tensor next to a float tensor takes the float's dtype; two integer or
+# bool tensors take the wider. float32 next to float64 is an error, not float64 as in PyTorch: a stray
+# float64 would double a model's memory unseen, and minigrad is about seeing memory.
 def _lift(x, like, op):
-    """A Python number next to a tensor becomes a 0-d array of the tensor's dtype and device."""
-    if isinstance(x, Tensor):
-        return x
-    if isinstance(x, (bool, int, float)):
-        if isinstance(x, float) and like._data.dtype.kind != "f":
-            raise TypeError(f"{op}: a Python float with a {like.dtype.name} tensor; convert the tensor with "
-                            f".float() first (minigrad does not promote silently)")
-        return _new(backend.xp_of(like._data).asarray(x, dtype=like._data.dtype))
-    raise TypeError(f"{op}: expected a Tensor or a Python number, got {type(x).__name__}; "
-                    f"wrap arrays with mg.tensor(...)")
+    """A number next to a tensor becomes a 0-d tensor of the tensor's dtype and device."""
+    return _operands(like, x, op)[1]
 
 
 class Tensor:
     """An n-dimensional array that can record the ops applied to it, for backward."""
-    __slots__ = ("_data", "_requires_grad", "_grad", "_ctx", "__weakref__")
+    __slots__ = ("_data", "_requires_grad", "_grad", "_ctx", "_vc", "__weakref__")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy hands a NumPy scalar's arithmetic with a Tensor to the Tensor: np.float64(0.5) * t is
+        0.5 * t, a Tensor, not an object array of tensors."""
+        if "out" in kwargs:
+            raise TypeError(f"{ufunc.__name__}: a NumPy array cannot be updated in place with a Tensor; "
+                            f"p.data is the raw array: write p -= ... under mg.no_grad(), or use the other "
+                            f"tensor's .data")
+        op = _NUMPY_OPERATORS.get(ufunc.__name__)
+        if method != "__call__" or op is None or any(backend.is_array(x) for x in inputs):
+            raise TypeError(f"{ufunc.__name__}: NumPy functions and arrays do not take minigrad tensors; use the "
+                            f"tensor's own methods, or wrap the array with mg.tensor(...)")
+        return op(*(x.item() if isinstance(x, np.generic) else x for x in inputs))
 
     def __init__(self, data, requires_grad=False, dtype=None, device=None):
         t = tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
-        self._data, self._requires_grad, self._grad, self._ctx = t._data, t._requires_grad, None, None
+        self._data, self._requires_grad, self._grad, self._ctx, self._vc = t._data, t._requires_grad, None, None, None
 
     @property
     def grad(self):
@@ -509,8 +626,15 @@ class Tensor:
         backward(self, gradient, retain_graph)
 
     def detach(self):
-        """The same data, cut from the tape."""
-        return _wrap(self._data)
+        """The same data, cut from the tape (an in-place write to either shows in both, as in PyTorch)."""
+        out = _wrap(self._data)
+        _version_counter(self).alias(out)
+        return out
+
+    @property
+    def _version(self):
+        """How many times this tensor's storage was written in place (PyTorch's t._version)."""
+        return 0 if self._vc is None else self._vc.n
 
     def retain_grad(self):
         """Keep .grad on this intermediate tensor too (leaves always keep theirs)."""
@@ -539,30 +663,34 @@ class Tensor:
     def long(self):
         return self.to("int64")
 
-    # --- arithmetic
+    # --- arithmetic (NOTE [type promotion])
+    def _binary(self, op_cls, other, name, reflected=False):
+        a, b = (other, self) if reflected else (self, other)
+        return apply(op_cls, *_operands(a, b, name, true_division=op_cls is ops.Div))
+
     def __add__(self, other):
-        return apply(ops.Add, self, _lift(other, self, "add"))
+        return self._binary(ops.Add, other, "add")
 
     def __radd__(self, other):
-        return apply(ops.Add, _lift(other, self, "add"), self)
+        return self._binary(ops.Add, other, "add", reflected=True)
 
     def __sub__(self, other):
-        return apply(ops.Sub, self, _lift(other, self, "sub"))
+        return self._binary(ops.Sub, other, "sub")
 
     def __rsub__(self, other):
-        return apply(ops.Sub, _lift(other, self, "sub"), self)
+        return self._binary(ops.Sub, other, "sub", reflected=True)
 
     def __mul__(self, other):
-        return apply(ops.Mul, self, _lift(other, self, "mul"))
+        return self._binary(ops.Mul, other, "mul")
 
     def __rmul__(self, other):
-        return apply(ops.Mul, _lift(other, self, "mul"), self)
+        return self._binary(ops.Mul, other, "mul", reflected=True)
 
     def __truediv__(self, other):
-        return apply(ops.Div, self, _lift(other, self, "div"))
+        return self._binary(ops.Div, other, "div")
 
     def __rtruediv__(self, other):
-        return apply(ops.Div, _lift(other, self, "div"), self)
+        return self._binary(ops.Div, other, "div", reflected=True)
 
     def __neg__(self):
         return apply(ops.Neg, self)
@@ -571,7 +699,7 @@ class Tensor:
         return self.pow(exponent)
 
     def __rpow__(self, base):
-        return (self * math.log(base)).exp()
+        return self._binary(ops.PowTensor, base, "pow", reflected=True)
 
     def __matmul__(self, other):
         if not isinstance(other, Tensor):
@@ -579,32 +707,170 @@ class Tensor:
         return apply(ops.Matmul, self, other)
 
     def pow(self, exponent):
-        """x ** p for a constant Python number p."""
-        if not isinstance(exponent, (int, float)) or isinstance(exponent, bool):
-            raise TypeError(f"pow: the exponent must be a Python number, got {type(exponent).__name__}; "
-                            "for a tensor exponent write (b * a.log()).exp()")
-        return apply(ops.Pow, self, exponent=exponent)
+        """x ** p: a constant number p (its own op: saves x only), or a tensor (saves both)."""
+        if isinstance(exponent, Tensor):
+            return self._binary(ops.PowTensor, exponent, "pow")
+        if not _is_number(exponent) or isinstance(exponent, (bool, np.bool_)):
+            raise TypeError(f"pow: the exponent must be a number or a Tensor, got {type(exponent).__name__}")
+        base = self if self.dtype.kind == "f" or (isinstance(exponent, (int, np.integer)) and exponent >= 0) \
+            else self.float()
+        return apply(ops.Pow, base, exponent=exponent)
+
+    def _floating(self):
+        """Integer and bool tensors become float32 for exp, log, ... (as in PyTorch)."""
+        return self if self.dtype.kind == "f" else self.to("float32")
 
     def exp(self):
-        return apply(ops.Exp, self)
+        return apply(ops.Exp, self._floating())
 
     def log(self):
-        return apply(ops.Log, self)
+        return apply(ops.Log, self._floating())
 
     def sqrt(self):
-        return apply(ops.Sqrt, self)
+        return apply(ops.Sqrt, self._floating())
 
     def tanh(self):
-        return apply(ops.Tanh, self)
+        return apply(ops.Tanh, self._floating())
 
     def sigmoid(self):
-        return apply(ops.Sigmoid, self)
+        return apply(ops.Sigmoid, self._floating())
 
     def relu(self):
         return apply(ops.Relu, self)
 
     def abs(self):
         return apply(ops.Abs, self)
+
+    # --- in place (NOTE [in-place])
+    def _write(self, name, functional, others=(), numpy_write=None):
+        """Write the values `functional()` computes into this tensor, by PyTorch's rules.
+
+        NOTE [in-place]: with nothing to record (grad mode off, as in an optimizer's update, or no
+        tensor involved requires grad), the values are written into this tensor's array, which every
+        view and detach() of it shares, and its version goes up (NOTE [version counters]). With
+        something to record, a leaf that requires grad is refused (its .grad would stop matching its
+        values); any other tensor takes the values and the record of the same op run out of place,
+        and keeps its old array for the records that saved it, so no gradient goes wrong. That last
+        case would break aliasing, so minigrad refuses it on a view or a tensor that has views."""
+        recording = _on.grad_enabled and (self._requires_grad or any(
+            isinstance(o, Tensor) and o._requires_grad for o in others))
+        if recording and self._ctx is None and self._requires_grad:
+            raise RuntimeError(f"{name}: this is a leaf tensor that requires grad (a parameter, or made with "
+                               f"requires_grad=True), and grad mode is on: an in-place change would not be part of "
+                               f"any gradient. Update it under `with mg.no_grad():` (as an optimizer does), or write "
+                               f"x = x ... to make a new tensor")
+        if recording and (self._data.base is not None or (self._vc is not None and self._vc.shared(self))):
+            raise RuntimeError(f"{name}: in place on a view, or on a tensor that has views or detached copies, while "
+                               f"grad mode records it: minigrad does not support that; write y = y ... instead, or "
+                               f"do it under mg.no_grad()")
+        if not recording and numpy_write is not None:
+            numpy_write(self._data)
+            _version_counter(self).n += 1
+            return self
+        new = functional()
+        if new.shape != self.shape or new.dtype != self.dtype:
+            raise RuntimeError(f"{name}: the result is {new.dtype.name} of shape {new.shape}, but this tensor is "
+                               f"{self.dtype.name} of shape {self.shape}: an in-place op cannot change either; "
+                               f"write x = x ... for a new tensor")
+        if recording:
+            self._data, self._ctx, self._requires_grad, self._vc = new._data, new._ctx, new._requires_grad, None
+        else:
+            self._data[...] = new._data
+            _version_counter(self).n += 1
+        return self
+
+    def _arith_(self, name, op_cls, other, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        a, b = _operands(self, other, name, true_division=op_cls is ops.Div)
+        if a.dtype != self.dtype:
+            raise RuntimeError(f"{name}: the result would be {a.dtype.name}, but this tensor is {self.dtype.name}: "
+                               f"an in-place op cannot change the dtype; write x = x ... or convert first")
+
+        def numpy_write(array):
+            try:
+                fits = np.broadcast_shapes(b.shape, array.shape) == array.shape
+            except ValueError:
+                fits = False
+            if not fits:
+                raise RuntimeError(f"{name}: the other operand's shape {b.shape} does not broadcast to this "
+                                   f"tensor's shape {self.shape}")
+            getattr(backend.xp_of(array), _UFUNCS[op_cls])(array, b._data, out=array)
+        return self._write(name, lambda: apply(op_cls, a, b), (other,), numpy_write)
+
+    def add_(self, other, alpha=1):
+        return self._arith_("add_", ops.Add, other, alpha)
+
+    def sub_(self, other, alpha=1):
+        return self._arith_("sub_", ops.Sub, other, alpha)
+
+    def mul_(self, other):
+        return self._arith_("mul_", ops.Mul, other)
+
+    def div_(self, other):
+        return self._arith_("div_", ops.Div, other)
+
+    def __iadd__(self, other):
+        return self._arith_("+=", ops.Add, other)
+
+    def __isub__(self, other):
+        return self._arith_("-=", ops.Sub, other)
+
+    def __imul__(self, other):
+        return self._arith_("*=", ops.Mul, other)
+
+    def __itruediv__(self, other):
+        return self._arith_("/=", ops.Div, other)
+
+    def fill_(self, value):
+        def numpy_write(array):
+            array[...] = value._data if isinstance(value, Tensor) else value
+        everywhere = backend.xp_of(self._data).ones(self.shape, dtype=bool)
+        return self._write("fill_", lambda: where(everywhere, value, self), (value,), numpy_write)
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def copy_(self, src):
+        """Copy src's values in (broadcast to this shape, converted to this dtype and device)."""
+        if not isinstance(src, Tensor):
+            raise TypeError(f"copy_: expected a Tensor, got {type(src).__name__}")
+        src = src.to(self.device, self.dtype)
+
+        def numpy_write(array):
+            array[...] = src._data
+        everywhere = backend.xp_of(self._data).ones(self.shape, dtype=bool)
+        return self._write("copy_", lambda: where(everywhere, src, self), (src,), numpy_write)
+
+    def clamp(self, min=None, max=None):
+        """Values below min become min, above max become max; the gradient passes where neither applies."""
+        if min is None and max is None:
+            raise ValueError("clamp: give min, max or both")
+        return apply(ops.Clamp, self, lo=min, hi=max)
+
+    clip = clamp
+
+    def clamp_(self, min=None, max=None):
+        def numpy_write(array):
+            backend.xp_of(array).clip(array, min, max, out=array)
+        return self._write("clamp_", lambda: self.clamp(min, max), (), numpy_write)
+
+    def __setitem__(self, key, value):
+        """t[key] = value, as in PyTorch (value converted to this tensor's dtype)."""
+        key = _index_key(key, self)
+        if isinstance(value, Tensor):
+            value = value.to(self.dtype) if value.dtype != self.dtype else value
+        elif _is_number(value):
+            value = _new(backend.xp_of(self._data).asarray(value, dtype=self.dtype))
+        else:
+            raise TypeError(f"setitem: the value must be a Tensor or a number, got {type(value).__name__}")
+
+        def numpy_write(array):
+            try:
+                array[key] = value._data
+            except (IndexError, ValueError) as e:
+                raise type(e)(f"setitem: {e} (tensor of shape {self.shape}, value of shape {value.shape})") from None
+        return self._write("setitem", lambda: apply(ops.IndexPut, self, value, key=key), (value,), numpy_write)
 
     # --- comparisons: not differentiable, they return bool tensors
     def _compare(self, other, fn):
@@ -648,17 +914,17 @@ class Tensor:
         return apply(ops.Sum, self, dim=dim, keepdim=keepdim)
 
     def mean(self, dim=None, keepdim=False):
-        return apply(ops.Mean, self, dim=dim, keepdim=keepdim)
+        return apply(ops.Mean, self._floating(), dim=dim, keepdim=keepdim)
 
     def max(self, dim=None, keepdim=False):
         """The maximum values (over all elements, or along dim). Unlike torch.max(dim), no indices."""
         return apply(ops.Max, self, dim=dim, keepdim=keepdim)
 
     def softmax(self, dim):
-        return apply(ops.Softmax, self, dim=dim)
+        return apply(ops.Softmax, self._floating(), dim=dim)
 
     def log_softmax(self, dim):
-        return apply(ops.LogSoftmax, self, dim=dim)
+        return apply(ops.LogSoftmax, self._floating(), dim=dim)
 
     # --- shape
     def reshape(self, *shape):
@@ -668,9 +934,14 @@ class Tensor:
     view = reshape  # NOTE: unlike torch.view this also accepts non-contiguous tensors (NumPy copies)
 
     def flatten(self, start_dim=0, end_dim=-1):
+        """Merge dims start_dim..end_dim into one (a 0-d tensor becomes 1-d)."""
+        n = max(self.ndim, 1)
+        s, e = (ops.normalize_dims("flatten", d, n, self.shape)[0] for d in (start_dim, end_dim))
+        if s > e:
+            raise IndexError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for a tensor of shape "
+                             f"{self.shape}")
         if self.ndim == 0:
             return self.reshape(1)
-        s, e = start_dim % self.ndim, end_dim % self.ndim
         return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
 
     def transpose(self, dim0, dim1):
@@ -721,14 +992,16 @@ def parse_to_args(args, device=None, dtype=None):
 def _index_key(key, t):
     """A tensor index -> a tuple of ints, slices, None, Ellipsis and integer arrays on t's device."""
     key = key if isinstance(key, tuple) else (key,)
-    out = []
+    out, raw = [], []
     for k in key:
         if isinstance(k, Tensor):
             k = k._data
         elif isinstance(k, (list, np.ndarray)):
             k = backend.to_device(np.asarray(k), t.device)
+        raw.append(k)
         if hasattr(k, "dtype"):
             if k.dtype == bool:
+                _check_mask_fits(raw, key[len(raw):], t)
                 out.extend(k.nonzero())  # a mask is the integer arrays of its True positions
                 continue
             if k.dtype.kind not in "iu":
@@ -739,6 +1012,17 @@ def _index_key(key, t):
             raise IndexError(f"index: unsupported index {k!r} of type {type(k).__name__}")
         out.append(int(k) if isinstance(k, np.integer) else k)
     return tuple(out)
+
+
+def _check_mask_fits(before, after, t):
+    """A bool mask must match the dims it indexes (NumPy and PyTorch raise IndexError; its integer
+    positions alone would quietly pick other elements)."""
+    probe = backend.xp_of(t._data).broadcast_to(backend.xp_of(t._data).zeros((), dtype=bool), t.shape)
+    key = tuple(before) + tuple(k._data if isinstance(k, Tensor) else k for k in after)
+    try:
+        probe[key]  # a zero-stride view: NumPy checks the shapes at almost no cost
+    except IndexError as e:
+        raise IndexError(f"index: {e} (tensor of shape {t.shape}, mask of shape {before[-1].shape})") from None
 
 
 def _bool_array(mask, like, op):
@@ -858,9 +1142,16 @@ def stack(tensors, dim=0):
 
 
 def where(condition, input, other):
-    """Elementwise: input where condition holds, other elsewhere (as torch.where)."""
-    like = input if isinstance(input, Tensor) else other
-    if not isinstance(like, Tensor):
-        raise TypeError("where: at least one of input and other must be a Tensor")
-    return apply(ops.Where, _lift(input, like, "where"), _lift(other, like, "where"),
-                 cond=_bool_array(condition, like, "where"))
+    """Elementwise: input where condition holds, other elsewhere (as torch.where); numbers allowed."""
+    if not isinstance(condition, Tensor):
+        condition = tensor(condition)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor) and _is_number(input):
+        input = tensor(input, device=condition.device)  # two numbers: float32 or int64, as PyTorch
+    a, b = _operands(input, other, "where")
+    cond = _bool_array(condition, a, "where")
+    try:
+        np.broadcast_shapes(cond.shape, a.shape, b.shape)
+    except ValueError:
+        raise ValueError(f"where: the condition's shape {cond.shape} does not broadcast with the values' shapes "
+                         f"{a.shape} and {b.shape}") from None
+    return apply(ops.Where, a, b, cond=cond)

@@ -604,6 +604,12 @@ def _case_inputs():
                 row=t64(4), cube=t64(2, 3, 4), w=t64(5, 4), bias=t64(5), lnw=t64(4), lnb=t64(4))
 
 
+def _index_put(a, row, rows=1):
+    out = a * 1.0  # a non-leaf: written in place, recorded as one index_put
+    out[rows] = row
+    return out
+
+
 def _mask(shape, p=0.5):
     return mg.tensor(np.random.rand(*shape) < p)
 
@@ -619,6 +625,10 @@ OP_CASES = {
     "div": ("div", lambda a, pos: a / pos, "a pos"),
     "pow": ("pow", lambda pos: pos ** 3, "pos"),
     "neg": ("neg", lambda a: -a, "a"),
+    "pow_tensor": ("pow_tensor", lambda pos, b: pos ** b, "pos b"),
+    "index_put": (None, lambda a, row: _index_put(a, row), "a row"),
+    "index_put-broadcast": (None, lambda a, row: _index_put(a, row, rows=[0, 2]), "a row"),
+    "clamp": ("clamp", lambda a: a.clamp(-0.5, 0.5), "a"),
     "exp": ("exp", lambda a: a.exp(), "a"),
     "log": ("log", lambda pos: pos.log(), "pos"),
     "sqrt": ("sqrt", lambda pos: pos.sqrt(), "pos"),
@@ -662,6 +672,9 @@ EXACT_FLOPS = {
     "linear": {("forward", "matmul"): 2 * 3 * 4 * 5, ("forward", "add"): 15, ("forward", "linear"): 0,
                ("backward", "matmul"): 2 * (2 * 3 * 4 * 5), ("backward", "sum"): 15 - 5},
     "layer_norm": {("forward", "layer_norm"): 7 * 12, ("backward", "layer_norm"): (8 + 2 + 1) * 12},
+    # the written row's gradient is gathered from g: no adds, unless the value was broadcast over 2 rows
+    "index_put": {("forward", "index_put"): 0, ("backward", "index_put"): 0, ("backward", "mul"): 12},
+    "index_put-broadcast": {("forward", "index_put"): 0, ("backward", "index_put"): 4},
     # the checkpoint record counts nothing itself: its tanh runs in forward, again in recompute, then backward
     "checkpoint": {("forward", "checkpoint"): 0, ("forward", "tanh"): 12, ("recompute", "tanh"): 12,
                    ("backward", "tanh"): 3 * 12, ("backward", "checkpoint"): 0},
