@@ -1,5 +1,11 @@
 """Optimizers with torch.optim's names, defaults and update rules: SGD and AdamW.
 
+As in PyTorch, an optimizer holds `param_groups`: a list of dicts, each with its 'params' and every
+hyperparameter (the constructor's values fill in what a group leaves out), so that
+`AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}])` works
+and a schedule can write `group["lr"]` between steps. A parameter whose .grad is None (frozen, or
+unused by the loss) is skipped. `state_dict()` / `load_state_dict()` use PyTorch's layout.
+
 Optimizer state (momentum buffers, Adam's moments) lives in `self.state[param]`, as PyTorch keeps
 it, made by `_state_buffer` as arrays shaped like the parameter: the optimizer's share of training
 memory. Every subclass's step() is wrapped (`__init_subclass__`) so that an active mg.profile
@@ -7,11 +13,13 @@ sees the optimizer before and after each step: no subclass can forget to tell th
 
 Read next: profiler.py, the ledger that counts what these hold.
 """
+import copy
 import functools
 import math
+import numbers
 
 from . import backend
-from .tensor import active_profiler, zero_grads
+from .tensor import Tensor, active_profiler, zero_grads
 
 
 def _reported(step):
@@ -28,6 +36,21 @@ def _reported(step):
     return wrapper
 
 
+# --- checks of hyperparameters, shared by the optimizers; `where` names the optimizer (and the group)
+
+def _check_number(where, name, value, low=None):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        hint = f"; convert it first, e.g. {name}=float({value!r})" if isinstance(value, str) else ""
+        raise TypeError(f"{where}: {name} must be a number, got {value!r} ({type(value).__name__}){hint}")
+    if low is not None and not value >= low:  # `not >=` also refuses NaN
+        raise ValueError(f"{where}: {name} must be >= {low}, got {value}")
+
+
+def _check_flag(where, name, value):
+    if not isinstance(value, bool):
+        raise TypeError(f"{where}: {name} must be True or False, got {value!r} ({type(value).__name__})")
+
+
 class Optimizer:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -35,15 +58,73 @@ class Optimizer:
             cls.step = _reported(cls.step)
 
     def __init__(self, params, defaults):
-        self.params = list(params)
-        if not self.params:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
-        for p in self.params:
-            if not p.requires_grad:
-                raise ValueError(f"{type(self).__name__}: a parameter of shape {p.shape} does not require grad; "
-                                 "pass only trainable parameters")
-        self.defaults = defaults
+        name = type(self).__name__
+        if isinstance(params, Tensor):
+            raise TypeError(f"{name}: params must be an iterable of tensors or of dicts (param groups), got one "
+                            f"Tensor of shape {params.shape}; pass [tensor] or model.parameters()")
+        if isinstance(params, (set, frozenset)):
+            raise TypeError(f"{name}: params must be an ordered iterable (a list or model.parameters()), got a "
+                            f"{type(params).__name__}; a set's order changes between runs, which breaks state_dict")
+        if isinstance(params, dict):
+            raise TypeError(f"{name}: params must be a list of tensors or of param groups, got one dict; "
+                            "wrap it in a list: [{'params': ..., 'lr': ...}]")
+        if callable(getattr(params, "parameters", None)):
+            raise TypeError(f"{name}: params must be tensors or param groups, got the module "
+                            f"{type(params).__name__}; pass model.parameters()")
+        self.defaults = dict(defaults)
+        self._check_hyperparameters(self.defaults, name)
         self.state = {}  # parameter -> {name: array}, made on the first step (as in PyTorch)
+        self.param_groups = []
+        groups = list(params)
+        if not groups:
+            raise ValueError(f"{name}: got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def _check_hyperparameters(self, group, where):
+        """Raise a TypeError or ValueError naming `where` and the argument; each optimizer says what it needs.
+        Run on the constructor's values, on every group added and on every group loaded (PyTorch checks only
+        the constructor's), so that a bad value fails here rather than as a NumPy error inside step()."""
+
+    def add_param_group(self, param_group):
+        """Add a group {'params': [...], 'lr': ..., ...}; what it leaves out comes from the constructor's values."""
+        where = f"{type(self).__name__}: param group {len(self.param_groups)}"
+        if not isinstance(param_group, dict):
+            raise TypeError(f"{where}: expected a dict such as {{'params': [...], 'lr': 0.1}}, got "
+                            f"{type(param_group).__name__} (a list of groups must hold only dicts)")
+        if "params" not in param_group:
+            raise ValueError(f"{where}: has no 'params'; write {{'params': [...], ...}}")
+        params = param_group["params"]
+        if isinstance(params, (set, frozenset)):
+            raise TypeError(f"{where}: 'params' must be ordered (a list), not a set: a set's order changes "
+                            "between runs, which breaks state_dict")
+        params = [params] if isinstance(params, Tensor) else list(params)
+        owner = {id(p): i for i, g in enumerate(self.param_groups) for p in g["params"]}
+        for p in params:
+            if not isinstance(p, Tensor):
+                hint = "; pass model.parameters(), not the model" if hasattr(p, "parameters") else ""
+                raise TypeError(f"{where}: can only optimize tensors, got {type(p).__name__}{hint}")
+            if not p.is_leaf:
+                raise ValueError(f"{where}: can't optimize a tensor of shape {p.shape} made by "
+                                 f"{p.grad_fn.name}; optimize the leaf tensors it was computed from")
+            # PyTorch only warns about a repeat within one group (an error to come); it would step twice.
+            if id(p) in owner:
+                where_else = "this group" if owner[id(p)] == len(self.param_groups) else f"param group {owner[id(p)]}"
+                raise ValueError(f"{where}: a parameter of shape {p.shape} is already in {where_else}; "
+                                 "each parameter must appear once, in one group")
+            owner[id(p)] = len(self.param_groups)
+        group = {**param_group, "params": params}
+        for key, value in self.defaults.items():
+            group.setdefault(key, value)
+        self._check_hyperparameters(group, where)
+        self.param_groups.append(group)
+
+    @property
+    def params(self):
+        """Every parameter of every group, in order (minigrad's shorthand; PyTorch has only param_groups)."""
+        return [p for group in self.param_groups for p in group["params"]]
 
     def zero_grad(self, set_to_none=True):
         zero_grads(self.params, set_to_none)
@@ -58,67 +139,152 @@ class Optimizer:
     def state_bytes(self):
         return sum(a.nbytes for s in self.state.values() for a in s.values() if hasattr(a, "nbytes"))
 
+    def state_dict(self):
+        """PyTorch's layout: {'state': {index: {name: value}}, 'param_groups': [{..., 'params': [index, ...]}]},
+        parameters numbered in group order. Arrays are copies (as Module.state_dict's are here)."""
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            packed = copy.deepcopy({k: v for k, v in group.items() if k != "params"})
+            packed["params"] = [index.setdefault(id(p), len(index)) for p in group["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: {k: _copied(v) for k, v in s.items()} for p, s in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Take the state and hyperparameters saved by state_dict(), matched to this optimizer's parameters by
+        position: the groups must hold as many parameters, of the same shapes, as when it was saved.
+        Arrays are copied, cast to their parameter's dtype and moved to its device."""
+        name = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, dict) or set(state_dict) != {"state", "param_groups"}:
+            got = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict).__name__
+            raise ValueError(f"{name}: expected {{'state': ..., 'param_groups': ...}} as state_dict() returns, got {got}")
+        saved = state_dict["param_groups"]
+        if len(saved) != len(self.param_groups):
+            raise ValueError(f"{name}: the state dict has {len(saved)} param groups, this optimizer "
+                             f"{len(self.param_groups)}; build it with the same groups as the one saved")
+        for i, (group, s) in enumerate(zip(self.param_groups, saved)):
+            if len(group["params"]) != len(s["params"]):
+                raise ValueError(f"{name}: param group {i} has {len(group['params'])} parameters here but "
+                                 f"{len(s['params'])} in the state dict")
+        by_index = {k: p for g, s in zip(self.param_groups, saved) for k, p in zip(s["params"], g["params"])}
+        state = {}
+        for k, values in state_dict["state"].items():
+            if k not in by_index:
+                raise ValueError(f"{name}: the state dict has state for parameter {k!r}, which no param group lists")
+            state[by_index[k]] = {key: _cast(v, by_index[k], f"{name}: state {key!r} of parameter {k}")
+                                  for key, v in values.items()}
+        groups = []
+        for i, (group, s) in enumerate(zip(self.param_groups, saved)):
+            new = {**copy.deepcopy({k: v for k, v in s.items() if k != "params"}), "params": group["params"]}
+            for key, value in self.defaults.items():
+                new.setdefault(key, value)
+            self._check_hyperparameters(new, f"{name}: param group {i}")
+            groups.append(new)
+        self.state, self.param_groups = state, groups  # only once everything checked out
+
     def step(self):
         raise NotImplementedError
 
 
-class SGD(Optimizer):
-    """p -= lr * (g + weight_decay * p), with optional (PyTorch-style) momentum."""
+def _copied(value):
+    return value.copy() if backend.is_array(value) else copy.deepcopy(value)
 
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
-        if lr < 0 or momentum < 0 or weight_decay < 0:
-            raise ValueError(f"SGD: lr, momentum and weight_decay must be >= 0, got {lr}, {momentum}, {weight_decay}")
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("SGD: nesterov needs momentum > 0 and dampening = 0")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov))
-        self.lr, self.momentum, self.dampening = lr, momentum, dampening
-        self.weight_decay, self.nesterov = weight_decay, nesterov
+
+def _cast(value, p, what):
+    """A saved state value for parameter p: an array becomes a copy of p's dtype (if float) on p's device."""
+    if not backend.is_array(value):
+        return copy.deepcopy(value)
+    if value.shape != p.shape:
+        raise ValueError(f"{what} has shape {value.shape} but the parameter has shape {p.shape}; "
+                         "was this state saved for another model?")
+    array = backend.to_device(value, p.device)
+    return array.astype(p.dtype if array.dtype.kind == "f" else array.dtype, copy=True)
+
+
+class SGD(Optimizer):
+    """p -= lr * (g + weight_decay * p), with optional (PyTorch-style) momentum; maximize ascends."""
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
+                 maximize=False):
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov, maximize=maximize))
+
+    def _check_hyperparameters(self, group, where):
+        for key in ("lr", "momentum", "weight_decay"):
+            _check_number(where, key, group[key], low=0)
+        _check_number(where, "dampening", group["dampening"])
+        _check_flag(where, "nesterov", group["nesterov"])
+        _check_flag(where, "maximize", group["maximize"])
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise ValueError(f"{where}: nesterov needs momentum > 0 and dampening = 0, got "
+                             f"momentum={group['momentum']}, dampening={group['dampening']}")
 
     def step(self):
-        for p in self.params:
-            if p.grad is None:
-                continue
-            d = p.grad._data
-            if self.weight_decay:
-                d = d + self.weight_decay * p._data
-            if self.momentum:
-                first = p not in self.state
-                buf = self._state_buffer(p, "momentum_buffer")
-                if first:
-                    buf[...] = d
-                else:
-                    buf *= self.momentum
-                    buf += (1 - self.dampening) * d
-                d = d + self.momentum * buf if self.nesterov else buf
-            p._data -= self.lr * d
+        for group in self.param_groups:
+            lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+            weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                d = -p.grad._data if group["maximize"] else p.grad._data
+                if weight_decay:
+                    d = d + weight_decay * p._data
+                if momentum:
+                    first = "momentum_buffer" not in self.state.get(p, {})
+                    buf = self._state_buffer(p, "momentum_buffer")
+                    if first:
+                        buf[...] = d
+                    else:
+                        buf *= momentum
+                        buf += (1 - dampening) * d
+                    d = d + momentum * buf if nesterov else buf
+                p._data -= lr * d
 
 
 class AdamW(Optimizer):
-    """Adam with decoupled weight decay (Loshchilov and Hutter), PyTorch's defaults."""
+    """Adam with decoupled weight decay (Loshchilov and Hutter), PyTorch's defaults; amsgrad divides by the
+    largest second moment seen so far (Reddi et al.), maximize ascends."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-        if lr < 0 or eps < 0 or weight_decay < 0 or not all(0 <= b < 1 for b in betas):
-            raise ValueError(f"AdamW: need lr, eps, weight_decay >= 0 and betas in [0, 1), got "
-                             f"lr={lr}, betas={betas}, eps={eps}, weight_decay={weight_decay}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
-        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize))
+
+    def _check_hyperparameters(self, group, where):
+        for key in ("lr", "eps", "weight_decay"):
+            _check_number(where, key, group[key], low=0)
+        betas = group["betas"]
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise ValueError(f"{where}: betas must be a pair (beta1, beta2), got {betas!r}")
+        for i, beta in enumerate(betas):
+            _check_number(where, f"betas[{i}]", beta, low=0)
+            if not beta < 1:
+                raise ValueError(f"{where}: betas[{i}] must be in [0, 1), got {beta}")
+        _check_flag(where, "amsgrad", group["amsgrad"])
+        _check_flag(where, "maximize", group["maximize"])
 
     def step(self):
-        b1, b2 = self.betas
-        for p in self.params:
-            if p.grad is None:
-                continue
-            g = p.grad._data
-            m = self._state_buffer(p, "exp_avg")
-            v = self._state_buffer(p, "exp_avg_sq")
-            state = self.state[p]
-            state["step"] = t = state.get("step", 0) + 1  # per parameter, as in PyTorch
-            bias1, bias2 = 1 - b1 ** t, 1 - b2 ** t
-            p._data *= 1 - self.lr * self.weight_decay
-            m *= b1
-            m += (1 - b1) * g
-            v *= b2
-            v += (1 - b2) * g * g
-            denom = backend.xp_of(v).sqrt(v) / math.sqrt(bias2) + self.eps
-            p._data -= (self.lr / bias1) * m / denom
+        for group in self.param_groups:
+            lr, (b1, b2), eps, weight_decay = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = -p.grad._data if group["maximize"] else p.grad._data
+                m = self._state_buffer(p, "exp_avg")
+                v = self._state_buffer(p, "exp_avg_sq")
+                state = self.state[p]
+                state["step"] = t = state.get("step", 0) + 1  # per parameter, as in PyTorch
+                bias1, bias2 = 1 - b1 ** t, 1 - b2 ** t
+                p._data *= 1 - lr * weight_decay
+                m *= b1
+                m += (1 - b1) * g
+                v *= b2
+                v += (1 - b2) * g * g
+                xp = backend.xp_of(v)
+                if group["amsgrad"]:
+                    v_max = self._state_buffer(p, "max_exp_avg_sq")
+                    xp.maximum(v_max, v, out=v_max)
+                    v = v_max
+                denom = xp.sqrt(v) / math.sqrt(bias2) + eps
+                p._data -= (lr / bias1) * m / denom

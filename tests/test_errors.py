@@ -385,11 +385,6 @@ def test_optimizer_with_an_empty_parameter_list(opt):
         opt(mg.nn.ReLU().parameters())  # a module without parameters: an empty generator
 
 
-def test_optimizer_with_a_frozen_parameter():
-    with pytest.raises(ValueError, match=r"SGD:.*shape \(3,\).*does not require grad"):
-        mg.optim.SGD([mg.randn(3)], lr=0.1)
-
-
 def test_optimizer_bad_hyperparameters():
     p = [mg.nn.Parameter(mg.randn(2))]
     with pytest.raises(ValueError, match=r"SGD:.*-0.1"):
