@@ -2,11 +2,15 @@
 
 A Module finds its parameters by walking its attributes: a Parameter is a parameter, another
 Module is a child, a list of Modules is a list of children, and any other Tensor is a buffer
-(BatchNorm's running statistics). Attributes whose names start with '_' are private.
+(BatchNorm's running statistics). Attributes whose names start with '_' are private. PyTorch's
+add_module, register_parameter and register_buffer set such attributes by name; only
+register_buffer(..., persistent=False) adds something more: it keeps that buffer out of state_dict.
 
 Read next: optim.py (what changes the parameters), gpt.py (a model built from these).
 """
+import inspect
 import math
+from collections import OrderedDict
 
 from . import functional as F
 from . import backend
@@ -46,7 +50,8 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__}.forward is not defined")
 
     # --- walking the tree
-    def named_children(self):
+    def _child_items(self):
+        """Every (name, child) in attribute order, a child held twice listed twice (what repr shows)."""
         for name, value in vars(self).items():
             if name.startswith("_"):
                 continue
@@ -56,44 +61,148 @@ class Module:
                 for i, m in enumerate(value):
                     yield f"{name}.{i}", m
 
+    def named_children(self):
+        """(name, child) pairs; a child held under two names is yielded once, as in PyTorch."""
+        seen = set()
+        for name, m in self._child_items():
+            if id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
     def children(self):
         return (m for _, m in self.named_children())
 
-    def named_modules(self, prefix=""):
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """(name, module) pairs, self first as '', then depth first; a shared module once (PyTorch's order)."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if self in memo:
+                return
+            memo.add(self)
         yield prefix, self
-        for name, child in self.named_children():
-            yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+        for name, child in self._child_items():
+            yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
     def modules(self):
         return (m for _, m in self.named_modules())
 
-    def _named_tensors(self, want_parameters):
-        for mod_name, mod in self.named_modules():
-            for name, value in vars(mod).items():
-                if not name.startswith("_") and isinstance(value, Tensor) \
-                        and isinstance(value, Parameter) == want_parameters:
-                    yield (f"{mod_name}.{name}" if mod_name else name), value
+    def _own_tensors(self, want_parameters):
+        for name, value in vars(self).items():
+            if not name.startswith("_") and isinstance(value, Tensor) \
+                    and isinstance(value, Parameter) == want_parameters:
+                yield name, value
 
-    def named_parameters(self):
-        """(name, Parameter) pairs in registration order, each parameter once."""
+    def _named_tensors(self, want_parameters, prefix, recurse, remove_duplicate):
         seen = set()
-        for name, p in self._named_tensors(True):
-            if id(p) not in seen:
-                seen.add(id(p))
-                yield name, p
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for mod_name, mod in modules:
+            for name, value in mod._own_tensors(want_parameters):
+                if id(value) in seen:
+                    continue
+                if remove_duplicate:
+                    seen.add(id(value))
+                yield (f"{mod_name}.{name}" if mod_name else name), value
 
-    def parameters(self):
-        return (p for _, p in self.named_parameters())
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """(name, Parameter) pairs in registration order, each parameter once (tied weights under their first name)."""
+        return self._named_tensors(True, prefix, recurse, remove_duplicate)
 
-    def named_buffers(self):
-        return self._named_tensors(False)
+    def parameters(self, recurse=True):
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
-    def buffers(self):
-        return (b for _, b in self.named_buffers())
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        """(name, buffer) pairs: the tensors that are not Parameters (persistent or not)."""
+        return self._named_tensors(False, prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    def get_submodule(self, target):
+        """The module at a dotted path: model.get_submodule('h.0.attn'); '' is the model itself."""
+        modules = dict(self.named_modules(remove_duplicate=False))
+        if target in modules:
+            return modules[target]
+        parts = target.split(".")
+        for i in range(len(parts)):
+            path = ".".join(parts[:i + 1])
+            if path not in modules and not any(name.startswith(path + ".") for name in modules):
+                parent = modules.get(".".join(parts[:i]), self)
+                where = f"{type(parent).__name__} at {'.'.join(parts[:i])!r}" if i else type(self).__name__
+                value = getattr(parent, parts[i], None)
+                if value is not None:
+                    raise AttributeError(f"get_submodule({target!r}): {parts[i]!r} of {where} is a "
+                                         f"{type(value).__name__}, not a module")
+                children = [name for name, _ in parent._child_items()]
+                raise AttributeError(f"get_submodule({target!r}): {where} has no submodule {parts[i]!r}; "
+                                     f"its children are {children}")
+        raise AttributeError(f"get_submodule({target!r}): {target!r} is a list of modules, not a module; "
+                             f"add an index, as in {target + '.0'!r}")
+
+    # --- registering by name, as PyTorch does (a plain attribute assignment does the same here)
+    def _check_name(self, method, name, may_replace):
+        if not isinstance(name, str):
+            raise TypeError(f"{method}: the name must be a str, got {type(name).__name__}")
+        if not name or "." in name:
+            raise KeyError(f"{method}: the name must be non-empty and contain no '.', got {name!r}")
+        if name.startswith("_"):
+            raise KeyError(f"{method}: {name!r} starts with '_', which marks a private attribute here (never a "
+                           f"parameter, buffer or child); choose a name without the leading '_'")
+        if hasattr(self, name) and not may_replace(getattr(self, name)):
+            raise KeyError(f"{method}: attribute {name!r} already exists on {type(self).__name__}; choose another name")
+
+    def add_module(self, name, module):
+        """Register a child under `name` (as `self.name = module` does); None leaves an empty slot."""
+        self._check_name("add_module", name, lambda old: isinstance(old, Module))
+        if module is not None:
+            _as_module(module, f"add_module({name!r}, ...): the module")
+        setattr(self, name, module)
+
+    register_module = add_module
+
+    def register_parameter(self, name, param):
+        self._check_name("register_parameter", name, lambda old: old is None or isinstance(old, Parameter))
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"register_parameter: {name!r} must be an nn.Parameter or None, got "
+                            f"{type(param).__name__}; wrap it: nn.Parameter(t)")
+        setattr(self, name, param)
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Hold a tensor that is state but not trained (a mask, running statistics): moved and cast by .to(),
+        saved by state_dict() unless persistent=False."""
+        self._check_name("register_buffer", name,
+                         lambda old: old is None or (isinstance(old, Tensor) and not isinstance(old, Parameter)))
+        if isinstance(tensor, Parameter):
+            raise TypeError(f"register_buffer: {name!r} is a Parameter, which the module would train; use "
+                            f"register_parameter, or pass p.detach() for a buffer")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got {type(tensor).__name__}; "
+                            f"wrap it: mg.tensor(...)")
+        setattr(self, name, tensor)
+        # NOTE [non-persistent buffers]: a buffer is any Tensor attribute; only this set says which to leave
+        # out of state_dict. It is created on first use because subclasses need not call Module.__init__.
+        non_persistent = self.__dict__.setdefault("_non_persistent", set())
+        if persistent:
+            non_persistent.discard(name)
+        else:
+            non_persistent.add(name)
+
+    def apply(self, fn):
+        """Call fn on every child (each applying it to its own children first), then on self; returns self."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
 
     # --- state
     def zero_grad(self, set_to_none=True):
         zero_grads(self.parameters(), set_to_none)
+
+    def requires_grad_(self, requires_grad=True):
+        """Set requires_grad on every parameter (False freezes the module); returns self."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
 
     def train(self, mode=True):
         for m in self.modules():
@@ -113,22 +222,39 @@ class Module:
             data = t._data
             if device is not None:
                 data = backend.to_device(data, device)
-            if dtype is not None and data.dtype.kind == "f":
+            if dtype is not None and data.dtype.kind == "f" and data.dtype != dtype:
                 data = data.astype(dtype)
+            if data is t._data:
+                continue  # already there: its gradient still fits and is kept, as in PyTorch
             t._set_data(data)
             if t.grad is not None:
                 t.grad = None  # a gradient of the old device/dtype would not fit
         return self
 
+    def float(self):
+        return self.to("float32")
+
+    def double(self):
+        return self.to("float64")
+
+    def half(self):
+        return self.to("float16")
+
+    def _state_tensors(self):
+        """(name, tensor) for state_dict: module by module, its parameters then its persistent buffers (PyTorch's
+        order); a tensor held under two names (tied weights) is listed under both, as PyTorch does."""
+        for mod_name, mod in self.named_modules(remove_duplicate=False):
+            skip = mod.__dict__.get("_non_persistent", ())
+            own = list(mod._own_tensors(True)) + [(n, b) for n, b in mod._own_tensors(False) if n not in skip]
+            for name, t in own:
+                yield (f"{mod_name}.{name}" if mod_name else name), t
+
     def state_dict(self):
-        """{name: array copy} of parameters and buffers (NumPy/CuPy arrays, as they are)."""
-        out = {name: p._data.copy() for name, p in self.named_parameters()}
-        out.update({name: b._data.copy() for name, b in self.named_buffers()})
-        return out
+        """{name: array copy} of parameters and persistent buffers (NumPy/CuPy arrays, as they are)."""
+        return {name: t._data.copy() for name, t in self._state_tensors()}
 
     def load_state_dict(self, state_dict, strict=True):
-        own = dict(self.named_parameters())
-        own.update(self.named_buffers())
+        own = dict(self._state_tensors())
         missing = sorted(set(own) - set(state_dict))
         unexpected = sorted(set(state_dict) - set(own))
         if strict and (missing or unexpected):
@@ -149,7 +275,7 @@ class Module:
 
     def __repr__(self):
         lines = [f"{type(self).__name__}({self.extra_repr()}"]
-        for name, child in self.named_children():
+        for name, child in self._child_items():
             lines.append(f"  ({name}): " + repr(child).replace("\n", "\n  "))
         return lines[0] + ")" if len(lines) == 1 else "\n".join(lines) + "\n)"
 
@@ -157,49 +283,133 @@ class Module:
         return ""
 
 
-class Sequential(Module):
-    """Modules applied one after another; indexable and iterable."""
+def _as_module(obj, where):
+    """obj if it is a Module; otherwise a TypeError saying what `where` got and what to write instead."""
+    if isinstance(obj, Module):
+        return obj
+    if isinstance(obj, type) and issubclass(obj, Module):
+        needs_args = any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                         for p in inspect.signature(obj).parameters.values())
+        call = ("nn." if obj.__module__ == __name__ else "") + obj.__name__ + ("(...)" if needs_args else "()")
+        raise TypeError(f"{where} is the class {obj.__name__}, not a module; write {call}")
+    if callable(obj):
+        raise TypeError(f"{where} is the function {getattr(obj, '__name__', repr(obj))}, not a module; write a "
+                        f"Module whose forward calls it (or use an nn layer such as nn.ReLU())")
+    raise TypeError(f"{where} is {obj!r} (type {type(obj).__name__}), not a module; pass layers such as "
+                    f"nn.Linear(4, 16) or nn.Tanh()")
 
-    def __init__(self, *modules):
-        self._list = list(modules)
-        for i, m in enumerate(modules):
-            setattr(self, str(i), m)  # registered as '0', '1', ... so names match PyTorch's
+
+class Sequential(Module):
+    """Modules applied one after another; indexable and iterable.
+
+    Sequential(a, b) names its layers '0', '1'; Sequential(OrderedDict(...)) takes the names given. A slice
+    keeps the original names, as PyTorch's does: model[2:][0] is layer 2, and its weight is '2.weight'.
+    """
+
+    def __init__(self, *args):
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            items = [(name, m, f"Sequential: entry {name!r}") for name, m in args[0].items()]
+        else:
+            for i, a in enumerate(args):
+                if isinstance(a, dict):
+                    raise TypeError(f"Sequential: argument {i} is a dict, not a module; to name the layers pass "
+                                    f"one collections.OrderedDict, as in PyTorch")
+            items = [(str(i), m, f"Sequential: argument {i}") for i, m in enumerate(args)]
+        for name, m, where in items:
+            self.add_module(name, _as_module(m, where))
 
     def forward(self, x):
-        for m in self._list:
+        for m in self:
             x = m(x)
         return x
 
-    def __getitem__(self, i):
-        return Sequential(*self._list[i]) if isinstance(i, slice) else self._list[i]
+    def append(self, module):
+        self.add_module(str(len(self)), _as_module(module, "Sequential.append: the argument"))
+        return self
+
+    def __getitem__(self, idx):
+        items = list(self._child_items())
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(items[idx]))
+        return items[idx][1]
 
     def __len__(self):
-        return len(self._list)
+        return sum(1 for _ in self._child_items())
 
     def __iter__(self):
-        return iter(self._list)
+        return (m for _, m in self._child_items())
 
 
 class ModuleList(Module):
-    """A list of modules, registered as '0', '1', ... ."""
+    """A list of modules, registered as '0', '1', ... ; a slice is a new ModuleList numbered from 0 (as PyTorch)."""
 
-    def __init__(self, modules=()):
-        self._list = []
-        for m in modules:
+    def __init__(self, modules=None):
+        if isinstance(modules, Module):
+            raise TypeError(f"ModuleList: expected an iterable of modules, got one {type(modules).__name__}; "
+                            f"write ModuleList([module])")
+        for m in modules or ():
             self.append(m)
 
     def append(self, module):
-        setattr(self, str(len(self._list)), module)
-        self._list.append(module)
+        n = len(self)
+        self.add_module(str(n), _as_module(module, f"ModuleList: item {n}"))
+        return self
 
-    def __getitem__(self, i):
-        return self._list[i]
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def __getitem__(self, idx):
+        items = [m for _, m in self._child_items()]
+        return ModuleList(items[idx]) if isinstance(idx, slice) else items[idx]
 
     def __len__(self):
-        return len(self._list)
+        return sum(1 for _ in self._child_items())
 
     def __iter__(self):
-        return iter(self._list)
+        return (m for _, m in self._child_items())
+
+
+class ModuleDict(Module):
+    """Modules by name (nanoGPT's `transformer = nn.ModuleDict(dict(wte=..., h=...))`): d['wte'] is d.wte."""
+
+    def __init__(self, modules=None):
+        if modules is not None:
+            self.update(modules)
+
+    def update(self, modules):
+        for name, m in (modules.items() if hasattr(modules, "items") else modules):
+            self[name] = m
+
+    def __setitem__(self, name, module):
+        self.add_module(name, _as_module(module, f"ModuleDict: entry {name!r}"))
+
+    def __getitem__(self, name):
+        return dict(self._child_items())[name]
+
+    def __delitem__(self, name):
+        if name not in self:
+            raise KeyError(name)
+        delattr(self, name)
+
+    def __contains__(self, name):
+        return name in dict(self._child_items())
+
+    def __len__(self):
+        return sum(1 for _ in self._child_items())
+
+    def __iter__(self):
+        return (name for name, _ in self._child_items())
+
+    def keys(self):
+        return [name for name, _ in self._child_items()]
+
+    def values(self):
+        return [m for _, m in self._child_items()]
+
+    def items(self):
+        return list(self._child_items())
 
 
 class Linear(Module):
@@ -290,7 +500,8 @@ class BatchNorm1d(Module):
     """Normalize each feature over the batch (N, C) or (N, C, L).
 
     In training it uses the batch's statistics and updates running_mean and running_var
-    (unbiased) with `momentum`; in eval it uses the running statistics.
+    (unbiased) with `momentum`, or with momentum=None to the average over all batches seen;
+    in eval it uses the running statistics.
     """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None):
@@ -329,16 +540,17 @@ class BatchNorm1d(Module):
         return y
 
     def _update_running_stats(self, mean, var, n):
-        m = self.momentum
         with no_grad():
+            self.num_batches_tracked._set_data(self.num_batches_tracked._data + 1)
+            # momentum=None: the plain average of all batches so far, the k-th weighted 1/k (PyTorch's rule)
+            m = 1.0 / float(self.num_batches_tracked._data) if self.momentum is None else self.momentum
             self.running_mean._set_data((1 - m) * self.running_mean._data + m * mean._data.reshape(-1))
             unbiased = var._data.reshape(-1) * (n / (n - 1))
             self.running_var._set_data((1 - m) * self.running_var._data + m * unbiased)
-            self.num_batches_tracked._set_data(self.num_batches_tracked._data + 1)
 
     def extra_repr(self):
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
 
 
-__all__ = ["Parameter", "Module", "Sequential", "ModuleList", "Linear", "ReLU", "Tanh", "Sigmoid", "GELU",
+__all__ = ["Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "Tanh", "Sigmoid", "GELU",
            "Dropout", "LayerNorm", "Embedding", "BatchNorm1d"]
