@@ -19,19 +19,21 @@ import math
 import numbers
 
 from . import backend
-from .tensor import Tensor, active_profiler, zero_grads
+from .tensor import Tensor, active_profiler, mark_written, zero_grads
 
 
 def _reported(step):
-    """step(), bracketed by the active profile's on_step (NOTE [what a profile counts], profiler.py)."""
+    """step(), bracketed by the active profile's on_step (NOTE [what a profile counts], profiler.py), and
+    followed by a version bump of every parameter it may have written (NOTE [version counters], tensor.py)."""
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
         profiler = active_profiler()
-        if profiler is None:
-            return step(self, *args, **kwargs)
-        profiler.on_step(self, done=False)
+        if profiler is not None:
+            profiler.on_step(self, done=False)
         out = step(self, *args, **kwargs)
-        profiler.on_step(self, done=True)
+        if profiler is not None:
+            profiler.on_step(self, done=True)
+        mark_written(p for p in self.params if p.grad is not None)
         return out
     return wrapper
 

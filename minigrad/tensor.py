@@ -236,6 +236,13 @@ def _share_version(view, inputs):
         _version_counter(src).alias(view)
 
 
+def mark_written(tensors):
+    """Tell the tape that these tensors' arrays were written in place by code outside it (an optimizer's
+    step writes p's array directly): a record that saved one refuses to run backward."""
+    for t in tensors:
+        _version_counter(t).n += 1
+
+
 def _check_versions(record):
     for vc, n, what, shape, dtype in record.versions:
         if vc.n != n:
