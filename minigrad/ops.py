@@ -34,13 +34,14 @@ class Op:
     """Base class of every op. Subclasses set `name` and define forward and backward."""
     name = "op"
     same_dtype = True      # the tape checks that every input has one dtype and device
+    returns_view = False   # its output may be a view of an input (reshape, transpose, a slice)
     needs_input_grad = ()  # one bool per input, set by the tape before forward runs
     saved = ()             # what save_for_backward named, while the record keeps it
     # set by the tape (tensor.py) when the op is recorded:
     next = ()              # per input: the op that made it, the leaf tensor itself, or None (no grad)
     seq = 0                # creation order: the tape runs records newest first
     released = False       # True once backward has freed `saved` (unless retain_graph)
-    versions = ()          # per kept array that a tensor holds: (its version counter, the count when kept, ...)
+    versions = ()          # per kept array a tensor holds: (its version counter, count when kept, index, input)
     retained = None        # weakref to the output, when someone called retain_grad() on it
 
     def save_for_backward(self, *arrays):
@@ -639,6 +640,7 @@ class Reshape(Op):
     """d reshape(x) = reshape(g) back to x's shape."""
     name = "reshape"
     flops_per_element = (0, (0,))
+    returns_view = True
 
     def forward(self, x, shape):
         self.in_shape = x.shape
@@ -656,6 +658,7 @@ class Transpose(Op):
     """d transpose(x, i, j) = transpose(g, i, j)."""
     name = "transpose"
     flops_per_element = (0, (0,))
+    returns_view = True
 
     def forward(self, x, dim0, dim1):
         if x.ndim == 0:
@@ -675,6 +678,7 @@ class Permute(Op):
     """d permute(x, dims) = permute(g, inverse of dims)."""
     name = "permute"
     flops_per_element = (0, (0,))
+    returns_view = True
 
     def forward(self, x, dims):
         if sorted(d % max(x.ndim, 1) for d in dims) != list(range(x.ndim)):
@@ -698,6 +702,7 @@ class Index(Op):
     """d x[key] = g scattered back into zeros; repeated integer indices add up."""
     name = "index"
     flops_per_element = (0, (0,))  # gather; with integer arrays its backward adds (see Index)
+    returns_view = True
 
     def forward(self, x, key):
         self.shape, self.dtype = x.shape, x.dtype

@@ -154,7 +154,7 @@ def apply(op_cls, *inputs, **attrs):
     if record and out.dtype.kind != "f":  # integer and bool results have no gradient (a cast to int64)
         record = False
     t = _wrap(out, record)
-    if out.base is not None:  # a view (reshape, transpose, a slice) shares its input's version counter
+    if op.returns_view and out.base is not None:  # a view of its input shares the input's version counter
         _share_version(t, inputs)
     if record:
         op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
@@ -177,15 +177,22 @@ def keep(record, inputs, out):
         record.saved = ()
         return
     versions = []
-    for a in record.saved:
+    for i, a in enumerate(record.saved):
         if a is None:
             continue
-        k = next((k for k, t in enumerate(inputs) if t._data is a), None)
-        holder = inputs[k] if k is not None else out if out._data is a else None
-        if holder is not None:
-            vc = _version_counter(holder)
-            versions.append((vc, vc.n, f"its input {k}" if k is not None else "its output", a.shape, a.dtype))
-    record.versions = tuple(versions)
+        if a is out._data:
+            k, t = -1, out  # -1: the record's output
+        else:
+            for k, t in enumerate(inputs):
+                if t._data is a:
+                    break
+            else:
+                continue  # an array of the op's own (LayerNorm's rstd, a dropout mask): no tensor can write it
+        vc = t._vc
+        if vc is None:
+            vc = t._vc = _Version()
+        versions.append((vc, vc.n, i, k))
+    record.versions = versions
     if _on.profiler is not None and record.saved:
         _on.profiler.on_save(record)
 
@@ -195,7 +202,7 @@ def release(record):
     memory falls during backward as it rose during forward."""
     if _on.profiler is not None:
         _on.profiler.on_release(record)  # first: while the arrays still exist
-    record.released = any(backend.is_array(a) for a in record.saved)  # a record that kept nothing can run again
+    record.released = bool(record.saved)  # a record that kept nothing can run again
     record.saved = ()
 
 
@@ -205,27 +212,26 @@ def release(record):
 # shared by the tensors that alias it (views, detach()); `keep` notes each kept array's count, and
 # backward refuses to run a record whose arrays have been written since, naming the op and the array.
 class _Version:
-    __slots__ = ("n", "aliases")
+    n = 0           # writes so far
+    aliases = None  # weak references to the tensors that share the storage, once one does
 
-    def __init__(self):
-        self.n, self.aliases = 0, []  # writes so far; weak references to the tensors that share the storage
-
-    def alias(self, t):
-        """t shares the storage (a view, a detach()): it shares this counter."""
+    def alias(self, src, t):
+        """t shares src's storage (a view, a detach()): it shares this counter."""
         t._vc = self
-        if len(self.aliases) > 8:
+        if self.aliases is None:
+            self.aliases = [weakref.ref(src)]
+        elif len(self.aliases) > 8:
             self.aliases = [r for r in self.aliases if r() is not None]
         self.aliases.append(weakref.ref(t))
 
     def shared(self, t):
         """Does a tensor other than t share the storage now?"""
-        return any(r() is not None and r() is not t for r in self.aliases)
+        return self.aliases is not None and any(r() is not None and r() is not t for r in self.aliases)
 
 
 def _version_counter(t):
     if t._vc is None:
         t._vc = _Version()
-        t._vc.aliases.append(weakref.ref(t))
     return t._vc
 
 
@@ -233,7 +239,7 @@ def _share_version(view, inputs):
     base = backend.owner(view._data)
     src = next((t for t in inputs if backend.owner(t._data) is base), None)
     if src is not None:
-        _version_counter(src).alias(view)
+        _version_counter(src).alias(src, view)
 
 
 def mark_written(tensors):
@@ -244,9 +250,10 @@ def mark_written(tensors):
 
 
 def _check_versions(record):
-    for vc, n, what, shape, dtype in record.versions:
+    for vc, n, i, k in record.versions:
         if vc.n != n:
-            raise RuntimeError(f"backward: '{record.name}' saved {what} (shape {shape}, {dtype.name}) for its backward, "
+            what, a = f"its input {k}" if k >= 0 else "its output", record.saved[i]
+            raise RuntimeError(f"backward: '{record.name}' saved {what} (shape {a.shape}, {a.dtype.name}) for its backward, "
                                f"and it was modified in place after the forward (it is at version {vc.n}, it was "
                                f"saved at version {n}): the gradient would be computed at the new values. Modify a "
                                f"copy instead (x = x + 1, not x += 1), or run the forward again after the change "
@@ -294,7 +301,9 @@ def records_since(out, start=-1):
             continue
         seen.add(op)
         found.append(op)
-        stack.extend(n for n in op.next if isinstance(n, ops.Op))
+        for n in op.next:
+            if n is not None and not isinstance(n, Tensor):
+                stack.append(n)
     return found
 
 
@@ -346,7 +355,8 @@ def _run_tape(root, g, retain_graph, taken):
             raise RuntimeError(f"backward: trying to backward through the graph a second time: the arrays that "
                                f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
                                f"the first backward if you need a second one, or run the forward again.")
-        _check_versions(op)
+        if op.versions:
+            _check_versions(op)
         kept = op.retained() if op.retained is not None else None  # a tensor that asked retain_grad()
         if kept is not None:
             _accumulate(kept, g, taken)
@@ -378,17 +388,17 @@ def _accumulate(t, g, taken):
     g = backend.as_array(g)
     if g.dtype != t._data.dtype:
         g = g.astype(t._data.dtype)
-    if t.grad is None:
+    if t._grad is None:
         if g.base is not None or id(g) in taken:
             g = g.copy()
         taken.add(id(g))
         t.grad = _wrap(g)
-    elif id(t.grad._data) in taken:
-        t.grad = _wrap(t.grad._data + g)
+    elif id(t._grad._data) in taken:
+        t.grad = _wrap(t._grad._data + g)
     else:
         # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,
         # so k micro-batches need one gradient buffer, not k.
-        t.grad._data += g
+        t._grad._data += g
 
 
 def zero_grads(params, set_to_none=True):
@@ -415,6 +425,9 @@ def _is_number(x):
 def _operands(a, b, op, true_division=False):
     """The two operands of a binary op (a Tensor and a Tensor or number, either side) as tensors of one
     dtype, by NOTE [type promotion]."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype \
+            and (a._data.dtype.kind == "f" or not true_division):
+        return a, b  # the common case, first
     for x in (a, b):
         if not isinstance(x, Tensor) and not _is_number(x):
             hint = "; p.data is the raw array: write p -= ... under mg.no_grad()" if backend.is_array(x) else ""
@@ -491,7 +504,8 @@ class Tensor:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"grad: expected a Tensor or None, got {type(value).__name__}")
-            if value.shape != self.shape or value.device != self.device or value.dtype.kind != "f":
+            if value._data.shape != self._data.shape or type(value._data) is not type(self._data) \
+                    or value._data.dtype.kind != "f":
                 raise ValueError(f"grad: a gradient must be a float tensor of this tensor's shape {self.shape} on "
                                  f"{self.device}; got {value.dtype.name} {value.shape} on {value.device}")
             if _on.profiler is not None:
@@ -635,7 +649,7 @@ class Tensor:
     def detach(self):
         """The same data, cut from the tape (an in-place write to either shows in both, as in PyTorch)."""
         out = _wrap(self._data)
-        _version_counter(self).alias(out)
+        _version_counter(self).alias(self, out)
         return out
 
     @property
