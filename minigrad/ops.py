@@ -75,6 +75,11 @@ class Op:
         return {self.name: n}
 
 
+class ShapeError(ValueError, RuntimeError):
+    """Shapes that do not fit: a ValueError, and a RuntimeError as PyTorch raises them, so that either
+    `except` catches it."""
+
+
 def flops_table():
     """{op name: flops_per_element} of every op counted per element (NOTE [FLOP convention]), with
     GELU's tanh approximation as 'gelu_tanh': the table docs/ledger.md shows."""
@@ -516,7 +521,7 @@ class Max(Op):
     def forward(self, x, dim=None, keepdim=False):
         self.axes = normalize_dims(self.name, dim, x.ndim, x.shape)
         if any(x.shape[a] == 0 for a in self.axes) or (x.size == 0 and not self.axes):
-            raise ValueError(f"max: the input of shape {x.shape} has no element along dims {self.axes}; "
+            raise ShapeError(f"max: the input of shape {x.shape} has no element along dims {self.axes}; "
                              f"the max of nothing is undefined")
         self.keepdim = keepdim
         out = x.max(axis=self.axes, keepdims=True)
@@ -544,11 +549,11 @@ class Matmul(Op):
 
     def forward(self, a, b):
         if a.ndim == 0 or b.ndim == 0:
-            raise ValueError(f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}; "
+            raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}; "
                              "use * to multiply by a scalar")
         k_a, k_b = a.shape[-1], b.shape[-2] if b.ndim > 1 else b.shape[0]
         if k_a != k_b:
-            raise ValueError(f"matmul: shapes {a.shape} @ {b.shape} do not match: the last dim of the first ({k_a}) "
+            raise ShapeError(f"matmul: shapes {a.shape} @ {b.shape} do not match: the last dim of the first ({k_a}) "
                              f"must equal the {'second-to-last' if b.ndim > 1 else 'only'} dim of the second ({k_b})")
         na, nb = self.needs_input_grad
         self.shapes = a.shape, b.shape
@@ -595,10 +600,10 @@ class Linear(Op):
 
     def forward(self, x, weight, bias=None):
         if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
-            raise ValueError(f"linear: input of shape {x.shape} does not fit weight of shape {weight.shape}: "
+            raise ShapeError(f"linear: input of shape {x.shape} does not fit weight of shape {weight.shape}: "
                              f"the input's last dim must equal weight.shape[1] (in_features)")
         if bias is not None and bias.shape != (weight.shape[0],):
-            raise ValueError(f"linear: bias of shape {bias.shape} does not fit weight of shape {weight.shape}: "
+            raise ShapeError(f"linear: bias of shape {bias.shape} does not fit weight of shape {weight.shape}: "
                              f"expected ({weight.shape[0]},)")
         nx, nw = self.needs_input_grad[:2]
         self.save_for_backward(x if nw else None, weight if nx else None)
@@ -647,7 +652,7 @@ class Reshape(Op):
         try:
             return x.reshape(shape)
         except ValueError:
-            raise ValueError(f"reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) "
+            raise ShapeError(f"reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) "
                              f"to {tuple(shape)}") from None
 
     def backward(self, g):
@@ -682,7 +687,7 @@ class Permute(Op):
 
     def forward(self, x, dims):
         if sorted(d % max(x.ndim, 1) for d in dims) != list(range(x.ndim)):
-            raise ValueError(f"permute: dims {tuple(dims)} are not a permutation of the {x.ndim} dims "
+            raise ShapeError(f"permute: dims {tuple(dims)} are not a permutation of the {x.ndim} dims "
                              f"of a tensor of shape {x.shape}")
         self.dims = tuple(d % x.ndim for d in dims)
         return x.transpose(self.dims)
@@ -743,7 +748,7 @@ class Cat(Op):
         try:
             return xp_of(xs[0]).concatenate(xs, axis=self.dim)
         except ValueError:
-            raise ValueError(f"cat: shapes {[x.shape for x in xs]} must match except in dim {dim}") from None
+            raise ShapeError(f"cat: shapes {[x.shape for x in xs]} must match except in dim {dim}") from None
 
     def backward(self, g):
         out, start = [], 0
@@ -762,7 +767,7 @@ class Stack(Op):
     def forward(self, *xs, dim=0):
         self.dim = normalize_dims(self.name, dim, xs[0].ndim + 1, xs[0].shape)[0]
         if any(x.shape != xs[0].shape for x in xs):
-            raise ValueError(f"stack: every tensor must have the same shape, got {[x.shape for x in xs]}")
+            raise ShapeError(f"stack: every tensor must have the same shape, got {[x.shape for x in xs]}")
         return xp_of(xs[0]).stack(xs, axis=self.dim)
 
     def backward(self, g):
@@ -800,7 +805,7 @@ class MaskedFill(Op):
         except ValueError:
             fits = False
         if not fits:
-            raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's "
+            raise ShapeError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's "
                              f"shape {x.shape}")
         out = xp.where(mask, x.dtype.type(value), x)
         self.save_for_backward(mask)
@@ -817,7 +822,7 @@ class Tri(Op):
 
     def forward(self, x, diagonal=0, upper=False):
         if x.ndim < 2:
-            raise ValueError(f"{'triu' if upper else 'tril'}: needs at least 2 dims, got shape {x.shape}")
+            raise ShapeError(f"{'triu' if upper else 'tril'}: needs at least 2 dims, got shape {x.shape}")
         self.diagonal, self.upper = diagonal, upper
         return self._apply(x)
 

@@ -265,11 +265,12 @@ def _explain(name, e, arrays):
     if str(e).startswith(name):
         return e
     if "broadcast" in str(e) and len(arrays) == 2:
-        return ValueError(f"{name}: shapes {arrays[0].shape} and {arrays[1].shape} do not broadcast: "
+        return ops.ShapeError(f"{name}: shapes {arrays[0].shape} and {arrays[1].shape} do not broadcast: "
                           f"compared from the right, each pair of dims must be equal or one of them 1. "
                           f"Reshape one of them (e.g. .reshape(...) to add a size-1 dim) first")
     shapes = ", ".join(str(a.shape) for a in arrays)
-    kind = next(k for k in (IndexError, ValueError, TypeError) if isinstance(e, k))  # not NumPy's subclasses
+    # NumPy's ValueErrors inside an op are shape problems; not NumPy's own subclasses, which name NumPy's internals
+    kind = IndexError if isinstance(e, IndexError) else ops.ShapeError if isinstance(e, ValueError) else TypeError
     return kind(f"{name}: {e} (input shapes {shapes}, dtype {arrays[0].dtype}, device {backend.device_of(arrays[0])})")
 
 
@@ -324,7 +325,7 @@ def backward(root, gradient=None, retain_graph=False):
                             f"{type(gradient).__name__}; for example gradient=mg.full({root.shape}, {gradient!r})")
         g = gradient._data if isinstance(gradient, Tensor) else gradient
         if g.shape != root.shape:
-            raise ValueError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
+            raise ops.ShapeError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
         _check_same_device_and_dtype("backward", [root._data, g])
     outer = _on.taken  # a backward inside a backward (checkpoint's recompute) shares the outer's set
     _on.taken = taken = outer if outer is not None else set()
@@ -506,7 +507,7 @@ class Tensor:
                 raise TypeError(f"grad: expected a Tensor or None, got {type(value).__name__}")
             if value._data.shape != self._data.shape or type(value._data) is not type(self._data) \
                     or value._data.dtype.kind != "f":
-                raise ValueError(f"grad: a gradient must be a float tensor of this tensor's shape {self.shape} on "
+                raise ops.ShapeError(f"grad: a gradient must be a float tensor of this tensor's shape {self.shape} on "
                                  f"{self.device}; got {value.dtype.name} {value.shape} on {value.device}")
             if _on.profiler is not None:
                 _on.profiler.on_grad(value._data)
@@ -528,7 +529,7 @@ class Tensor:
         if isinstance(array, Tensor):
             array = array._data
         if getattr(array, "shape", None) != self._data.shape:
-            raise ValueError(f"data: the new array must have this tensor's shape {self.shape}, "
+            raise ops.ShapeError(f"data: the new array must have this tensor's shape {self.shape}, "
                              f"got {getattr(array, 'shape', type(array).__name__)}")
         if self._requires_grad and array.dtype not in FLOAT_DTYPES:
             raise TypeError(f"data: a tensor that requires grad needs a float array, got {array.dtype}")
@@ -1173,6 +1174,6 @@ def where(condition, input, other):
     try:
         np.broadcast_shapes(cond.shape, a.shape, b.shape)
     except ValueError:
-        raise ValueError(f"where: the condition's shape {cond.shape} does not broadcast with the values' shapes "
+        raise ops.ShapeError(f"where: the condition's shape {cond.shape} does not broadcast with the values' shapes "
                          f"{a.shape} and {b.shape}") from None
     return apply(ops.Where, a, b, cond=cond)

@@ -354,3 +354,12 @@ def test_accumulate_refuses_a_mean_reduced_loss(loss_fn):
     x, y = mg.randn(8, 4), mg.randint(0, 3, (8,))
     with pytest.raises(ValueError, match=r"accumulate: loss_fn returned a mean.*reduction='sum'"):
         mg.accumulate(model, loss_fn, x, y, steps=2)
+
+
+@pytest.mark.parametrize("bad", [lambda: mg.randn(2, 3) @ mg.randn(4, 5), lambda: mg.randn(2, 3) + mg.randn(4),
+                                 lambda: mg.randn(6).reshape(4), lambda: mg.cat([mg.randn(2, 3), mg.randn(2, 4)]),
+                                 lambda: F.linear(mg.randn(2, 3), mg.randn(4, 5))])
+def test_shape_errors_are_value_errors_and_runtime_errors_as_in_pytorch(bad):
+    for kind in (ValueError, RuntimeError):
+        with pytest.raises(kind):
+            bad()
