@@ -272,6 +272,22 @@ def test_one_recompute_for_all_outputs_whose_gradients_meet_as_in_the_plain_run(
     assert prof.flops("recompute") == once.flops("forward") > 0
 
 
+def test_several_outputs_keep_only_the_inputs_until_backward():
+    block = nn.Sequential(nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 16))
+    x = mg.randn(8, 16)
+
+    def f(x):
+        h = block(x)
+        return h.tanh(), h.exp(), {"h": h}
+
+    with mg.profile() as prof:
+        out = mg.checkpoint(f, x)
+        assert prof.peak_bytes("activations") == x.data.nbytes  # x, saved by the checkpoint record; nothing else
+        (out[0] * out[1] + out[2]["h"]).sum().backward()
+        assert prof.current_bytes("activations") == 0
+    assert prof.calls("forward", "checkpoint") == 1 and prof.calls("forward", "checkpoint_output") == 3
+
+
 def test_retain_grad_on_an_output_gets_the_plain_runs_gradient():
     x = mg.randn(3, 4, requires_grad=True)
 
@@ -545,13 +561,14 @@ def test_default_check_compares_each_saved_arrays_dtype_and_shape():
     x = mg.randn(3, 4, requires_grad=True)
     c = mg.randn(3, 4)
     # same output, same number of saved arrays; the first saved array is float64 in the recompute
+    dev = x.device
     f = changes_on_recompute(lambda t: t.tanh() * t, lambda t: (t.double().tanh() * t.double()).float())
-    with pytest.raises(RuntimeError, match=r"array 0 for backward, float64 \(3, 4\) on cpu \(by 'tanh'\), but the "
-                                           r"forward saved float32 \(3, 4\) on cpu \(by 'tanh'\)"):
+    with pytest.raises(RuntimeError, match=rf"array 0 for backward, float64 \(3, 4\) on {dev} \(by 'tanh'\), but "
+                                           rf"the forward saved float32 \(3, 4\) on {dev} \(by 'tanh'\)"):
         mg.checkpoint(f, x).sum().backward()
     # the same output shape, but mul saved a constant of another shape
     f = changes_on_recompute(lambda t: (t * c).sum(dim=1), lambda t: (t * c[:1]).sum(dim=1))
-    with pytest.raises(RuntimeError, match=r"float32 \(1, 4\) on cpu \(by 'mul'\).*float32 \(3, 4\) on cpu"):
+    with pytest.raises(RuntimeError, match=rf"float32 \(1, 4\) on {dev} \(by 'mul'\).*float32 \(3, 4\) on {dev}"):
         mg.checkpoint(f, x).sum().backward()
     f = changes_on_recompute(lambda t: (t * c).sum(dim=1), lambda t: (t * c[:1]).sum(dim=1))
     mg.checkpoint(f, x, determinism_check="none").sum().backward()  # and 'none' does not look
