@@ -159,8 +159,8 @@ class Checkpoint(ops.Op):
         # NOTE [checkpoint sums]: a plain run adds the gradients for a tensor one at a time, in the order
         # the tape makes them. For a tensor from before the segment (an input) the order is: those from
         # ops after the segment, then those from inside it, then those from before it. Summing the inside
-        # ones first and handing on their sum (as an input leaf's .grad would) rounds differently when
-        # an input is used twice inside and again after: (a + b) + c is not a + (b + c) in floats. So the
+        # ones first and handing on their sum (as a fresh leaf standing for the input once did) rounds
+        # otherwise when an input is used twice inside and again after: (a + b) + c is not a + (b + c). So the
         # recompute's backward stops at the records made before it and returns their gradients unsummed,
         # and this record hands each input's list on: the tape adds them one by one, as the plain run.
         # Leaves (parameters) get theirs directly: every other use of a leaf is before or after the
@@ -193,7 +193,7 @@ class Checkpoint(ops.Op):
         got, want = _saved_by(records_since(outputs, start)), self.forward_saved
         if len(got) != len(want):
             raise RuntimeError(f"checkpoint: recomputing '{name}' in backward saved {len(got)} arrays for backward, "
-                               f"but the forward saved {len(want)} (determinism_check='default' compares them, as "
+                               f"but the forward saved {len(want)} (the determinism check compares them, as "
                                f"PyTorch's does). Does it branch on something that changed in between? {again}")
         for k, ((op_got, m_got), (op_want, m_want)) in enumerate(zip(got, want)):
             if (op_got, m_got) != (op_want, m_want):
