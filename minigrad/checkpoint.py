@@ -4,50 +4,130 @@
     y = mg.checkpoint_sequential(layers, 4, x)        # a chain cut into 4 segments (the last runs normally)
 
 How it works (NOTE [checkpoint]): the forward runs `function` with recording on but keeping
-nothing (`keep_saved(False)`: the tape's choke point drops each record's saved arrays), which
-tells us which tensors needing gradients it reached: its inputs and the parameters it uses.
-One record, made by `apply` like any op's, replaces all of it: it saves only the inputs (and
-the RNG state). Its backward re-runs `function` under `recomputing()` (FLOPs tagged
-'recompute' in mg.profile), keeping what it saves this time, backpropagates
-the incoming gradient through that fresh graph, which frees itself as it goes, and hands the
-inputs' gradients on; the parameters get theirs directly. Because the recompute replays the
-same ops on the same numbers, gradients are bit-identical to a plain run.
+nothing (`keep_saved(False)`: the tape's choke point drops each record's saved arrays and notes
+only their shapes, dtypes and devices), which tells us which tensors needing gradients it reached:
+its inputs and the parameters it uses. One record, made by `apply` like any op's, replaces all of
+it: it saves only the inputs (and the RNG state). Its backward re-runs `function` under
+`recomputing()` (FLOPs tagged 'recompute' in mg.profile), keeping what it saves this time,
+backpropagates the incoming gradients through that fresh graph, which frees itself as it goes,
+and hands the inputs' gradients on; the parameters get theirs directly. The recompute replays
+the same ops on the same numbers, and the gradients that leave it are added in the order a plain
+run adds them (NOTE [checkpoint sums]), so gradients are bit-identical to a plain run.
+
+The semantics are those of PyTorch's non-reentrant torch.utils.checkpoint (use_reentrant=False):
+keyword arguments, non-tensor arguments and results, several outputs in tuples, lists and dicts,
+gradients for the parameters used inside even when no input requires grad, nesting, retain_graph.
 
 Read next: accumulate.py, the other trick.
 """
 import hashlib
 import math
 import numbers
+import warnings
 
 from . import backend, ops
 from .profiler import profile
 from .random import get_rng_state, set_rng_state
 from .schedules import Chain, check_segments, segment_bounds
-from .tensor import (Tensor, apply, enable_grad, is_grad_enabled, keep_saved, mark, records_since, recomputing,
-                     is_recomputing)
+from .tensor import (Tensor, apply, backward_within, enable_grad, is_grad_enabled, is_recomputing, keep_saved, mark,
+                     records_since, recomputing)
 
 __all__ = ["checkpoint", "checkpoint_sequential", "checkpoint_segments", "measure_chain", "is_recomputing"]
+
+DETERMINISM_CHECKS = ("default", "values", "none")
+_NOT_IMPLEMENTED = ("context_fn", "debug", "early_stop")  # options of PyTorch's checkpoint that minigrad lacks
 
 
 def _fingerprint(array):
     return hashlib.sha1(backend.to_numpy(array).tobytes()).hexdigest()
 
 
+def _meta(array):
+    return array.shape, array.dtype, backend.device_of(array)
+
+
+def _describe(meta):
+    shape, dtype, device = meta
+    return f"{dtype} {shape} on {device}"
+
+
+def _map(fn, nest):
+    """`nest` with fn applied to every value that is not a tuple, list or dict: checkpoint's arguments
+    and results may be nests of these, as PyTorch's may."""
+    if isinstance(nest, dict):
+        return {k: _map(fn, v) for k, v in nest.items()}
+    if isinstance(nest, (tuple, list)):
+        items = [_map(fn, v) for v in nest]
+        return type(nest)(*items) if hasattr(nest, "_fields") else type(nest)(items)  # a namedtuple too
+    return fn(nest)
+
+
+def _tensors(nest):
+    """The distinct tensors in a nest, in order."""
+    found = {}
+    _map(lambda v: found.setdefault(id(v), v) if isinstance(v, Tensor) else None, nest)
+    return list(found.values())
+
+
+def _made_inside(result, start):
+    """The distinct tensors of a function's result that its own records made (after `start`): what
+    the checkpoint stands for. An input returned as it is, a tensor needing no gradient and any other
+    value pass through unchanged."""
+    return [t for t in _tensors(result) if t._ctx is not None and t._ctx.seq > start]
+
+
+def _saved_by(records):
+    """[(op name, (shape, dtype, device))] of every array these records keep (or kept, until keep()
+    dropped it inside a checkpoint's forward), in the order they were made."""
+    found = []
+    for r in sorted(records, key=lambda r: r.seq):
+        metas = r.saved_meta or tuple(_meta(a) for a in r.saved if backend.is_array(a))
+        found.extend((r.name, m) for m in metas)
+    return found
+
+
+class _Input:
+    """Where the i-th tensor input sat among the arguments: the record keeps its array, not the tensor."""
+
+    def __init__(self, i):
+        self.i = i
+
+
+# NOTE [checkpoint outputs]: with one tensor output (what a Tensor-returning function gives), the
+# Checkpoint record's output is that tensor. With several, its output is an empty array that ties
+# them together, and each tensor output is the output of a small CheckpointOutput record on it,
+# which hands its gradient back as {slot: gradient}. The tape adds gradients with `+`, which for
+# these merges the slots, and runs the Checkpoint record once, after every consumer of every output:
+# it gets all the outputs' gradients together (none for an output nobody used) and backpropagates
+# them through one recompute, as the plain run does, where the gradients of several outputs meet at
+# shared records before going on. A record per output, each recomputing, would do the work twice and
+# sum in another order.
+
+
+class _OutputGrads(dict):
+    """{slot: gradient} of a checkpoint record with several outputs (NOTE [checkpoint outputs])."""
+
+    def __add__(self, other):
+        return _OutputGrads({**self, **other})  # one CheckpointOutput per slot: no slot comes twice
+
+
 class Checkpoint(ops.Op):
     """The one record that stands for a checkpointed segment: it saves the segment's tensor inputs only.
 
     Its inputs are the segment's tensor arguments, then every leaf needing a gradient that the segment
-    reached (its parameters): edges that make the output require grad. Its forward does no work: the
-    segment already ran (keeping nothing), and its output is this record's output."""
+    reached (its parameters): edges that make the outputs require grad. Its forward does no work: the
+    segment already ran (keeping nothing), and its output is the segment's output (NOTE [checkpoint
+    outputs] for several)."""
     name = "checkpoint"
     same_dtype = False  # token ids and float weights go in together
 
-    def forward(self, *arrays, out, function, args, n_args, rng_state, determinism_check):
-        self.function, self.args, self.rng_state = function, args, rng_state
+    def forward(self, *arrays, out, function, nest, n_inputs, rng_state, determinism_check, outputs, saved):
+        self.function, self.nest, self.rng_state = function, nest, rng_state
         self.determinism_check = determinism_check
-        self.out_shape, self.out_dtype = out.shape, out.dtype
-        self.fingerprint = _fingerprint(out) if determinism_check == "values" else None
-        self.save_for_backward(*arrays[:n_args])  # the inputs: all it keeps
+        self.outputs_meta = [_meta(o) for o in outputs]
+        self.fingerprints = [_fingerprint(o) for o in outputs] if determinism_check == "values" else None
+        self.forward_saved = saved  # what the segment's records saved, by metadata (None: not checked)
+        self.save_for_backward(*arrays[:n_inputs])  # the inputs: all it keeps
         return out
 
     def flops(self, inputs, out):
@@ -57,101 +137,216 @@ class Checkpoint(ops.Op):
         return {}  # and the recompute's ops count theirs
 
     def backward(self, g):
-        # the inputs again, as leaves, so that their gradients can be read off
-        saved = iter(self.saved)
-        requires = iter(self.needs_input_grad)
-        args = [Tensor._from_array(next(saved), requires_grad=next(requires)) if a is None else a
-                for a in self.args]
+        grads = g if isinstance(g, _OutputGrads) else {0: g}
+        inputs = [_stand_in(node, array) for node, array in zip(self.next, self.saved)]
         outer_rng = get_rng_state()
         if self.rng_state is not None:
             set_rng_state(self.rng_state)  # dropout draws the same masks again
         try:
             with enable_grad(), keep_saved(True), recomputing():
-                out = self.function(*args)
+                start = mark()
+                args, kwargs = _map(lambda v: inputs[v.i] if isinstance(v, _Input) else v, self.nest)
+                outputs = _made_inside(self.function(*args, **kwargs), start)
         finally:
             set_rng_state(outer_rng)
-        self._check_determinism(out)
-        out.backward(g)  # parameters inside get their .grad here, in the usual order
-        grads = [(a.grad._data if a.grad is not None else None) for a in args if isinstance(a, Tensor)]
-        return tuple(grads) + (None,) * (len(self.next) - len(grads))  # the leaves got theirs directly
+        self._check_determinism(outputs, start)
+        slots = sorted(grads)
+        roots, gradients = [outputs[i] for i in slots], [grads[i] for i in slots]
+        for r, gr in zip(roots, gradients):
+            if r.shape != gr.shape:
+                raise ValueError(f"checkpoint: the gradient of shape {gr.shape} does not match the shape {r.shape} "
+                                 f"that recomputing '{self._name()}' gave; it computed something else in backward")
+        # NOTE [checkpoint sums]: a plain run adds the gradients for a tensor one at a time, in the order
+        # the tape makes them. For a tensor from before the segment (an input) the order is: those from
+        # ops after the segment, then those from inside it, then those from before it. Summing the inside
+        # ones first and handing on their sum (as a fresh leaf standing for the input once did) rounds
+        # otherwise when an input is used twice inside and again after: (a + b) + c is not a + (b + c). So the
+        # recompute's backward stops at the records made before it and returns their gradients unsummed,
+        # and this record hands each input's list on: the tape adds them one by one, as the plain run.
+        # Leaves (parameters) get theirs directly: every other use of a leaf is before or after the
+        # segment, so adding into .grad as the recompute goes keeps the plain order too.
+        leaving = backward_within(roots, gradients, start)
+        input_grads = tuple(leaving.pop(node, None) if isinstance(node, ops.Op) else None for node in self.next)
+        if leaving:
+            raise RuntimeError(f"checkpoint: recomputing '{self._name()}' in backward reached a tensor from before "
+                               f"the checkpoint that the forward did not ({', '.join(r.name for r in leaving)}'s "
+                               f"output). A checkpointed function must compute the same thing twice.")
+        return input_grads
 
-    def _check_determinism(self, out):
+    def _name(self):
+        return getattr(self.function, "__name__", type(self.function).__name__)
+
+    def _check_determinism(self, outputs, start):
+        name = self._name()
+        again = "A checkpointed function must compute the same thing twice."
+        if len(outputs) != len(self.outputs_meta):  # checked always: gradients could not be matched to outputs
+            raise RuntimeError(f"checkpoint: recomputing '{name}' in backward gave {len(outputs)} tensor outputs "
+                               f"that need gradients, but the forward gave {len(self.outputs_meta)}. {again}")
         if self.determinism_check == "none":
             return
-        name = getattr(self.function, "__name__", type(self.function).__name__)
-        if not isinstance(out, Tensor) or out.shape != self.out_shape or out.dtype != self.out_dtype:
-            got = f"shape {out.shape}, dtype {out.dtype}" if isinstance(out, Tensor) else type(out).__name__
-            raise RuntimeError(f"checkpoint: recomputing '{name}' in backward gave {got}, but the forward gave "
-                               f"shape {self.out_shape}, dtype {self.out_dtype}. A checkpointed function must "
-                               f"compute the same thing twice.")
-        if self.fingerprint is not None and _fingerprint(out._data) != self.fingerprint:
+        for i, (o, want) in enumerate(zip(outputs, self.outputs_meta)):
+            if _meta(o._data) != want:
+                which = f"output {i}" if len(outputs) > 1 else "its output"
+                raise RuntimeError(f"checkpoint: recomputing '{name}' in backward gave {which} as shape {o.shape}, "
+                                   f"dtype {o.dtype} on {o.device}, but the forward gave shape {want[0]}, dtype "
+                                   f"{want[1]} on {want[2]}. {again}")
+        got, want = _saved_by(records_since(outputs, start)), self.forward_saved
+        if len(got) != len(want):
+            raise RuntimeError(f"checkpoint: recomputing '{name}' in backward saved {len(got)} arrays for backward, "
+                               f"but the forward saved {len(want)} (the determinism check compares them, as "
+                               f"PyTorch's does). Does it branch on something that changed in between? {again}")
+        for k, ((op_got, m_got), (op_want, m_want)) in enumerate(zip(got, want)):
+            if (op_got, m_got) != (op_want, m_want):
+                raise RuntimeError(f"checkpoint: recomputing '{name}' in backward saved, as its array {k} for "
+                                   f"backward, {_describe(m_got)} (by '{op_got}'), but the forward saved "
+                                   f"{_describe(m_want)} (by '{op_want}'). {again}")
+        if self.fingerprints is not None and [_fingerprint(o._data) for o in outputs] != self.fingerprints:
             raise RuntimeError(f"checkpoint: recomputing '{name}' in backward gave different values than the "
                                f"forward (determinism_check='values'). Does it draw random numbers from "
                                f"something other than minigrad's generator (mg.manual_seed), or read state that "
                                f"changed in between?")
 
 
-def checkpoint(function, *args, preserve_rng_state=True, determinism_check="default"):
-    """Run function(*args) keeping only its inputs; recompute its insides during backward.
+class CheckpointOutput(ops.Op):
+    """One of several tensor outputs of a checkpoint: its gradient goes back as {slot: gradient}
+    (NOTE [checkpoint outputs])."""
+    name = "checkpoint_output"
 
-    PyTorch's semantics (torch.utils.checkpoint.checkpoint, non-reentrant): parameters used inside
-    get gradients even when no input requires grad. determinism_check: 'default' compares the
-    recomputed output's shape and dtype with the forward's; 'values' also compares its bytes (a
-    check PyTorch does not offer); 'none' skips both. Under no_grad it just runs the function.
-    A tensor the function creates with requires_grad=True gets no .grad (the recompute makes a
-    new one): pass such a tensor in as an argument.
+    def forward(self, token, *, out, slot):
+        self.slot = slot
+        return out
+
+    def flops(self, inputs, out):
+        return {}
+
+    def backward_flops(self, grad, input_grads):
+        return {}
+
+    def backward(self, g):
+        return (_OutputGrads({self.slot: g}),)
+
+
+def _stand_in(node, array):
+    """An input again, for the recompute: a leaf that needs a gradient is itself (as in PyTorch, which
+    re-runs the function on the same arguments); any other is its saved array, pointing at the record
+    that made it, so that the recomputed segment has the forward's edges, also to the same tensor
+    captured by a closure."""
+    if isinstance(node, Tensor):
+        return node
+    t = Tensor._from_array(array, requires_grad=node is not None)
+    t._ctx = node
+    return t
+
+
+def _check_options(who, use_reentrant, determinism_check):
+    if use_reentrant is not None and not isinstance(use_reentrant, bool):
+        raise TypeError(f"{who}: use_reentrant must be None, False or True, got {use_reentrant!r}")
+    if use_reentrant:
+        raise ValueError(f"{who}: use_reentrant=True is not supported: minigrad implements only the non-reentrant "
+                         f"variant (PyTorch's use_reentrant=False, the one PyTorch recommends) and follows its "
+                         f"semantics. Pass use_reentrant=False, or leave it out.")
+    if determinism_check not in DETERMINISM_CHECKS:
+        raise ValueError(f"{who}: determinism_check must be 'default', 'values' or 'none', got {determinism_check!r}")
+
+
+def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, determinism_check="default", **kwargs):
+    """Run function(*args, **kwargs) keeping only its tensor inputs; recompute its insides during backward.
+
+    PyTorch's signature and semantics (torch.utils.checkpoint.checkpoint, non-reentrant): the options are
+    keyword-only and every other keyword argument goes to `function`. use_reentrant: None or False (True
+    is refused: minigrad has only the non-reentrant variant). The arguments and the result may be
+    tensors, other values, and tuples, lists and dicts of them: the result comes back with each tensor
+    that the function's ops made replaced by the checkpoint's (gradients flow through every one of them,
+    also when the loss uses only some); other values, and inputs returned as they are, pass through.
+    Parameters used inside get gradients even when no input requires grad. Gradients are bit-identical
+    to the plain run's (NOTE [checkpoint sums]).
+
+    preserve_rng_state: replay minigrad's generator in the recompute, so dropout draws the same masks;
+    with False a function that draws from it gets a warning, as its gradients would not be the forward's.
+    determinism_check: 'default' compares, in backward, the recomputed outputs' shapes, dtypes and devices
+    and the number and the metadata (shape, dtype, device) of every array the recompute saves for backward
+    with the forward's, as PyTorch's does; 'values' also compares the outputs' bytes (a check PyTorch does
+    not offer); 'none' skips them. Under no_grad it just runs the function. A tensor the function creates
+    with requires_grad=True gets no .grad (the recompute makes a new one), and a tensor requiring grad that
+    was computed before the checkpoint must be an argument, not only captured by a closure.
     """
+    _check_options("checkpoint", use_reentrant, determinism_check)
     if not callable(function):
         raise TypeError(f"checkpoint: the first argument must be a callable (a function or module), "
                         f"got {type(function).__name__}")
-    if determinism_check not in ("default", "values", "none"):
-        raise ValueError(f"checkpoint: determinism_check must be 'default', 'values' or 'none', "
-                         f"got {determinism_check!r}")
+    lacking = [k for k in _NOT_IMPLEMENTED if k in kwargs]
+    if lacking:
+        raise TypeError(f"checkpoint: minigrad does not implement PyTorch's {', '.join(lacking)} (it always "
+                        f"recomputes the whole function, as early_stop=False); remove the argument")
     if not is_grad_enabled():
-        return function(*args)
-    rng_state = get_rng_state() if preserve_rng_state else None
+        return function(*args, **kwargs)
+    rng_state = get_rng_state()
     start = mark()
     with keep_saved(False):  # NOTE [checkpoint]: the segment's records are made, but keep nothing
-        out = function(*args)
-    if not isinstance(out, Tensor):
-        raise TypeError(f"checkpoint: the function must return one Tensor, got {type(out).__name__}")
-    if not out.requires_grad or out._ctx is None or out._ctx.seq <= start:
-        return out  # nothing to recompute: the function made no record (it returned an input as it is)
-    tensors = [a for a in args if isinstance(a, Tensor)]
-    return apply(Checkpoint, *tensors, *_leaves_reached(out, start, tensors), out=out._data, function=function,
-                 args=[None if isinstance(a, Tensor) else a for a in args], n_args=len(tensors),
-                 rng_state=rng_state, determinism_check=determinism_check)
+        result = function(*args, **kwargs)
+    outputs = _made_inside(result, start)
+    if not outputs:
+        return result  # nothing to recompute: no record of the function's needs a gradient
+    if not preserve_rng_state and get_rng_state() != rng_state:
+        name = getattr(function, "__name__", type(function).__name__)
+        warnings.warn(f"checkpoint: '{name}' drew from minigrad's random generator (dropout?) but "
+                      f"preserve_rng_state=False, so its recompute in backward draws other numbers and its "
+                      f"gradients are not those of this forward. Leave preserve_rng_state=True.", stacklevel=2)
+    inputs = _tensors((args, kwargs))
+    index = {id(t): i for i, t in enumerate(inputs)}
+    records = records_since(outputs, start)
+    attrs = dict(function=function, nest=_map(lambda v: _Input(index[id(v)]) if isinstance(v, Tensor) else v,
+                                              (args, kwargs)),
+                 n_inputs=len(inputs), rng_state=rng_state if preserve_rng_state else None,
+                 determinism_check=determinism_check, outputs=[o._data for o in outputs],
+                 saved=_saved_by(records) if determinism_check != "none" else None)
+    leaves = _leaves_reached(records, start, inputs)
+    if len(outputs) == 1:
+        made = [apply(Checkpoint, *inputs, *leaves, out=outputs[0]._data, **attrs)]
+    else:  # NOTE [checkpoint outputs]
+        token = backend.xp_of(outputs[0]._data).empty((0,), dtype=outputs[0].dtype)
+        record = apply(Checkpoint, *inputs, *leaves, out=token, **attrs)
+        made = [apply(CheckpointOutput, record, out=o._data, slot=i) for i, o in enumerate(outputs)]
+    replace = {id(o): m for o, m in zip(outputs, made)}
+    return _map(lambda v: replace.get(id(v), v) if isinstance(v, Tensor) else v, result)
 
 
-def _leaves_reached(out, start, args):
+def _leaves_reached(records, start, inputs):
     """Leaf tensors needing gradients that the segment's records (made after `start`) reach."""
-    arg_ids = {id(a) for a in args}
-    arg_ctxs = {id(a._ctx) for a in args if a._ctx is not None}
+    input_ids = {id(t) for t in inputs}
+    input_ctxs = {id(t._ctx) for t in inputs if t._ctx is not None}
     leaves = {}
-    for op in records_since(out, start):
+    for op in records:
         for nxt in op.next:
             if isinstance(nxt, Tensor):
-                if id(nxt) not in arg_ids:
+                if id(nxt) not in input_ids:
                     leaves[id(nxt)] = nxt
-            elif nxt is not None and nxt.seq <= start and id(nxt) not in arg_ctxs:
+            elif nxt is not None and nxt.seq <= start and id(nxt) not in input_ctxs:
                 raise RuntimeError("checkpoint: the function uses a tensor that requires grad, was computed "
                                    f"before it (by '{nxt.name}') and is not one of its arguments; pass it as an "
                                    "argument, so that its gradient can flow")
     return list(leaves.values())
 
 
-def checkpoint_sequential(functions, segments, input, preserve_rng_state=True, determinism_check="default"):
+def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, preserve_rng_state=True,
+                          determinism_check="default"):
     """Run a chain of functions in `segments` segments; all but the last are checkpointed.
 
-    As torch.utils.checkpoint.checkpoint_sequential: the last segment runs normally, since its
-    activations are needed right away by backward. segments='sqrt' picks round(sqrt(n)), the
-    split of Chen et al. (2016) that needs O(sqrt(n)) activation memory.
+    As torch.utils.checkpoint.checkpoint_sequential (functions, then segments, then input; use_reentrant
+    None or False): the last segment runs normally, since its activations are needed right away by
+    backward. segments='sqrt' picks round(sqrt(n)), the split of Chen et al. (2016) that needs O(sqrt(n))
+    activation memory. preserve_rng_state and determinism_check go to each checkpoint.
     """
+    _check_options("checkpoint_sequential", use_reentrant, determinism_check)
+    if isinstance(segments, Tensor):
+        raise TypeError(f"checkpoint_sequential(functions, segments, input): got a Tensor of shape {segments.shape} "
+                        f"as segments and {type(input).__name__} as input; the number of segments comes second and "
+                        f"the input third, as in PyTorch: checkpoint_sequential(layers, 2, x)")
     functions = list(functions)
     n = len(functions)
     if n == 0:
         raise ValueError("checkpoint_sequential: got no functions")
-    if segments == "sqrt":
+    if isinstance(segments, str) and segments == "sqrt":
         segments = max(1, round(math.sqrt(n)))
     if isinstance(segments, numbers.Integral) and not isinstance(segments, bool):
         segments = int(segments)

@@ -43,6 +43,7 @@ class Op:
     released = False       # True once backward has freed `saved` (unless retain_graph)
     versions = ()          # per kept array a tensor holds: (its version counter, count when kept, index, input)
     retained = None        # weakref to the output, when someone called retain_grad() on it
+    saved_meta = ()        # (shape, dtype, device) of each array keep() dropped (inside a checkpoint's forward)
 
     def save_for_backward(self, *arrays):
         """Name exactly the arrays that backward will read. The tape's `keep` (tensor.py, NOTE [one

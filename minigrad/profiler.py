@@ -265,8 +265,9 @@ class profile:
         """After op.backward ran (and its record was released, unless retain_graph)."""
         self._count("backward", op, op.backward_flops(grad, input_grads))
         for gi in input_grads:
-            if gi is not None:
-                self._hold(backend.as_array(gi), TRANSIENT)
+            gi = backend.as_array(gi)
+            if backend.is_array(gi):  # a checkpoint's lists and {slot: array} hold arrays counted as they were made
+                self._hold(gi, TRANSIENT)
         self._event(op.name, "backward")
 
     def on_grad(self, array):

@@ -174,6 +174,8 @@ def keep(record, inputs, out):
     notes the version of each kept array that a tensor holds (NOTE [version counters]), and tells
     the profiler, which counts it as activation memory until `release`."""
     if not _on.keep_saved:
+        # what it would have kept, by metadata only: a checkpoint's recompute must keep the same
+        record.saved_meta = tuple((a.shape, a.dtype, backend.device_of(a)) for a in record.saved if backend.is_array(a))
         record.saved = ()
         return
     versions = []
@@ -293,9 +295,9 @@ def mark():
 
 
 def records_since(out, start=-1):
-    """The records that tensor `out` depends on, made after `start` (all of them by default)."""
+    """The records that tensor `out` (or each tensor of a list) depends on, made after `start` (all by default)."""
     found, seen = [], set()
-    stack = [out._ctx] if out._ctx is not None else []
+    stack = [t._ctx for t in (out if isinstance(out, (list, tuple)) else [out]) if t._ctx is not None]
     while stack:
         op = stack.pop()
         if op in seen or op.seq <= start:
@@ -334,20 +336,36 @@ def backward(root, gradient=None, retain_graph=False):
         if root._ctx is None:
             _accumulate(root, g, taken)
         else:
-            _run_tape(root, g, retain_graph, taken)
+            _run_tape([root], [g], retain_graph, taken)
     finally:
         _on.taken = outer
 
 
-def _run_tape(root, g, retain_graph, taken):
-    # NOTE [the tape]: collect the records that `root` depends on, then run them newest first.
+def backward_within(roots, gradients, start):
+    """Backpropagate from several tensors at once through the records made after `start` only: a
+    checkpoint's recompute (checkpoint.py, NOTE [checkpoint sums]). Leaves get their .grad as usual; a
+    record made before `start` does not run: its gradients come back unsummed, {record: [gradient, ...]}
+    in the order they were made, for the checkpoint to hand on."""
+    outer = _on.taken  # a checkpoint's record runs inside a backward: share its set
+    _on.taken = taken = outer if outer is not None else set()
+    taken.update(id(g) for g in gradients)  # NOTE [who owns a gradient]
+    leaving = {}
+    try:
+        _run_tape(roots, gradients, False, taken, start, leaving)
+    finally:
+        _on.taken = outer
+    return leaving
+
+
+def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
+    # NOTE [the tape]: collect the records that the roots depend on, then run them newest first.
     # Records are numbered as they are made and every input is made before the ops that use it,
     # so sorting by number, newest first, is a valid order: each record runs after every record
     # that consumes its output. No recursion, so a chain of any length works.
-    records = records_since(root)
+    records = records_since(roots, start)
     records.sort(key=operator.attrgetter("seq"), reverse=True)
 
-    grads = {root._ctx: g}  # gradients in flight, by the record that made the tensor
+    grads = {t._ctx: g for t, g in zip(roots, gradients)}  # gradients in flight, by the record that made the tensor
     for op in records:
         g = grads.pop(op, None)
         if g is None:
@@ -356,6 +374,10 @@ def _run_tape(root, g, retain_graph, taken):
             raise RuntimeError(f"backward: trying to backward through the graph a second time: the arrays that "
                                f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
                                f"the first backward if you need a second one, or run the forward again.")
+        if op.saved_meta and not op.saved:
+            raise RuntimeError(f"backward: '{op.name}' was recorded inside a checkpoint's forward, which keeps "
+                               f"nothing for backward. A checkpointed function must return its tensors as they "
+                               f"are or in tuples, lists and dicts (checkpoint does not look inside other objects)")
         if op.versions:
             _check_versions(op)
         kept = op.retained() if op.retained is not None else None  # a tensor that asked retain_grad()
@@ -369,12 +391,15 @@ def _run_tape(root, g, retain_graph, taken):
         for nxt, gi in zip(op.next, input_grads):
             if nxt is None or gi is None:
                 continue
+            parts = gi if isinstance(gi, list) else (gi,)  # a checkpoint's list: one by one (NOTE [checkpoint sums])
             if isinstance(nxt, Tensor):
-                _accumulate(nxt, gi, taken)
-            elif nxt in grads:
-                grads[nxt] = grads[nxt] + gi
+                for part in parts:
+                    _accumulate(nxt, part, taken)
+            elif nxt.seq <= start:  # made before the checkpoint's segment: its record hands these on
+                leaving.setdefault(nxt, []).extend(parts)
             else:
-                grads[nxt] = gi
+                for part in parts:
+                    grads[nxt] = grads[nxt] + part if nxt in grads else part
 
 
 def _accumulate(t, g, taken):

@@ -660,6 +660,9 @@ OP_CASES = {
     "layer_norm": (None, lambda a, lnw, lnb: F.layer_norm(a, (4,), lnw, lnb), "a lnw lnb"),
     "dropout": ("dropout", lambda a: F.dropout(a, 0.5, training=True), "a"),
     "checkpoint": (None, lambda a: mg.checkpoint(lambda t: t.tanh(), a), "a"),
+    # two outputs: a record per output on the checkpoint's (NOTE [checkpoint outputs]), multiplied
+    "checkpoint_output": (None, lambda a: (lambda y: y[0] * y[1])(mg.checkpoint(lambda t: (t.tanh(), t.exp()), a)),
+                          "a"),
 }
 
 
@@ -678,6 +681,10 @@ EXACT_FLOPS = {
     # the checkpoint record counts nothing itself: its tanh runs in forward, again in recompute, then backward
     "checkpoint": {("forward", "checkpoint"): 0, ("forward", "tanh"): 12, ("recompute", "tanh"): 12,
                    ("backward", "tanh"): 3 * 12, ("backward", "checkpoint"): 0},
+    "checkpoint_output": {("forward", "checkpoint_output"): 0, ("backward", "checkpoint_output"): 0,
+                          ("forward", "checkpoint"): 0, ("backward", "checkpoint"): 0,
+                          ("forward", "tanh"): 12, ("recompute", "tanh"): 12, ("backward", "tanh"): 3 * 12,
+                          ("forward", "exp"): 12, ("recompute", "exp"): 12, ("backward", "exp"): 12},
 }
 
 
@@ -698,8 +705,9 @@ def test_every_op_runs_forward_and_backward_under_a_profile(case):
     with mg.profile() as prof:
         out = fn(*args)
         out.sum().backward()
-    assert prof.calls("forward", name) == 1 + (name == "sum")   # the loss is a sum too
-    assert prof.calls("backward", name) == 1 + (name == "sum")
+    calls = {"sum": 2, "checkpoint_output": 2}.get(name, 1)   # the loss is a sum too; two outputs, two records
+    assert prof.calls("forward", name) == calls
+    assert prof.calls("backward", name) == calls
     assert grown(prof, "activations") == 0
     if row is None:  # the ops with their own formulas (ops.py), worked out by hand for these shapes
         for (phase, op), n in EXACT_FLOPS[case].items():
