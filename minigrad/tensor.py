@@ -1064,7 +1064,7 @@ class Tensor:
             key = xp.where(xp.isnan(a), -xp.inf, -a) if largest else a  # argsort puts nan last
         else:
             key = -a.astype("int64") if largest else a
-        order = xp.argsort(key, axis=d, kind="stable")
+        order = backend.stable_argsort(key, axis=d)
         indices = _new(order[(slice(None),) * d + (slice(0, k),)])
         return _VALUES_INDICES["topk"](self.gather(d, indices), indices)
 
