@@ -5,7 +5,9 @@ and PyTorch's tutorials use, each against finite differences in float64 and agai
                and compared with PyTorch (values and the gradient of a random cotangent) to 1e-12
   semantics    max(dim)/min(dim)/topk's (values, indices); gradients at ties (maximum, max, amax) and at
                zeros (prod, norm); var's arguments; views and copies (split vs flip, expand refuses writes)
-  helpers      @mg.no_grad bare, mg.multinomial
+  functional   cross_entropy with (N, C, d1, ...) logits, class weights, label smoothing and probability
+               targets; embedding's padding_idx
+  helpers      @mg.no_grad bare, mg.multinomial, nn.utils.clip_grad_norm_, nn.init
   FLOPs        a composed op counts exactly its primitives' FLOPs
 """
 import math
@@ -14,6 +16,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
+import minigrad.functional as F
+from minigrad import nn
 from minigrad.testing import gradcheck
 
 RTOL, ATOL = 1e-12, 1e-14
@@ -312,6 +316,148 @@ def test_norm_p0_counts_nonzeros_and_integer_inputs_become_float():
     assert mg.tensor([1, 2, 3]).var().item() == 1.0
 
 
+# ----------------------------------------------------------------------------- functional
+
+def ce_case(logits_shape, seed=0):
+    """Logits and class targets of any (N, C, d1, ...) shape, every third target ignored."""
+    rng = np.random.default_rng(seed)
+    c = logits_shape[1] if len(logits_shape) > 1 else logits_shape[0]
+    target_shape = logits_shape[:1] + logits_shape[2:] if len(logits_shape) > 1 else ()
+    t = rng.integers(0, c, target_shape)
+    if t.ndim:
+        t.reshape(-1)[::3] = -100
+    return rng.standard_normal(logits_shape), t, rng.uniform(0.5, 2.0, c)
+
+
+CE_SHAPES = [(5, 4), (3, 4, 2, 5), (2, 3, 6), (4,)]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("shape", CE_SHAPES, ids=str)
+@pytest.mark.parametrize("weighted", [False, True], ids=["", "weight"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_matches_torch(shape, weighted, label_smoothing, reduction):
+    torch = torch_()
+    import torch.nn.functional as TF
+    z, t, w = ce_case(shape)
+    a, b = T(z), torch.tensor(z, requires_grad=True)
+    kw = dict(reduction=reduction, label_smoothing=label_smoothing)
+    got = F.cross_entropy(a, mg.tensor(t), weight=T(w, False) if weighted else None, **kw)
+    want = TF.cross_entropy(b, torch.tensor(t), weight=torch.tensor(w) if weighted else None, **kw)
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=RTOL, atol=ATOL)
+    cot = np.random.default_rng(1).standard_normal(got.shape)
+    got.backward(mg.tensor(cot, dtype="float64"))
+    want.backward(torch.tensor(cot))
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("shape", [(5, 4), (3, 4, 2, 5), (4,)], ids=str)
+@pytest.mark.parametrize("weighted", [False, True], ids=["", "weight"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.3])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_with_probability_targets_matches_torch(shape, weighted, label_smoothing, reduction):
+    torch = torch_()
+    import torch.nn.functional as TF
+    z, _, w = ce_case(shape)
+    class_dim = 0 if len(shape) == 1 else 1
+    p = np.random.default_rng(2).dirichlet(np.ones(shape[class_dim]), size=shape[:class_dim] + shape[class_dim + 1:])
+    p = np.moveaxis(p, -1, class_dim)
+    a, b = T(z), torch.tensor(z, requires_grad=True)
+    pa, pb = T(p), torch.tensor(p, requires_grad=True)  # the targets' gradient too
+    kw = dict(reduction=reduction, label_smoothing=label_smoothing)
+    got = F.cross_entropy(a, pa, weight=T(w, False) if weighted else None, **kw)
+    want = TF.cross_entropy(b, pb, weight=torch.tensor(w) if weighted else None, **kw)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=RTOL, atol=ATOL)
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(pa.grad.numpy(), pb.grad.numpy(), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (2, 3, 4)], ids=str)
+def test_cross_entropy_gradcheck_weighted_smoothed(shape):
+    z, t, w = ce_case(shape)
+    target, weight = mg.tensor(t), T(w, False)
+    assert gradcheck(lambda z: F.cross_entropy(z, target, weight=weight, label_smoothing=0.1), [T(z)])
+    assert gradcheck(lambda z: F.cross_entropy(z, target, reduction="none", label_smoothing=0.25), [T(z)])
+    p = np.random.default_rng(3).uniform(0, 1, shape)
+    assert gradcheck(lambda z, p: F.cross_entropy(z, p, weight=weight, label_smoothing=0.1), [T(z), T(p)])
+
+
+@pytest.mark.torch
+def test_cross_entropy_when_the_targets_weigh_nothing():
+    torch = torch_()
+    import torch.nn.functional as TF
+    z, t = normal((3, 4)), np.array([1, -100, 1])
+    w = np.array([1.0, 0.0, 1.0, 1.0])  # the only class targeted weighs 0: 0 / 0, nan as in PyTorch
+    a = T(z)
+    loss = F.cross_entropy(a, mg.tensor(t), weight=T(w, False), label_smoothing=0.1)
+    want = TF.cross_entropy(torch.tensor(z), torch.tensor(t), weight=torch.tensor(w), label_smoothing=0.1)
+    assert math.isnan(loss.item()) and math.isnan(want.item())
+    loss.backward()
+    assert np.array_equal(a.grad.numpy(), np.zeros((3, 4)))  # zero, not nan
+
+
+def test_cross_entropy_errors_name_the_shapes():
+    z = mg.randn(2, 3, 4)
+    with pytest.raises(ValueError, match=r"cross_entropy: got logits and targets of shapes \(2, 3, 4\) and \(2, 3\): "
+                                         r"class indices must have shape \(2, 4\) \(the logits' without the class "
+                                         r"dim, 1\), probabilities the logits' shape. Classes in the last dim"):
+        F.cross_entropy(z, mg.zeros(2, 3, dtype="int64"))
+    with pytest.raises(ValueError, match=r"cross_entropy: weight must be a float32 tensor of shape \(3,\), one per "
+                                         r"class, got float32 \(4,\)"):
+        F.cross_entropy(z, mg.zeros(2, 4, dtype="int64"), weight=mg.ones(4))
+    with pytest.raises(TypeError, match=r"cross_entropy: probability targets must have the logits' dtype float32, "
+                                        r"got float64; convert them with .to\('float32'\)"):
+        F.cross_entropy(z, mg.zeros(2, 3, 4, dtype="float64"))
+    with pytest.raises(TypeError, match=r"cross_entropy: targets of the batch's shape must be class indices"):
+        F.cross_entropy(z, mg.zeros(2, 4))
+    with pytest.raises(ValueError, match=r"cross_entropy: label_smoothing must be in \[0, 1\], got 1.5"):
+        F.cross_entropy(z, mg.zeros(2, 4, dtype="int64"), label_smoothing=1.5)
+    with pytest.raises(IndexError, match=r"cross_entropy: target 3 is out of range for 3 classes"):
+        F.cross_entropy(z, mg.full((2, 4), 3, dtype="int64"))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("padding_idx", [0, 2, -1])
+def test_embedding_padding_row_gets_no_gradient(padding_idx):
+    torch = torch_()
+    import torch.nn.functional as TF
+    w = normal((5, 3))
+    ids = np.array([[0, 2, 4, 2], [1, 4, 0, 3]])
+    a, b = T(w), torch.tensor(w, requires_grad=True)
+    got = F.embedding(mg.tensor(ids), a, padding_idx=padding_idx)
+    want = TF.embedding(torch.tensor(ids), b, padding_idx=padding_idx)
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())  # the row itself is returned
+    cot = normal(got.shape, seed=1)
+    got.backward(mg.tensor(cot, dtype="float64"))
+    want.backward(torch.tensor(cot))
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=RTOL)
+    assert not a.grad.numpy()[padding_idx].any()
+    # finite differences see the padding row's values flow out: check the other rows' gradients only
+    pad = padding_idx % 5
+    others, row = T(np.delete(w, pad, axis=0)), T(w[pad:pad + 1], requires_grad=False)
+    table = lambda others: mg.cat([others[:pad], row, others[pad:]])  # noqa: E731
+    assert gradcheck(lambda others: F.embedding(mg.tensor(ids), table(others), padding_idx=padding_idx), [others])
+
+
+def test_nn_embedding_padding_idx_starts_at_zero_and_stays_there():
+    emb = nn.Embedding(6, 4, padding_idx=-2)
+    assert emb.padding_idx == 4 and not emb.weight.data[4].any() and emb.weight.data[3].any()
+    assert "padding_idx=4" in repr(emb)
+    opt = mg.optim.SGD(emb.parameters(), lr=1.0)
+    emb(mg.tensor([[4, 1, 4]])).sum().backward()
+    opt.step()
+    assert not emb.weight.data[4].any()
+    with pytest.raises(ValueError, match=r"Embedding: padding_idx 6 is out of range for 6 embeddings"):
+        nn.Embedding(6, 4, padding_idx=6)
+    with pytest.raises(ValueError, match=r"embedding: padding_idx -6 is out of range for 5 embeddings"):
+        F.embedding(mg.tensor([0]), mg.randn(5, 2), padding_idx=-6)
+
+
 # ----------------------------------------------------------------------------- helpers
 
 def test_no_grad_decorates_with_or_without_parentheses():
@@ -357,6 +503,52 @@ def test_multinomial_draws_by_weight_from_minigrad_generator():
         mg.multinomial(w, 3)
     with pytest.raises(ValueError, match="weights must be finite, non-negative"):
         mg.multinomial(mg.tensor([1.0, -1.0]), 1)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("norm_type", [2.0, 1, 3.0, float("inf")])
+@pytest.mark.parametrize("max_norm", [0.5, 1e6])
+def test_clip_grad_norm_matches_torch(norm_type, max_norm):
+    torch = torch_()
+    shapes = [(3, 4), (4,), (2, 2, 2)]
+    grads = [normal(s, seed=i) for i, s in enumerate(shapes)]
+    ps = [T(np.zeros(s)) for s in shapes] + [T(np.zeros(2))]   # the last has no gradient: skipped
+    qs = [torch.zeros(s, dtype=torch.float64, requires_grad=True) for s in shapes]
+    for p, q, g in zip(ps, qs, grads):
+        p.grad, q.grad = T(g, False), torch.tensor(g)
+    total = nn.utils.clip_grad_norm_(ps, max_norm, norm_type=norm_type)
+    want = torch.nn.utils.clip_grad_norm_(qs, max_norm, norm_type=norm_type)
+    np.testing.assert_allclose(total.item(), want.item(), rtol=RTOL)
+    for p, q in zip(ps, qs):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=RTOL)
+    assert ps[-1].grad is None
+
+
+def test_clip_grad_norm_refuses_a_nonfinite_norm_when_asked():
+    p = T(np.zeros(2))
+    p.grad = T([math.inf, 1.0], False)
+    with pytest.raises(RuntimeError, match="clip_grad_norm_: the total norm of the gradients is inf"):
+        nn.utils.clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
+    assert nn.utils.clip_grad_norm_([], 1.0).item() == 0.0
+
+
+def test_nn_init_fills_in_place_from_minigrad_generator():
+    lin = nn.Linear(200, 300)
+    w = lin.weight
+    mg.manual_seed(3)
+    assert nn.init.normal_(w, mean=0.5, std=0.02) is w
+    assert abs(w.data.mean() - 0.5) < 1e-3 and abs(w.data.std() - 0.02) < 1e-3 and w.dtype == np.float32
+    first = w.data.copy()
+    mg.manual_seed(3)
+    nn.init.normal_(w, mean=0.5, std=0.02)
+    assert np.array_equal(w.data, first)
+    nn.init.uniform_(w, -0.1, 0.2)
+    assert w.data.min() >= -0.1 and w.data.max() < 0.2 and w.data.std() > 0.05
+    nn.init.zeros_(lin.bias)
+    assert not lin.bias.data.any()
+    nn.init.ones_(lin.bias)
+    nn.init.constant_(w, 0.25)
+    assert (lin.bias.data == 1).all() and (w.data == 0.25).all() and w.requires_grad and w.is_leaf
 
 
 # ----------------------------------------------------------------------------- FLOPs
