@@ -24,14 +24,15 @@ from .checkpoint import checkpoint, checkpoint_sequential
 from .profiler import profile
 from .backend import cuda_is_available, default_device
 from .random import get_rng_state, manual_seed, set_rng_state
-from .tensor import (Tensor, arange, cat, enable_grad, full, is_grad_enabled, no_grad, ones, ones_like, rand,
-                     randint, randn, stack, tensor, where, zeros, zeros_like)
+from .tensor import (Tensor, arange, cat, enable_grad, full, is_grad_enabled, maximum, minimum, multinomial, no_grad,
+                     ones, ones_like, rand, randint, randn, stack, tensor, where, zeros, zeros_like)
 
 float16, float32, float64 = _np.dtype("float16"), _np.dtype("float32"), _np.dtype("float64")
 int32, int64, bool_ = _np.dtype("int32"), _np.dtype("int64"), _np.dtype("bool")
 
 __version__ = "0.1.0"
 __all__ = ["Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
-           "arange", "cat", "stack", "where", "no_grad", "enable_grad", "is_grad_enabled", "manual_seed",
+           "arange", "cat", "stack", "where", "maximum", "minimum", "multinomial", "no_grad", "enable_grad",
+           "is_grad_enabled", "manual_seed",
            "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "functional", "nn", "optim",
            "float16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential", "accumulate", "accumulation_step"]

@@ -106,6 +106,12 @@ def to_numpy(array):
     return _cupy.asnumpy(array) if on_gpu(array) else np.asarray(array)
 
 
+def stable_argsort(array, axis):
+    """Indices that sort array along axis, equal elements kept in order (CuPy always sorts stably, and its
+    older versions take no `kind`)."""
+    return array.argsort(axis=axis) if on_gpu(array) else np.argsort(array, axis=axis, kind="stable")
+
+
 def index_add(target, key, values):
     """target[key] += values, adding repeated indices up (np.add.at; cupyx.scatter_add)."""
     if not on_gpu(target):

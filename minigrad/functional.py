@@ -7,7 +7,7 @@ Read next: nn.py, the modules that hold parameters and call these.
 """
 from . import backend, ops
 from .random import generator
-from .tensor import Tensor, apply
+from .tensor import Tensor, apply, where
 
 
 def _check_tensor(x, op, name="input"):
@@ -50,23 +50,46 @@ def log_softmax(input, dim):
     return apply(ops.LogSoftmax, input, dim=dim)
 
 
-def cross_entropy(input, target, ignore_index=-100, reduction="mean"):
-    """Mean (or sum, or per-item) of -log softmax(input)[target], for logits (N, C) and targets (N,).
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """-log softmax(input)[target], as torch's: logits (N, C) or (N, C, d1, ...) or (C,), with class indices
+    (N,) or (N, d1, ...) or (), or class probabilities of the logits' shape.
 
-    Targets equal to ignore_index (padding) add nothing and do not count in the mean.
+    Targets equal to ignore_index (padding) add nothing and do not count in the mean. weight (C,) scales each
+    class's loss, and the mean is then over the weights of the targets; label_smoothing mixes the target
+    with the uniform distribution over the C classes. All as in PyTorch.
     """
     _check_tensor(input, "cross_entropy")
     _check_tensor(target, "cross_entropy", "target")
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    if input.ndim != 2 or target.shape != input.shape[:1]:
-        raise ValueError(f"cross_entropy: expected logits of shape (N, C) and targets of shape (N,), got "
-                         f"{input.shape} and {target.shape}; flatten a sequence with .reshape(-1, C) and "
-                         f".reshape(-1) first")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if input.ndim == 0:
+        raise ValueError("cross_entropy: the logits must have a class dim: (C,), (N, C) or (N, C, d1, ...)")
+    class_dim = 0 if input.ndim == 1 else 1
+    c = input.shape[class_dim]
+    if weight is not None:
+        _check_tensor(weight, "cross_entropy", "weight")
+        if weight.shape != (c,) or weight.dtype != input.dtype:
+            raise ValueError(f"cross_entropy: weight must be a {input.dtype} tensor of shape ({c},), one per class, "
+                             f"got {weight.dtype} {weight.shape}")
+        weight = weight.detach()  # as PyTorch, which has no gradient for the class weights
+    if target.dtype.kind == "f" and target.shape == input.shape:
+        return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing, class_dim)
+    batch_shape = input.shape[:class_dim] + input.shape[class_dim + 1:]
+    if target.shape != batch_shape:
+        raise ValueError(f"cross_entropy: got logits and targets of shapes {input.shape} and {target.shape}: class "
+                         f"indices must have shape {batch_shape} (the logits' without the class dim, "
+                         f"{'0' if class_dim == 0 else '1'}), probabilities the logits' shape. Classes in the last dim "
+                         f"(B, T, C)? Flatten with .reshape(-1, C) and the targets with .reshape(-1)")
     if target.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy: targets must be class indices (an integer tensor), got {target.dtype}")
-    t = target.data
-    n, c = input.shape
+        raise TypeError(f"cross_entropy: targets of the batch's shape must be class indices (an integer tensor), "
+                        f"got {target.dtype}; convert them with .long(), or give probabilities of the logits' shape")
+    logp = log_softmax(input, dim=class_dim)
+    if input.ndim != 2:  # classes last, then one row per item: (N, d1, ..., C) -> (M, C)
+        logp = logp.reshape(1, c) if input.ndim == 1 else logp.permute(0, *range(2, input.ndim), 1).reshape(-1, c)
+    t = target.data.reshape(-1)
+    n = t.shape[0]
     valid = t != ignore_index
     out_of_range = valid & ((t < 0) | (t >= c))
     if bool(out_of_range.any()):
@@ -74,18 +97,41 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean"):
         raise IndexError(f"cross_entropy: target {bad} is out of range for {c} classes "
                          f"(and is not ignore_index={ignore_index})")
     xp = backend.xp_of(t)
-    losses = -log_softmax(input, dim=1)[xp.arange(n), xp.where(valid, t, 0)]  # (N,)
+    safe = xp.where(valid, t, 0)
+    losses = -logp[xp.arange(n), safe]  # (M,)
     count = int(valid.sum())
-    if count < n:  # ignored items: their loss (and so their gradient) is zero
-        losses = losses * Tensor._from_array(valid.astype(input.dtype))
+    if weight is not None or count < n:  # each item's weight: its class's (or 1), and 0 if ignored
+        item_weight = valid.astype(input.dtype) if weight is None else weight.data[safe] * valid
+        losses = losses * Tensor._from_array(item_weight)
+    if label_smoothing:
+        # the uniform part: the mean over classes of -log p, weighted by class as in PyTorch
+        spread = -(logp if weight is None else logp * weight).sum(dim=1) * Tensor._from_array(valid.astype(input.dtype))
+        losses = losses * (1 - label_smoothing) + spread * (label_smoothing / c)
     if reduction == "none":
-        return losses
+        return losses.reshape(target.shape)
     total = losses.sum()
     if reduction == "sum":
         return total
-    if count == 0:  # every target ignored: the loss is nan, as in PyTorch, and the gradient zero (not nan)
-        return total + Tensor._from_array(backend.xp_of(t).asarray(float("nan"), dtype=input.dtype))
-    return total / count
+    denominator = count if weight is None else float(item_weight.sum())  # PyTorch's weighted mean
+    if denominator == 0:  # every target ignored (or weighing 0): the loss is nan, as in PyTorch, the gradient 0
+        return total * 0 + Tensor._from_array(xp.asarray(float("nan"), dtype=input.dtype))
+    return total / denominator
+
+
+def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing, class_dim):
+    """cross_entropy with a probability for each class: -sum over classes of weight * target * log p; the mean is
+    over the items (not over the weights)."""
+    if target.dtype != input.dtype:
+        raise TypeError(f"cross_entropy: probability targets must have the logits' dtype {input.dtype}, got "
+                        f"{target.dtype}; convert them with .to('{input.dtype}')")
+    c = input.shape[class_dim]
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + label_smoothing / c
+    products = log_softmax(input, dim=class_dim) * target
+    if weight is not None:
+        products = products * weight.reshape((c,) + (1,) * (input.ndim - class_dim - 1))
+    losses = -products.sum(dim=class_dim)
+    return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -119,8 +165,9 @@ def dropout(input, p=0.5, training=True):
     return apply(ops.Dropout, input, mask=mask)
 
 
-def embedding(input, weight):
-    """Rows of weight (num_embeddings, embedding_dim) picked by integer indices of any shape."""
+def embedding(input, weight, padding_idx=None):
+    """Rows of weight (num_embeddings, embedding_dim) picked by integer indices of any shape. The row at
+    padding_idx is returned as it is but gets no gradient (as in PyTorch)."""
     _check_tensor(input, "embedding")
     if input.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be an integer tensor, got {input.dtype}")
@@ -129,7 +176,13 @@ def embedding(input, weight):
     lo, hi = (int(idx.min()), int(idx.max())) if idx.size else (0, 0)
     if idx.size and (lo < 0 or hi >= n):
         raise IndexError(f"embedding: index out of range: indices span [{lo}, {hi}] but there are {n} embeddings")
-    return weight[input]
+    rows = weight[input]
+    if padding_idx is None:
+        return rows
+    if not -n <= padding_idx < n:
+        raise ValueError(f"embedding: padding_idx {padding_idx} is out of range for {n} embeddings")
+    learn = Tensor._from_array((idx != padding_idx % n)[..., None])
+    return where(learn, rows, rows.detach())  # the same values; no gradient flows through the detached side
 
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax", "cross_entropy", "mse_loss",

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from . import functional as F
 from . import backend
 from .random import generator
-from .tensor import Tensor, is_recomputing, no_grad, ones, parse_to_args, tensor, zero_grads, zeros
+from .tensor import Tensor, is_recomputing, no_grad, ones, parse_to_args, stack, tensor, zero_grads, zeros
 
 
 class Parameter(Tensor):
@@ -482,18 +482,27 @@ class LayerNorm(Module):
 
 
 class Embedding(Module):
-    """A table of num_embeddings vectors of size embedding_dim, initialised N(0, 1)."""
+    """A table of num_embeddings vectors of size embedding_dim, initialised N(0, 1); the row at padding_idx
+    (if given) starts at zeros and gets no gradient."""
 
-    def __init__(self, num_embeddings, embedding_dim, device=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, device=None):
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         host = generator().standard_normal((num_embeddings, embedding_dim)).astype("float32")
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for {num_embeddings} "
+                                 f"embeddings")
+            padding_idx %= num_embeddings
+            host[padding_idx] = 0
+        self.padding_idx = padding_idx
         self.weight = Parameter(tensor(host, device=device))
 
     def forward(self, input):
-        return F.embedding(input, self.weight)
+        return F.embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
 
 
 class BatchNorm1d(Module):
@@ -552,5 +561,61 @@ class BatchNorm1d(Module):
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
 
 
+class utils:
+    """torch.nn.utils' clip_grad_norm_ (a namespace, as torch.nn.utils is a module: nothing to instantiate)."""
+
+    @staticmethod
+    def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+        """Scale the gradients in place so that their norm, all of them taken as one vector, is at most max_norm;
+        returns that norm before clipping. As torch.nn.utils.clip_grad_norm_ (the 1e-6 included; foreach, a
+        choice of PyTorch kernels, changes nothing here)."""
+        params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+        grads = [p.grad for p in params if p.grad is not None]
+        if not grads:
+            return tensor(0.0)
+        with no_grad():
+            norms = stack([g.norm(norm_type).to(grads[0].dtype) for g in grads])
+            total = norms.norm(norm_type)
+            norm = total.item()
+            if error_if_nonfinite and not math.isfinite(norm):
+                raise RuntimeError(f"clip_grad_norm_: the total norm of the gradients is {norm}; pass "
+                                   f"error_if_nonfinite=False to clip anyway")
+            scale = min(max_norm / (norm + 1e-6), 1.0)
+            for g in grads:
+                g.mul_(scale)
+        return total
+
+
+class init:
+    """torch.nn.init's fillers, writing in place under no_grad and drawing from minigrad's generator (a
+    namespace, as torch.nn.init is a module: nothing to instantiate)."""
+
+    @staticmethod
+    def _fill(t, host):
+        with no_grad():
+            return t.copy_(tensor(host, dtype=t.dtype, device=t.device))
+
+    @staticmethod
+    def normal_(tensor, mean=0.0, std=1.0):
+        return init._fill(tensor, generator().normal(mean, std, size=tensor.shape))
+
+    @staticmethod
+    def uniform_(tensor, a=0.0, b=1.0):
+        return init._fill(tensor, generator().uniform(a, b, size=tensor.shape))
+
+    @staticmethod
+    def constant_(tensor, val):
+        with no_grad():
+            return tensor.fill_(val)
+
+    @staticmethod
+    def zeros_(tensor):
+        return init.constant_(tensor, 0.0)
+
+    @staticmethod
+    def ones_(tensor):
+        return init.constant_(tensor, 1.0)
+
+
 __all__ = ["Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "Tanh", "Sigmoid", "GELU",
-           "Dropout", "LayerNorm", "Embedding", "BatchNorm1d"]
+           "Dropout", "LayerNorm", "Embedding", "BatchNorm1d", "utils", "init"]

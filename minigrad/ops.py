@@ -11,6 +11,7 @@ activation memory that checkpointing trades for compute.
 Read next: tensor.py, which runs these ops, records them and walks them backwards.
 """
 import math
+import operator
 
 import numpy as np
 
@@ -298,6 +299,35 @@ class Clamp(Op):
         return (g * self.saved[0],)
 
 
+class Maximum(Op):
+    """maximum(a, b) elementwise; g goes to the larger, split in half at ties (as PyTorch). Its own op: a
+    where() gives a tie's whole gradient to one side."""
+    name = "maximum"
+    flops_per_element = (1, (4, 4))  # max; per input: compare, tie, select, * g
+    pick, wins = "maximum", staticmethod(operator.gt)
+
+    def forward(self, a, b):
+        self.shapes = a.shape, b.shape
+        self.save_for_backward(a, b)
+        return getattr(xp_of(a), self.pick)(a, b)
+
+    def backward(self, g):
+        a, b = self.saved
+        na, nb = self.needs_input_grad
+        xp = xp_of(g)
+        share = xp.where(a == b, 0.5, self.wins(a, b)).astype(g.dtype, copy=False)  # a's share of g
+        sa, sb = self.shapes
+        return ((unbroadcast(g * share, sa) if na else None),
+                (unbroadcast(g * (1 - share), sb) if nb else None))
+
+
+class Minimum(Maximum):
+    """minimum(a, b) elementwise; g goes to the smaller, split in half at ties."""
+    name = "minimum"
+    flops_per_element = Maximum.flops_per_element
+    pick, wins = "minimum", staticmethod(operator.lt)
+
+
 class Neg(Op):
     """d(-x) = -g."""
     name = "neg"
@@ -522,10 +552,10 @@ class Max(Op):
     def forward(self, x, dim=None, keepdim=False):
         self.axes = normalize_dims(self.name, dim, x.ndim, x.shape)
         if any(x.shape[a] == 0 for a in self.axes) or (x.size == 0 and not self.axes):
-            raise ShapeError(f"max: the input of shape {x.shape} has no element along dims {self.axes}; "
-                             f"the max of nothing is undefined")
+            raise ShapeError(f"{self.name}: the input of shape {x.shape} has no element along dims {self.axes}; "
+                             f"the {self.name} of nothing is undefined")
         self.keepdim = keepdim
-        out = x.max(axis=self.axes, keepdims=True)
+        out = getattr(x, self.name)(axis=self.axes, keepdims=True)
         self.save_for_backward(x, out)
         return out if keepdim else out.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
 
@@ -540,6 +570,72 @@ class Max(Op):
 
     def backward_flops(self, grad, input_grads):
         return {self.name: 3 * input_grads[0].size + grad.size}  # ==, count ties, *; g / count
+
+
+class Min(Max):
+    """d min(x) = g at the minimum; ties share it equally (as torch.amin). Max's mirror: -max(-x) would
+    copy x twice and wrap around for unsigned integers."""
+    name = "min"
+
+
+class Prod(Op):
+    """d prod(x) = g * (the product of the others), from the products to the left and to the right of each
+    element: out / x would divide by zero. Its own op: no composition gives that gradient at zeros."""
+    name = "prod"
+
+    def forward(self, x, dim=None, keepdim=False):
+        self.shape, self.keepdim = x.shape, keepdim
+        axes = normalize_dims(self.name, dim, x.ndim, x.shape) if dim is not None else ()
+        self.axis = axes[0] if axes else None  # None: every element (also a 0-d x's one dim)
+        self.save_for_backward(x)
+        return x.prod(axis=self.axis, keepdims=keepdim)
+
+    def backward(self, g):
+        (x,) = self.saved
+        xp = xp_of(x)
+        a = x.reshape(-1) if self.axis is None else xp.moveaxis(x, self.axis, -1)  # reduced dim last
+        before = xp.cumprod(a, axis=-1)
+        after = xp.flip(xp.cumprod(xp.flip(a, -1), axis=-1), -1)
+        others = xp.ones_like(a)
+        others[..., 1:] = before[..., :-1]  # the product of everything to the left ...
+        others[..., :-1] *= after[..., 1:]  # ... times everything to the right
+        if self.axis is None:
+            return (others.reshape(self.shape) * g.reshape(()),)
+        if not self.keepdim:
+            g = xp.expand_dims(g, self.axis)
+        return (xp.moveaxis(others, -1, self.axis) * g,)
+
+    def flops(self, inputs, out):
+        return {self.name: inputs[0].size - out.size}  # n - 1 multiplies for each product of n
+
+    def backward_flops(self, grad, input_grads):
+        return {self.name: 4 * input_grads[0].size}  # two running products, their product, * g
+
+
+class Cumsum(Op):
+    """d cumsum(x) = the cumsum of g taken from the end, along the same dim. Its own op: composed, it would be
+    a matmul with an n x n triangle of ones."""
+    name = "cumsum"
+
+    def forward(self, x, dim):
+        axes = normalize_dims(self.name, dim, x.ndim, x.shape)
+        self.axis = axes[0] if axes else None
+        return x.copy() if self.axis is None else xp_of(x).cumsum(x, axis=self.axis)
+
+    def backward(self, g):
+        if self.axis is None:
+            return (g,)
+        xp = xp_of(g)
+        return (xp.flip(xp.cumsum(xp.flip(g, self.axis), axis=self.axis), self.axis),)
+
+    def _adds(self, a):
+        return 0 if self.axis is None or a.size == 0 else a.size - a.size // a.shape[self.axis]  # n - 1 per row
+
+    def flops(self, inputs, out):
+        return {self.name: self._adds(out)}
+
+    def backward_flops(self, grad, input_grads):
+        return {self.name: self._adds(grad)}
 
 
 # ----------------------------------------------------------------------------- matrix products
@@ -698,6 +794,33 @@ class Permute(Op):
         for i, d in enumerate(self.dims):
             inverse[d] = i
         return (g.transpose(inverse),)
+
+
+class Expand(Op):
+    """expand(x, shape): a broadcast view, no copy (as teenygrad's Expand); d = g summed back to x's shape."""
+    name = "expand"
+    flops_per_element = (0, (0,))  # the sums of the backward count as broadcasting's adds
+
+    def forward(self, x, shape):
+        self.in_shape = x.shape
+        return xp_of(x).broadcast_to(x, shape)
+
+    def backward(self, g):
+        return (unbroadcast(g, self.in_shape),)
+
+
+class Flip(Op):
+    """flip(x, dims): reversed along dims, as a copy; d = flip(g). Its own op (teenygrad's Flip): a reversed
+    slice is a view, and torch.flip's result shares no memory, so writes to it must not reach x."""
+    name = "flip"
+    flops_per_element = (0, (0,))
+
+    def forward(self, x, dims):
+        self.axes = normalize_dims(self.name, dims, x.ndim, x.shape) if dims else ()  # flip(()) flips nothing
+        return xp_of(x).flip(x, self.axes).copy() if self.axes else x.copy()
+
+    def backward(self, g):
+        return (xp_of(g).flip(g, self.axes) if self.axes else g,)
 
 
 def _is_basic_index(key):

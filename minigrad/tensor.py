@@ -12,6 +12,7 @@ reads it in the op's backward and then `release` frees it.
 
 Read next: functional.py (softmax, cross_entropy, ...), then nn.py and optim.py.
 """
+import collections
 import functools
 import itertools
 import math
@@ -61,17 +62,29 @@ class _Mode:
         return wrapper
 
 
-class no_grad(_Mode):
-    """Turn recording off: ops run, nothing is recorded or saved."""
+class _GradMode(_Mode):
+    """no_grad and enable_grad take no value, so, as in PyTorch, they decorate a function with or without
+    parentheses: `@mg.no_grad()` and `@mg.no_grad` alike."""
     switch = "grad_enabled"
+
+    def __new__(cls, fn=None):
+        if fn is None:
+            return super().__new__(cls)
+        if not callable(fn):
+            raise TypeError(f"{cls.__name__}: takes no arguments, got {fn!r}; write `with mg.{cls.__name__}():`, "
+                            f"`@mg.{cls.__name__}()` or `@mg.{cls.__name__}`")
+        return cls()(fn)  # @mg.no_grad, bare: Python passed the function itself
+
+
+class no_grad(_GradMode):
+    """Turn recording off: ops run, nothing is recorded or saved."""
 
     def __init__(self):
         super().__init__(False)
 
 
-class enable_grad(_Mode):
+class enable_grad(_GradMode):
     """Turn recording back on inside a no_grad block."""
-    switch = "grad_enabled"
 
     def __init__(self):
         super().__init__(True)
@@ -806,6 +819,10 @@ class Tensor:
                                f"requires_grad=True), and grad mode is on: an in-place change would not be part of "
                                f"any gradient. Update it under `with mg.no_grad():` (as an optimizer does), or write "
                                f"x = x ... to make a new tensor")
+        if any(step == 0 and n > 1 for step, n in zip(self._data.strides, self.shape)):
+            raise RuntimeError(f"{name}: this tensor is an expand()ed view, in which several elements share one "
+                               f"memory location, so it cannot be written in place; write to a copy (x = x * 1), "
+                               f"or to the tensor it expands")
         if recording and (self._data.base is not None or (self._vc is not None and self._vc.shared(self))):
             raise RuntimeError(f"{name}: in place on a view, or on a tensor that has views or detached copies, while "
                                f"grad mode records it: minigrad does not support that; write y = y ... instead, or "
@@ -956,6 +973,9 @@ class Tensor:
     def argmax(self, dim=None, keepdim=False):
         return _new(backend.as_array(self._data.argmax(axis=dim, keepdims=keepdim)))
 
+    def argmin(self, dim=None, keepdim=False):
+        return _new(backend.as_array(self._data.argmin(axis=dim, keepdims=keepdim)))
+
     # --- reductions
     def sum(self, dim=None, keepdim=False):
         return apply(ops.Sum, self, dim=dim, keepdim=keepdim)
@@ -964,8 +984,129 @@ class Tensor:
         return apply(ops.Mean, self._floating(), dim=dim, keepdim=keepdim)
 
     def max(self, dim=None, keepdim=False):
-        """The maximum values (over all elements, or along dim). Unlike torch.max(dim), no indices."""
+        """Of all elements: the largest (ties share the gradient). Along one dim: (values, indices), as
+        torch.max(dim), and the gradient goes to the index returned. amax gives the values alone."""
+        return apply(ops.Max, self, keepdim=keepdim) if dim is None else self._along("max", ops.Max, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        """Of all elements: the smallest (ties share the gradient). Along one dim: (values, indices)."""
+        return apply(ops.Min, self, keepdim=keepdim) if dim is None else self._along("min", ops.Min, dim, keepdim)
+
+    def _along(self, name, op_cls, dim, keepdim):
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"{name}: dim must be one int, got {dim!r}; a{name}(dim=...) takes several dims "
+                            f"(and returns the values only)")
+        d = ops.normalize_dims(name, dim, self.ndim, self.shape)
+        if d and self.shape[d[0]] == 0:
+            return apply(op_cls, self, dim=dim)  # raises: the max of nothing
+        arg = self._data.argmax if name == "max" else self._data.argmin
+        index = _new(backend.as_array(arg(axis=d[0], keepdims=True)) if d else
+                     backend.xp_of(self._data).zeros((), dtype="int64"))
+        values = self.gather(dim, index)
+        if not keepdim and d:
+            values, index = values.squeeze(dim), index.squeeze(dim)
+        return _VALUES_INDICES[name](values, index)
+
+    def amax(self, dim=None, keepdim=False):
+        """The largest values over dim (an int or a tuple; every dim by default); ties share the gradient."""
         return apply(ops.Max, self, dim=dim, keepdim=keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        """The smallest values over dim; ties share the gradient."""
+        return apply(ops.Min, self, dim=dim, keepdim=keepdim)
+
+    def prod(self, dim=None, keepdim=False):
+        """The product of all elements, or along one dim (an int, as torch.prod)."""
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
+            raise TypeError(f"prod: dim must be one int or None, got {dim!r}")
+        return apply(ops.Prod, self, dim=dim, keepdim=keepdim)
+
+    def cumsum(self, dim):
+        """Running sums along dim: out[i] = x[0] + ... + x[i]."""
+        return apply(ops.Cumsum, self, dim=dim)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """The variance over dim (every element by default): the sum of squared deviations from the mean
+        divided by n - correction, n - 1 by default (Bessel's correction); unbiased=False or correction=0
+        divides by n. As torch.var, including its old form x.var(False)."""
+        if isinstance(dim, bool):  # torch's var(unbiased) overload
+            dim, unbiased = None, dim
+        if unbiased is not None and correction is not None:
+            raise TypeError("var: give unbiased or correction, not both (unbiased=False is correction=0)")
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        x = self._floating()
+        n = math.prod(x.shape[a] for a in ops.normalize_dims("var", dim, x.ndim, x.shape))
+        deviation = x - x.mean(dim, keepdim=True)
+        squares = (deviation * deviation).sum(dim, keepdim)
+        with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction: inf or nan, as in PyTorch
+            return squares / max(n - correction, 0)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """The square root of var(...), with the same arguments."""
+        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+
+    def logsumexp(self, dim, keepdim=False):
+        """log(sum(exp(x))) over dim, computed stably: the max m is taken out, log(sum(exp(x - m))) + m."""
+        x = self._floating()
+        axes = ops.normalize_dims("logsumexp", dim, x.ndim, x.shape)
+        xp = backend.xp_of(x._data)
+        if all(x.shape[a] for a in axes):
+            m = x._data.max(axis=axes, keepdims=True)
+            m = xp.where(xp.isfinite(m), m, 0)  # every x -inf (or an inf): x - m would be nan
+        else:  # an empty dim: the sum is 0 and the result -inf
+            m = xp.zeros(ops.keepdim_shape(x.shape, axes), dtype=x.dtype)
+        with np.errstate(over="ignore", divide="ignore"):  # an inf in x, an empty dim: inf and -inf, as in PyTorch
+            out = (x - Tensor._from_array(m)).exp().sum(dim, keepdim).log()
+        return out + Tensor._from_array(m if keepdim else m.reshape(out.shape))
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        """The p-norm over dim (every element by default), as torch.norm: 'fro' or 2 (the square root of the
+        sum of squares), 1, inf, -inf, 0 (the count of non-zeros) or any other p > 0. At a zero vector the
+        gradient is 0, as in PyTorch, not the nan that d sqrt(s) at s = 0 would give."""
+        x = self._floating()
+        if p in ("fro", 2):
+            return _root((x * x).sum(dim, keepdim), 2)
+        if p == 1:
+            return x.abs().sum(dim, keepdim)
+        if p == math.inf:
+            return x.abs().amax(dim, keepdim)
+        if p == -math.inf:
+            return x.abs().amin(dim, keepdim)
+        if p == 0:
+            return (x != 0).to(x.dtype).sum(dim, keepdim)
+        if _is_number(p) and not isinstance(p, (bool, np.bool_)) and p > 0:
+            return _root((x.abs() ** p).sum(dim, keepdim), p)
+        raise ValueError(f"norm: p must be 'fro', 0, a number > 0, inf or -inf, got {p!r} ('nuc' and p < 0 are "
+                         f"not supported)")
+
+    def maximum(self, other):
+        """The larger of two tensors, elementwise (broadcasting); at a tie each gets half the gradient."""
+        return self._binary(ops.Maximum, other, "maximum")
+
+    def minimum(self, other):
+        """The smaller of two tensors, elementwise (broadcasting); at a tie each gets half the gradient."""
+        return self._binary(ops.Minimum, other, "minimum")
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """The k largest (or smallest) values along dim and their indices, as torch.topk; the values carry the
+        gradient back to where they came from. Always in order (sorted=False allows any order, so this one
+        too); equal values keep the lower index first; nan counts as the largest."""
+        if self.ndim == 0:
+            values, indices = self.reshape(1).topk(k, 0, largest, sorted)
+            return _VALUES_INDICES["topk"](values.reshape(()), indices.reshape(()))
+        d = ops.normalize_dims("topk", dim, self.ndim, self.shape)[0]
+        if not 0 <= k <= self.shape[d]:
+            raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
+        a = self._data
+        xp = backend.xp_of(a)
+        if a.dtype.kind == "f":
+            key = xp.where(xp.isnan(a), -xp.inf, -a) if largest else a  # argsort puts nan last
+        else:
+            key = -a.astype("int64") if largest else a
+        order = backend.stable_argsort(key, axis=d)
+        indices = _new(order[(slice(None),) * d + (slice(0, k),)])
+        return _VALUES_INDICES["topk"](self.gather(d, indices), indices)
 
     def softmax(self, dim):
         return apply(ops.Softmax, self._floating(), dim=dim)
@@ -974,6 +1115,11 @@ class Tensor:
         return apply(ops.LogSoftmax, self._floating(), dim=dim)
 
     # --- shape
+    def contiguous(self):
+        """This tensor itself: minigrad's ops (view included) take arrays of any strides, and NumPy copies
+        where it must, so nothing needs to be made contiguous first. Unlike torch, never a copy."""
+        return self
+
     def reshape(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         return apply(ops.Reshape, self, shape=shape)
@@ -1001,6 +1147,136 @@ class Tensor:
     @property
     def T(self):
         return self.permute(*reversed(range(self.ndim)))
+
+    def unsqueeze(self, dim):
+        """A new dim of size 1 at dim (a negative dim counts from the end of the result)."""
+        d = ops.normalize_dims("unsqueeze", dim, self.ndim + 1, self.shape)[0]
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def squeeze(self, dim=None):
+        """Drop the dims of size 1: all of them, or those of dim (an int or a tuple); a named dim whose size
+        is not 1 stays, as in PyTorch."""
+        if dim is None:
+            axes = range(self.ndim)
+        else:
+            named = not (isinstance(dim, (tuple, list)) and not dim)  # squeeze(()) names no dim
+            axes = ops.normalize_dims("squeeze", dim, self.ndim, self.shape) if named else ()
+        return self.reshape(tuple(n for i, n in enumerate(self.shape) if not (i in axes and n == 1)))
+
+    def expand(self, *sizes):
+        """A view with size-1 dims (and new leading dims) repeated to sizes, without copying; -1 keeps a dim.
+        Its elements share memory, so it cannot be written in place."""
+        sizes = _shape(sizes)
+        lead = len(sizes) - self.ndim
+        if lead < 0:
+            raise ValueError(f"expand: {len(sizes)} sizes {sizes} for a tensor of {self.ndim} dims {self.shape}; "
+                             f"give at least one size per dim")
+        shape = list(sizes)
+        for i, n in enumerate(sizes):
+            old = self.shape[i - lead] if i >= lead else None
+            if n == -1 and old is None:
+                raise ValueError(f"expand: -1 (keep the size) in sizes {sizes} names a new leading dim, which has "
+                                 f"no size to keep")
+            shape[i] = old if n == -1 else n
+            if old is not None and old not in (1, shape[i]):
+                raise ValueError(f"expand: dim {i - lead} of shape {self.shape} has size {old}, which cannot become "
+                                 f"{shape[i]}: only size-1 dims expand; repeat() copies data")
+        return apply(ops.Expand, self, shape=tuple(shape))
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def repeat(self, *sizes):
+        """Tile the data sizes[i] times along dim i (new leading dims for extra sizes), copying, as torch.repeat."""
+        sizes = _shape(sizes)
+        if len(sizes) < self.ndim:
+            raise ValueError(f"repeat: {len(sizes)} repeat counts {sizes} for a tensor of {self.ndim} dims "
+                             f"{self.shape}; give one per dim at least")
+        shape = (1,) * (len(sizes) - self.ndim) + self.shape
+        # each dim gets a new dim in front of it, of its repeat count: (r0, s0, r1, s1, ...), read row by row
+        spread = self.reshape([m for n in shape for m in (1, n)])
+        tiled = spread.expand([m for r, n in zip(sizes, shape) for m in (r, n)])
+        return tiled.reshape([r * n for r, n in zip(sizes, shape)])
+
+    def flip(self, *args, dims=None):
+        """Reversed along dims (an int, several, or a list), as a copy (as torch.flip)."""
+        dims = args if dims is None else dims
+        if isinstance(dims, (int, np.integer)):
+            dims = (dims,)
+        elif len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = dims[0]
+        return apply(ops.Flip, self, dims=tuple(dims))
+
+    def _dim(self, op, dim):
+        if self.ndim == 0:
+            raise IndexError(f"{op}: a 0-d tensor has no dim to {op} along; reshape(1) it first")
+        return ops.normalize_dims(op, dim, self.ndim, self.shape)[0]
+
+    def _slice(self, d, index):
+        return apply(ops.Index, self, key=(slice(None),) * d + (index,))
+
+    def split(self, split_size_or_sections, dim=0):
+        """Pieces along dim: of split_size each (the last one smaller if it must be), or of the sizes listed.
+        Views of this tensor, as in PyTorch."""
+        d = self._dim("split", dim)
+        n = self.shape[d]
+        if isinstance(split_size_or_sections, (int, np.integer)):
+            size = int(split_size_or_sections)
+            if size <= 0 and n:
+                raise ValueError(f"split: split_size must be positive, got {size}")
+            sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
+        else:
+            sizes = [int(k) for k in split_size_or_sections]
+            if sum(sizes) != n or any(k < 0 for k in sizes):
+                raise ValueError(f"split: sizes {sizes} add up to {sum(sizes)}, but dim {dim} of shape {self.shape} "
+                                 f"has size {n}")
+        starts = itertools.accumulate([0] + sizes)
+        return tuple(self._slice(d, slice(start, start + k)) for start, k in zip(starts, sizes))
+
+    def chunk(self, chunks, dim=0):
+        """Split into `chunks` pieces of equal size along dim (the last one smaller, and fewer pieces when the
+        size does not allow that many, as torch.chunk)."""
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+        n = self.shape[self._dim("chunk", dim)]
+        return self.split(max(-(-n // chunks), 1), dim)
+
+    def unbind(self, dim=0):
+        """The slices along dim, that dim removed: a tuple of views."""
+        d = self._dim("unbind", dim)
+        return tuple(self._slice(d, i) for i in range(self.shape[d]))
+
+    def index_select(self, dim, index):
+        """The entries at 1-d integer index along dim (repeats allowed; their gradients add up)."""
+        d = self._dim("index_select", dim)
+        idx = _integer_index("index_select", index, self)
+        if idx.ndim > 1:
+            raise ValueError(f"index_select: index must be 1-d, got shape {idx.shape}")
+        _check_in_range("index_select", idx, self.shape[d], f"dim {dim} of shape {self.shape}")
+        return self._slice(d, idx.reshape(-1))
+
+    def gather(self, dim, index):
+        """out[i][j][k] = self[index[i][j][k]][j][k] for dim=0, and likewise for any dim, as torch.gather: index
+        has as many dims as this tensor, and no dim larger except along dim. Repeats add their gradients."""
+        idx = _integer_index("gather", index, self)
+        if idx.ndim != self.ndim:
+            raise ValueError(f"gather: index must have as many dims as the input, got index shape {idx.shape} for "
+                             f"input shape {self.shape}")
+        if self.ndim == 0:
+            return self.reshape(1).gather(0, _new(idx.reshape(1))).reshape(())
+        d = ops.normalize_dims("gather", dim, self.ndim, self.shape)[0]
+        if any(m > n for k, (m, n) in enumerate(zip(idx.shape, self.shape)) if k != d):
+            raise ValueError(f"gather: index of shape {idx.shape} is larger than the input's shape {self.shape} in a "
+                             f"dim other than dim {dim}")
+        _check_in_range("gather", idx, self.shape[d], f"dim {dim} of shape {self.shape}")
+        # index along dim, and along every other dim its own position: one integer array per dim, broadcast
+        xp = backend.xp_of(idx)
+        key = tuple(idx if k == d else xp.arange(m).reshape((m,) + (1,) * (idx.ndim - k - 1))
+                    for k, m in enumerate(idx.shape))
+        return apply(ops.Index, self, key=key)
+
+    def multinomial(self, num_samples, replacement=False):
+        return multinomial(self, num_samples, replacement)
 
     def __getitem__(self, key):
         return apply(ops.Index, self, key=_index_key(key, self))
@@ -1079,6 +1355,39 @@ def _bool_array(mask, like, op):
     if backend.device_of(m) != like.device:
         raise RuntimeError(f"{op}: the mask is on {backend.device_of(m)} but the tensor is on {like.device}")
     return m
+
+
+def _integer_index(op, index, like):
+    """An index (Tensor, list or array) as an integer array on like's device."""
+    a = index._data if isinstance(index, Tensor) else backend.to_device(np.asarray(index), like.device)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{op}: the index must be an integer tensor, got {a.dtype}")
+    if backend.device_of(a) != like.device:
+        raise RuntimeError(f"{op}: the index is on {backend.device_of(a)} but the tensor is on {like.device}")
+    return a
+
+
+def _check_in_range(op, index, n, where_):
+    if index.size:
+        lo, hi = int(index.min()), int(index.max())
+        if lo < 0 or hi >= n:
+            raise IndexError(f"{op}: index out of range: the indices span [{lo}, {hi}], but {where_} has {n} "
+                             f"entries (0 to {n - 1})")
+
+
+def _root(s, p):
+    """s ** (1/p), with a zero gradient where s == 0 (where d sqrt(s) is infinite and 0 * inf would be nan), as
+    PyTorch's norm: the root is taken of 1 there, and its result not used."""
+    zero = s._data == 0
+    if not zero.any():
+        return s.sqrt() if p == 2 else s ** (1 / p)
+    zero = _new(zero)
+    safe = where(zero, 1.0, s)
+    return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1 / p))
+
+
+# (values, indices), as torch.return_types: `values, indices = x.max(1)` and `x.max(1).values` both work
+_VALUES_INDICES = {name: collections.namedtuple(name, ["values", "indices"]) for name in ("max", "min", "topk")}
 
 
 # ----------------------------------------------------------------------------- making tensors
@@ -1163,6 +1472,30 @@ def randint(low, high, size, dtype="int64", device=None):
     return tensor(generator().integers(low, high, size=_shape((size,))), dtype=dtype, device=device)
 
 
+def multinomial(input, num_samples, replacement=False):
+    """Indices drawn from the categories that input's last dim weighs (1-d, or one row per draw of a 2-d input;
+    the weights need not sum to 1), from minigrad's generator, as torch.multinomial."""
+    if not isinstance(input, Tensor) or input.ndim not in (1, 2) or input.dtype.kind != "f":
+        raise TypeError(f"multinomial: input must be a 1-d or 2-d float tensor of weights, got "
+                        f"{getattr(input, 'dtype', type(input).__name__)} {getattr(input, 'shape', '')}")
+    w = backend.to_numpy(input._data).astype("float64").reshape(-1, input.shape[-1])
+    if not np.isfinite(w).all() or (w < 0).any() or (w.sum(axis=1) <= 0).any():
+        raise ValueError("multinomial: the weights must be finite, non-negative, and not all zero in a row")
+    if not replacement and num_samples > int((w > 0).sum(axis=1).min()):
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from a row with only "
+                         f"{int((w > 0).sum(axis=1).min())} non-zero weights; pass replacement=True")
+    if replacement:  # the first category whose running total of weight exceeds a uniform draw times the total
+        cdf = w.cumsum(axis=1)
+        u = generator().random((w.shape[0], num_samples)) * cdf[:, -1:]
+        last = w.shape[1] - 1 - np.argmax(w[:, ::-1] > 0, axis=1)  # if rounding puts u at the total itself
+        picks = np.minimum((cdf[:, None, :] <= u[:, :, None]).sum(axis=2), last[:, None])
+    else:  # exponential races: E / w is exponential with rate w; the first num_samples to finish, in order
+        with np.errstate(divide="ignore"):
+            finish = generator().standard_exponential(w.shape) / w
+        picks = np.argsort(finish, axis=1, kind="stable")[:, :num_samples]
+    return tensor(picks.reshape(input.shape[:-1] + (num_samples,)), dtype="int64", device=input.device)
+
+
 def arange(start, end=None, step=1, dtype=None, device=None):
     start, end = (0, start) if end is None else (start, end)
     device = backend.normalize_device(device)
@@ -1186,6 +1519,16 @@ def stack(tensors, dim=0):
     if not tensors:
         raise ValueError("stack: expected a non-empty list of tensors")
     return apply(ops.Stack, *tensors, dim=dim)
+
+
+def maximum(input, other):
+    """The larger of two tensors, elementwise; at a tie each gets half the gradient (as torch.maximum)."""
+    return input.maximum(other)
+
+
+def minimum(input, other):
+    """The smaller of two tensors, elementwise; at a tie each gets half the gradient."""
+    return input.minimum(other)
 
 
 def where(condition, input, other):

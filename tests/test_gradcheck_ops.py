@@ -238,23 +238,23 @@ def test_max(shape, keepdim, seed, data):
     dim = dims_for(data.draw, len(shape))
     x = T(distinct(np.random.default_rng(seed), shape))
     expected = np.max(x.detach().numpy(), axis=dim, keepdims=keepdim)
-    got = x.max(dim=dim, keepdim=keepdim)
-    assert got.shape == np.shape(expected)           # values only (no indices), documented
+    got = x.amax(dim=dim, keepdim=keepdim)           # amax: any dims, values only (max(dim) adds indices)
+    assert got.shape == np.shape(expected)
     np.testing.assert_array_equal(got.detach().numpy(), expected)
-    assert gradcheck(lambda x: x.max(dim=dim, keepdim=keepdim), [x], name=f"max dim={dim} keepdim={keepdim}")
+    assert gradcheck(lambda x: x.amax(dim=dim, keepdim=keepdim), [x], name=f"amax dim={dim} keepdim={keepdim}")
 
 
 def test_max_ties_share_gradient_equally():
-    # documented: ties share the gradient equally, as torch.amax does
+    # documented: ties share the gradient equally, as torch.amax does (and torch.max() over all elements)
     x = T([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 0.0]])
-    x.max(dim=1).sum().backward()
+    x.amax(dim=1).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [[0, 0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3, 0]], rtol=1e-15)
     y = T([2.0, 2.0])
     y.max().backward()
     np.testing.assert_allclose(y.grad.numpy(), [0.5, 0.5])
 
 
-@pytest.mark.parametrize("op", ["sum", "mean", "max", "softmax", "log_softmax"])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "softmax", "log_softmax"])
 def test_reduction_over_dim_of_0d_tensor(op):
     # torch.tensor(2.).sum(dim=0) == 2 (likewise amax, mean, softmax, log_softmax with dim=0 or -1)
     x = T(2.0)

@@ -642,7 +642,15 @@ OP_CASES = {
     "to_device": ("to_device", lambda a: apply(ops.ToDevice, a, device=a.device), "a"),  # same device: no-op
     "sum": (None, lambda cube: cube.sum(dim=1), "cube"),
     "mean": (None, lambda cube: cube.mean(dim=(0, 2)), "cube"),
-    "max": (None, lambda cube: cube.max(dim=-1), "cube"),
+    "max": (None, lambda cube: cube.amax(dim=-1), "cube"),
+    "min": (None, lambda cube: cube.amin(dim=-1), "cube"),
+    "prod": (None, lambda cube: cube.prod(dim=1), "cube"),
+    "cumsum": (None, lambda cube: cube.cumsum(dim=1), "cube"),
+    "maximum": ("maximum", lambda a, b: a.maximum(b), "a b"),
+    "maximum-broadcast": ("maximum", lambda a, row: mg.maximum(a, row), "a row"),
+    "minimum": ("minimum", lambda a, const: a.minimum(const), "a const"),
+    "expand": ("expand", lambda row: row.expand(3, 4), "row"),
+    "flip": ("flip", lambda a: a.flip(0, 1), "a"),
     "matmul": (None, lambda a, w: a @ w.T, "a w"),
     "linear": (None, lambda a, w, bias: F.linear(a, w, bias), "a w bias"),
     "reshape": ("reshape", lambda a: a.reshape(2, 6), "a"),
@@ -671,6 +679,9 @@ EXACT_FLOPS = {
     "sum": {("forward", "sum"): (24 - 6) + (6 - 1), ("backward", "sum"): 0},
     "mean": {("forward", "mean"): 24, ("backward", "mean"): 3},
     "max": {("forward", "max"): 24 - 6, ("backward", "max"): 3 * 24 + 6},
+    "min": {("forward", "min"): 24 - 6, ("backward", "min"): 3 * 24 + 6},
+    "prod": {("forward", "prod"): 24 - 8, ("backward", "prod"): 4 * 24},   # 8 products of 3
+    "cumsum": {("forward", "cumsum"): 24 - 8, ("backward", "cumsum"): 24 - 8},  # 8 rows of 3: 2 adds each
     "matmul": {("forward", "matmul"): 2 * 3 * 4 * 5, ("backward", "matmul"): 2 * (2 * 3 * 4 * 5)},
     "linear": {("forward", "matmul"): 2 * 3 * 4 * 5, ("forward", "add"): 15, ("forward", "linear"): 0,
                ("backward", "matmul"): 2 * (2 * 3 * 4 * 5), ("backward", "sum"): 15 - 5},

@@ -213,26 +213,27 @@ REDUCE_DIMS = [None, 0, 1, -1, (0, 2), (-1, 0), (0, 1, 2)]
 
 @pytest.mark.parametrize("dim", REDUCE_DIMS, ids=str)
 @pytest.mark.parametrize("keepdim", [False, True])
-@pytest.mark.parametrize("op", ["sum", "mean", "max"])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
 def test_reductions(op, dim, keepdim):
     rng = np.random.default_rng(0)
-    x = (rng.permutation(24) * 0.5 + rng.uniform(0, 0.1, 24)).reshape(2, 3, 4)  # tie-free for max
+    x = (rng.permutation(24) * 0.5 + rng.uniform(0, 0.1, 24)).reshape(2, 3, 4)  # tie-free for amax, amin
     th_dim = (0, 1, 2) if dim is None else dim
-    th_op = "amax" if op == "max" else op  # minigrad's max(dim) returns the values only, as torch.amax does
     compare(lambda x: getattr(x, op)(dim=dim, keepdim=keepdim),
-            lambda x: getattr(torch, th_op)(x, dim=th_dim, keepdim=keepdim), [x])
+            lambda x: getattr(torch, op)(x, dim=th_dim, keepdim=keepdim), [x])
 
 
-def test_max_dim_values_match_torch_max():
+def test_max_dim_values_and_indices_match_torch_max():
     x = np.random.default_rng(0).standard_normal((3, 5))
     for dim in (0, 1, -1):
-        close(mgt(x, False).max(dim=dim).numpy(), torch.max(tht(x, False), dim=dim).values.numpy())
+        got, want = mgt(x, False).max(dim=dim), torch.max(tht(x, False), dim=dim)
+        close(got.values.numpy(), want.values.numpy())
+        assert np.array_equal(got.indices.numpy(), want.indices.numpy())
 
 
 def test_max_ties_gradient_matches_amax():
     x = np.array([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 0.0], [7.0, 7.0, 7.0, 7.0]])
-    compare(lambda x: x.max(dim=1), lambda x: torch.amax(x, dim=1), [x])
-    compare(lambda x: x.max(), lambda x: torch.amax(x), [x])
+    compare(lambda x: x.amax(dim=1), lambda x: torch.amax(x, dim=1), [x])
+    compare(lambda x: x.max(), lambda x: torch.max(x), [x])   # over all elements torch.max shares ties too
 
 
 # ----------------------------------------------------------------------------- softmax, cross-entropy, gelu
