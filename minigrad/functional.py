@@ -6,6 +6,7 @@ of tensor ops (cross_entropy), so its backward comes from the tape.
 Read next: nn.py, the modules that hold parameters and call these.
 """
 from . import backend, ops
+from .ops import ShapeError
 from .random import generator
 from .tensor import Tensor, apply, where
 
@@ -65,20 +66,20 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     if input.ndim == 0:
-        raise ValueError("cross_entropy: the logits must have a class dim: (C,), (N, C) or (N, C, d1, ...)")
+        raise ShapeError("cross_entropy: the logits must have a class dim: (C,), (N, C) or (N, C, d1, ...)")
     class_dim = 0 if input.ndim == 1 else 1
     c = input.shape[class_dim]
     if weight is not None:
         _check_tensor(weight, "cross_entropy", "weight")
         if weight.shape != (c,) or weight.dtype != input.dtype:
-            raise ValueError(f"cross_entropy: weight must be a {input.dtype} tensor of shape ({c},), one per class, "
+            raise ShapeError(f"cross_entropy: weight must be a {input.dtype} tensor of shape ({c},), one per class, "
                              f"got {weight.dtype} {weight.shape}")
         weight = weight.detach()  # as PyTorch, which has no gradient for the class weights
     if target.dtype.kind == "f" and target.shape == input.shape:
         return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing, class_dim)
     batch_shape = input.shape[:class_dim] + input.shape[class_dim + 1:]
     if target.shape != batch_shape:
-        raise ValueError(f"cross_entropy: got logits and targets of shapes {input.shape} and {target.shape}: class "
+        raise ShapeError(f"cross_entropy: got logits and targets of shapes {input.shape} and {target.shape}: class "
                          f"indices must have shape {batch_shape} (the logits' without the class dim, "
                          f"{'0' if class_dim == 0 else '1'}), probabilities the logits' shape. Classes in the last dim "
                          f"(B, T, C)? Flatten with .reshape(-1, C) and the targets with .reshape(-1)")
@@ -146,7 +147,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the last len(normalized_shape) dims to mean 0 and variance 1, then scale and shift."""
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if input.shape[input.ndim - len(normalized_shape):] != normalized_shape:
-        raise ValueError(f"layer_norm: normalized_shape {normalized_shape} does not match the last dims of "
+        raise ShapeError(f"layer_norm: normalized_shape {normalized_shape} does not match the last dims of "
                          f"the input's shape {input.shape}")
     params = tuple(p for p in (weight, bias) if p is not None)
     return apply(ops.LayerNorm, input, *params, ndim=len(normalized_shape), eps=eps,

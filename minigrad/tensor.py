@@ -22,6 +22,7 @@ import weakref
 import numpy as np
 
 from . import backend, ops
+from .ops import ShapeError
 from .random import generator
 
 # ----------------------------------------------------------------------------- the tape's switches
@@ -280,12 +281,12 @@ def _explain(name, e, arrays):
     if str(e).startswith(name):
         return e
     if "broadcast" in str(e) and len(arrays) == 2:
-        return ops.ShapeError(f"{name}: shapes {arrays[0].shape} and {arrays[1].shape} do not broadcast: "
+        return ShapeError(f"{name}: shapes {arrays[0].shape} and {arrays[1].shape} do not broadcast: "
                           f"compared from the right, each pair of dims must be equal or one of them 1. "
                           f"Reshape one of them (e.g. .reshape(...) to add a size-1 dim) first")
     shapes = ", ".join(str(a.shape) for a in arrays)
     # NumPy's ValueErrors inside an op are shape problems; not NumPy's own subclasses, which name NumPy's internals
-    kind = IndexError if isinstance(e, IndexError) else ops.ShapeError if isinstance(e, ValueError) else TypeError
+    kind = IndexError if isinstance(e, IndexError) else ShapeError if isinstance(e, ValueError) else TypeError
     return kind(f"{name}: {e} (input shapes {shapes}, dtype {arrays[0].dtype}, device {backend.device_of(arrays[0])})")
 
 
@@ -340,7 +341,7 @@ def backward(root, gradient=None, retain_graph=False):
                             f"{type(gradient).__name__}; for example gradient=mg.full({root.shape}, {gradient!r})")
         g = gradient._data if isinstance(gradient, Tensor) else gradient
         if g.shape != root.shape:
-            raise ops.ShapeError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
+            raise ShapeError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
         _check_same_device_and_dtype("backward", [root._data, g])
     outer = _on.taken  # a backward inside a backward (checkpoint's recompute) shares the outer's set
     _on.taken = taken = outer if outer is not None else set()
@@ -545,7 +546,7 @@ class Tensor:
                 raise TypeError(f"grad: expected a Tensor or None, got {type(value).__name__}")
             if value._data.shape != self._data.shape or type(value._data) is not type(self._data) \
                     or value._data.dtype.kind != "f":
-                raise ops.ShapeError(f"grad: a gradient must be a float tensor of this tensor's shape {self.shape} on "
+                raise ShapeError(f"grad: a gradient must be a float tensor of this tensor's shape {self.shape} on "
                                  f"{self.device}; got {value.dtype.name} {value.shape} on {value.device}")
             if _on.profiler is not None:
                 _on.profiler.on_grad(value._data)
@@ -567,7 +568,7 @@ class Tensor:
         if isinstance(array, Tensor):
             array = array._data
         if getattr(array, "shape", None) != self._data.shape:
-            raise ops.ShapeError(f"data: the new array must have this tensor's shape {self.shape}, "
+            raise ShapeError(f"data: the new array must have this tensor's shape {self.shape}, "
                              f"got {getattr(array, 'shape', type(array).__name__)}")
         if self._requires_grad and array.dtype not in FLOAT_DTYPES:
             raise TypeError(f"data: a tensor that requires grad needs a float array, got {array.dtype}")
@@ -1169,17 +1170,17 @@ class Tensor:
         sizes = _shape(sizes)
         lead = len(sizes) - self.ndim
         if lead < 0:
-            raise ValueError(f"expand: {len(sizes)} sizes {sizes} for a tensor of {self.ndim} dims {self.shape}; "
+            raise ShapeError(f"expand: {len(sizes)} sizes {sizes} for a tensor of {self.ndim} dims {self.shape}; "
                              f"give at least one size per dim")
         shape = list(sizes)
         for i, n in enumerate(sizes):
             old = self.shape[i - lead] if i >= lead else None
             if n == -1 and old is None:
-                raise ValueError(f"expand: -1 (keep the size) in sizes {sizes} names a new leading dim, which has "
+                raise ShapeError(f"expand: -1 (keep the size) in sizes {sizes} names a new leading dim, which has "
                                  f"no size to keep")
             shape[i] = old if n == -1 else n
             if old is not None and old not in (1, shape[i]):
-                raise ValueError(f"expand: dim {i - lead} of shape {self.shape} has size {old}, which cannot become "
+                raise ShapeError(f"expand: dim {i - lead} of shape {self.shape} has size {old}, which cannot become "
                                  f"{shape[i]}: only size-1 dims expand; repeat() copies data")
         return apply(ops.Expand, self, shape=tuple(shape))
 
@@ -1190,7 +1191,7 @@ class Tensor:
         """Tile the data sizes[i] times along dim i (new leading dims for extra sizes), copying, as torch.repeat."""
         sizes = _shape(sizes)
         if len(sizes) < self.ndim:
-            raise ValueError(f"repeat: {len(sizes)} repeat counts {sizes} for a tensor of {self.ndim} dims "
+            raise ShapeError(f"repeat: {len(sizes)} repeat counts {sizes} for a tensor of {self.ndim} dims "
                              f"{self.shape}; give one per dim at least")
         shape = (1,) * (len(sizes) - self.ndim) + self.shape
         # each dim gets a new dim in front of it, of its repeat count: (r0, s0, r1, s1, ...), read row by row
@@ -1228,7 +1229,7 @@ class Tensor:
         else:
             sizes = [int(k) for k in split_size_or_sections]
             if sum(sizes) != n or any(k < 0 for k in sizes):
-                raise ValueError(f"split: sizes {sizes} add up to {sum(sizes)}, but dim {dim} of shape {self.shape} "
+                raise ShapeError(f"split: sizes {sizes} add up to {sum(sizes)}, but dim {dim} of shape {self.shape} "
                                  f"has size {n}")
         starts = itertools.accumulate([0] + sizes)
         return tuple(self._slice(d, slice(start, start + k)) for start, k in zip(starts, sizes))
@@ -1251,7 +1252,7 @@ class Tensor:
         d = self._dim("index_select", dim)
         idx = _integer_index("index_select", index, self)
         if idx.ndim > 1:
-            raise ValueError(f"index_select: index must be 1-d, got shape {idx.shape}")
+            raise ShapeError(f"index_select: index must be 1-d, got shape {idx.shape}")
         _check_in_range("index_select", idx, self.shape[d], f"dim {dim} of shape {self.shape}")
         return self._slice(d, idx.reshape(-1))
 
@@ -1260,13 +1261,13 @@ class Tensor:
         has as many dims as this tensor, and no dim larger except along dim. Repeats add their gradients."""
         idx = _integer_index("gather", index, self)
         if idx.ndim != self.ndim:
-            raise ValueError(f"gather: index must have as many dims as the input, got index shape {idx.shape} for "
+            raise ShapeError(f"gather: index must have as many dims as the input, got index shape {idx.shape} for "
                              f"input shape {self.shape}")
         if self.ndim == 0:
             return self.reshape(1).gather(0, _new(idx.reshape(1))).reshape(())
         d = ops.normalize_dims("gather", dim, self.ndim, self.shape)[0]
         if any(m > n for k, (m, n) in enumerate(zip(idx.shape, self.shape)) if k != d):
-            raise ValueError(f"gather: index of shape {idx.shape} is larger than the input's shape {self.shape} in a "
+            raise ShapeError(f"gather: index of shape {idx.shape} is larger than the input's shape {self.shape} in a "
                              f"dim other than dim {dim}")
         _check_in_range("gather", idx, self.shape[d], f"dim {dim} of shape {self.shape}")
         # index along dim, and along every other dim its own position: one integer array per dim, broadcast
@@ -1542,6 +1543,6 @@ def where(condition, input, other):
     try:
         np.broadcast_shapes(cond.shape, a.shape, b.shape)
     except ValueError:
-        raise ops.ShapeError(f"where: the condition's shape {cond.shape} does not broadcast with the values' shapes "
+        raise ShapeError(f"where: the condition's shape {cond.shape} does not broadcast with the values' shapes "
                          f"{a.shape} and {b.shape}") from None
     return apply(ops.Where, a, b, cond=cond)
