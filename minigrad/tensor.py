@@ -192,6 +192,8 @@ def keep(record, inputs, out):
         record.saved_meta = tuple((a.shape, a.dtype, backend.device_of(a)) for a in record.saved if backend.is_array(a))
         record.saved = ()
         return
+    if not record.saved:
+        return
     versions = []
     for i, a in enumerate(record.saved):
         if a is None:
@@ -208,8 +210,9 @@ def keep(record, inputs, out):
         if vc is None:
             vc = t._vc = _Version()
         versions.append((vc, vc.n, i, k))
-    record.versions = versions
-    if _on.profiler is not None and record.saved:
+    if versions:
+        record.versions = versions
+    if _on.profiler is not None:
         _on.profiler.on_save(record)
 
 
