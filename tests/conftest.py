@@ -12,13 +12,17 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import minigrad as mg  # noqa: E402
+from minigrad.tensor import active_profiler, is_keeping_saved, is_recomputing  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _seed():
+def _seed_and_a_clean_tape():
+    """Every test starts from seed 0, and must leave the tape's switches as it found them."""
     mg.manual_seed(0)
     np.random.seed(0)
     yield
+    assert is_keeping_saved() and not is_recomputing() and mg.is_grad_enabled(), "a test left the tape's switches set"
+    assert active_profiler() is None, "a test left a profile active"
 
 
 @pytest.fixture

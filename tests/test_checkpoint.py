@@ -16,7 +16,6 @@ What is checked, and against what:
 
 Bugs found while writing these are kept as tests near the end.
 """
-import importlib
 import math
 
 import numpy as np
@@ -29,15 +28,6 @@ from minigrad.checkpoint import is_recomputing
 from minigrad.schedules import segment_bounds
 from minigrad.gpt import GPT, GPTConfig
 
-tape = importlib.import_module("minigrad.tensor")  # the module (mg.tensor is the factory)
-
-
-@pytest.fixture(autouse=True)
-def _tape_flags_reset():
-    yield
-    assert tape.is_keeping_saved() and not tape.is_recomputing() and tape.is_grad_enabled(), \
-        "a test left the tape's switches set"
-    assert tape.active_profiler() is None, "a test left a profile active"
 
 
 # ----------------------------------------------------------------------------- helpers

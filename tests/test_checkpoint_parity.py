@@ -18,7 +18,6 @@ What is checked (issue 11), each in a way that can fail:
                   (use_reentrant=False) in float64: values, gradients, which gradients are None, which errors
 """
 import collections
-import importlib
 import warnings
 
 import numpy as np
@@ -27,14 +26,6 @@ import pytest
 import minigrad as mg
 from minigrad import nn
 
-tape = importlib.import_module("minigrad.tensor")  # the module (mg.tensor is the factory)
-
-
-@pytest.fixture(autouse=True)
-def _tape_flags_reset():
-    yield
-    assert tape.is_keeping_saved() and not tape.is_recomputing() and tape.is_grad_enabled(), \
-        "a test left the tape's switches set"
 
 
 # ----------------------------------------------------------------------------- helpers

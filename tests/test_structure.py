@@ -14,7 +14,7 @@ import re
 import pytest
 
 import minigrad as mg
-from minigrad import nn, ops
+from minigrad import nn
 from minigrad.tensor import (active_profiler, is_grad_enabled, is_keeping_saved, is_recomputing, keep_saved,
                              records_since, recomputing)
 
