@@ -27,7 +27,7 @@ torch: $(VENV)/.installed
 		|| echo "PyTorch could not be installed (see $(TORCH_LOG)): the PyTorch comparisons will be skipped"
 
 tour: $(VENV)/.installed
-	$(PY) lessons/tour.py
+	$(PY) -m minigrad tour
 
 # One BLAS/OpenMP thread (unless set already): on 2 cores a second one only fights pytest for the CPU.
 # tests/conftest.py sets the same for a bare `python -m pytest`. pyproject's addopts holds the one -q: never add

@@ -1,38 +1,15 @@
-"""The tour: run every lesson in order, each in its own process, and say where its output went.
+"""The tour: run every lesson in order, each in its own process (the same as `python -m minigrad tour`).
 
     python lessons/tour.py           # everything (what `make tour` runs)
     python lessons/tour.py --list    # just list the lessons
+    python lessons/tour.py --quick   # the lessons that have a quick mode run in it
 """
-import argparse
-import glob
-import os
-import subprocess
 import sys
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def lessons():
-    return sorted(glob.glob(os.path.join(HERE, "[0-9][0-9]_*.py")))
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--list", action="store_true", help="list the lessons and stop")
-    args = ap.parse_args()
-    for i, path in enumerate(lessons(), 1):
-        name = os.path.basename(path)
-        if args.list:
-            print(name)
-            continue
-        print(f"\n{'=' * 78}\n[{i}/{len(lessons())}] {name}\n{'=' * 78}", flush=True)
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, path], check=True)
-        print(f"({name} took {time.perf_counter() - t0:.1f} s)", flush=True)
-    if not args.list:
-        print("\nDone. Plots are in out/; each lesson's docstring says how to run it on its own.")
-
+from minigrad.__main__ import main
 
 if __name__ == "__main__":
-    main()
+    if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
+        print(__doc__.replace("The tour:", "usage: python lessons/tour.py [--list] [--quick]\n\nThe tour:"))
+        sys.exit(0)
+    sys.exit(main(["tour", *sys.argv[1:]]))

@@ -15,6 +15,8 @@ Reading order, each module importing only the ones above it (the README's table;
   gpt.py         a small GPT, a character tokenizer and a tiny corpus
   formulas.py    closed forms that the ledger's measurements must equal
   testing.py     gradcheck: finite differences, explained
+  grading.py     the exercises' grader (exercises/ beside the package)
+  __main__.py    the command: python -m minigrad tour | lesson N | check [N]
 """
 import numpy as _np
 

@@ -63,6 +63,7 @@ def test_readme_table_lists_every_module_once():
 
 def test_package_docstring_gives_the_same_order():
     listed = re.findall(r"(\w+)\.py", mg.__doc__)
+    listed = [m for m in listed if m != "exercises"]
     assert listed == readme_order()
 
 
