@@ -1,0 +1,128 @@
+"""Checks of exercise 7: a float64 MLP run plainly and through my_checkpoint, both under mg.profile.
+The output must be one MyCheckpoint record; after the forward it may keep x's bytes of activations
+and no more; the gradients of x and of every parameter must equal the plain run's bit for bit; and
+backward must recompute the segment exactly once (FLOPs counted as 'recompute')."""
+import numpy as np
+
+import minigrad as mg
+from minigrad import nn
+from minigrad.grading import Failed, require, rng
+
+TITLE = "checkpoint one segment: keep x, recompute the insides in backward"
+
+B, D, H = 8, 16, 32
+
+
+def make_block():
+    mg.manual_seed(7)
+    return nn.Sequential(nn.Linear(D, H), nn.Tanh(), nn.Linear(H, H), nn.Tanh(), nn.Linear(H, D)).to("float64")
+
+
+def loss_of(y, w):
+    return (y * w).sum()  # a gradient g = w that differs everywhere, so that every entry is tested
+
+
+def zero_grads(block, x):
+    x.grad = None
+    for p in block.parameters():
+        p.grad = None
+
+
+def grads_of(block, x):
+    return {"x": x.grad, **{name: p.grad for name, p in block.named_parameters()}}
+
+
+def compare(name, got, want):
+    if got is None:
+        hint = ("backward must return x's gradient first: the .grad of the fresh leaf you ran the module on"
+                if name == "x" else "the parameters get it when you call y.backward(g) on the recomputed output")
+        raise Failed(f"{name} got no gradient: {hint}")
+    got, want = got.data, want.data
+    if got.shape != want.shape:
+        raise Failed(f"{name}'s gradient has shape {got.shape}, expected {want.shape}")
+    if np.array_equal(got, want):
+        return
+    bad = got != want
+    i = tuple(int(k) for k in np.argwhere(bad)[0])
+    why = ("A checkpoint runs the same ops on the same numbers, so its gradients are bit-identical to the plain "
+           "run's: recompute module on a copy of the saved x and backpropagate exactly g (y.backward(g)).")
+    if np.array_equal(got, 2 * want):
+        why = ("It is exactly twice the plain run's: it was added twice. The parameters get their .grad in the "
+               "recompute's y.backward(g); backward must return None for them.")
+    raise Failed(f"{name}'s gradient differs from the plain run's in {int(bad.sum())} of {bad.size} entries; at "
+                 f"index {i} expected {float(want[i])!r}, got {float(got[i])!r}. {why}")
+
+
+def check(ex):
+    outer_rng = mg.get_rng_state()
+    try:
+        _check(ex)
+    finally:
+        mg.set_rng_state(outer_rng)
+
+
+def _check(ex):
+    block = make_block()
+    r = rng(7)
+    x = mg.tensor(r.standard_normal((B, D)), dtype="float64", requires_grad=True)
+    w = mg.tensor(r.standard_normal((B, D)), dtype="float64")
+
+    zero_grads(block, x)  # the plain run: what the checkpoint must reproduce
+    with mg.profile() as plain:
+        y0 = block(x)
+        plain_kept, segment_flops = plain.peak_bytes("activations"), plain.flops("forward")
+        loss_of(y0, w).backward()
+    want = grads_of(block, x)
+
+    zero_grads(block, x)
+    with mg.profile() as prof:
+        y = ex.my_checkpoint(block, x)
+        kept = prof.peak_bytes("activations")
+        check_forward(ex, y, y0, x, kept, plain_kept)
+        loss_of(y, w).backward()
+    got = grads_of(block, x)
+
+    # gradients: bit-identical
+    for name in want:
+        compare(name, got[name], want[name])
+
+    # FLOPs: the segment ran once in forward, once more in backward, and its backward is the plain one
+    recomputed = prof.flops("recompute")
+    if recomputed != segment_flops:
+        if recomputed == 0:
+            why = ("no FLOPs were counted as recompute: run the module again in backward inside "
+                   "`with enable_grad(), recomputing():`")
+        else:
+            why = f"that is {recomputed / segment_flops:.2f} forwards of the segment: recompute it exactly once"
+        raise Failed(f"backward recomputed {recomputed} FLOPs; one forward of the segment is {segment_flops} FLOPs: "
+                     f"{why}")
+    for phase in ("forward", "backward"):
+        require(prof.flops(phase) == plain.flops(phase),
+                f"the checkpointed step counted {prof.flops(phase)} {phase} FLOPs, the plain run {plain.flops(phase)}: "
+                f"the {phase} pass should run each op of the segment exactly once, as the plain run does")
+
+
+def check_forward(ex, y, y0, x, kept, plain_kept):
+    """Right after the forward: one MyCheckpoint record, the module's output, x's bytes kept and no more."""
+    require(isinstance(y, mg.Tensor), f"my_checkpoint returned {type(y).__name__}, expected a Tensor")
+    record = y.grad_fn
+    require(isinstance(record, ex.MyCheckpoint),
+            f"my_checkpoint's output was made by '{getattr(record, 'name', None)}', not by MyCheckpoint: return "
+            f"apply(MyCheckpoint, x, *module.parameters(), out=y.data, module=module), so that one record "
+            f"stands for the whole segment")
+    require(np.array_equal(y.data, y0.data),
+            "my_checkpoint's output differs from module(x): MyCheckpoint.forward must return `out` as it is")
+    if kept == x.data.nbytes:
+        return
+    head = (f"my_checkpoint kept {kept} bytes of activations after the forward; the input x alone is "
+            f"{x.data.nbytes} bytes")
+    if kept >= plain_kept:
+        why = (f"That is what a plain run of the block keeps ({plain_kept} bytes): the segment's records kept what "
+               f"their ops saved. Run module(x) under `with keep_saved(False):`")
+    elif kept > x.data.nbytes:
+        shapes = ", ".join(str(getattr(a, "shape", type(a).__name__)) for a in record.saved)
+        why = (f"That is {kept - x.data.nbytes} bytes more than x: MyCheckpoint.forward saved arrays of shapes "
+               f"[{shapes}]; it should save x only, the rest is recomputed")
+    else:
+        why = "Backward needs x to recompute the segment: MyCheckpoint.forward must call self.save_for_backward(x)"
+    raise Failed(f"{head}. {why}")

@@ -1,0 +1,110 @@
+"""Exercises 7 (checkpoint one segment) and 8 (replay the generator): plausible wrong answers fail,
+each with the message that explains it (the reference passing and the stubs failing are proved by
+test_exercises.py)."""
+import os
+import re
+import shutil
+
+import pytest
+
+from minigrad import grading
+
+
+def grade_edited(tmp_path, number, old, new):
+    """Grade the reference of exercise `number` with `old` replaced by `new`, as a learner's file."""
+    course = str(tmp_path / "exercises")
+    shutil.copytree(grading.COURSE, course)
+    exercise = next(e for e in grading.exercises(course) if e.number == number)
+    text = open(exercise.solution).read()
+    assert old in text, old
+    with open(exercise.path, "w") as f:
+        f.write(text.replace(old, new))
+    return grading.grade(exercise)
+
+
+WRONG_7 = {
+    "keeps everything": (
+        "    with keep_saved(False):  # the segment's records are made, but keep nothing\n        y = module(x)",
+        "    y = module(x)",
+        r"kept 5120 bytes of activations after the forward; the input x alone is 1024 bytes\. That is what a plain "
+        r"run of the block keeps \(5120 bytes\).*keep_saved\(False\)"),
+    "saves the output too": (
+        "self.save_for_backward(x)  #", "self.save_for_backward(x, out)  #",
+        r"kept 2048 bytes.*x alone is 1024 bytes\. That is 1024 bytes more than x.*shapes \[\(8, 16\), \(8, 16\)\]"),
+    "saves nothing": (
+        "self.save_for_backward(x)  #", "self.x = x  #",
+        r"kept 0 bytes.*must call self\.save_for_backward\(x\)"),
+    "forgets recomputing()": (
+        "with enable_grad(), recomputing():", "with enable_grad():",
+        r"backward recomputed 0 FLOPs; one forward of the segment is 33920 FLOPs.*recomputing\(\)"),
+    "recomputes twice": (
+        "            y = self.module(x_again)\n",
+        "            self.module(x_again)\n            y = self.module(x_again)\n",
+        r"backward recomputed 67840 FLOPs.*2\.00 forwards of the segment"),
+    "returns the parameters' gradients too": (
+        "return (x_again.grad.data,) + (None,) * self.n_params",
+        "return (x_again.grad.data,) + tuple(p.grad.data for p in self.module.parameters())",
+        r"0\.weight's gradient differs .* in 512 of 512 entries.*exactly twice.*return None for them"),
+    "ignores g": (
+        "y.backward(g)  #", "y.sum().backward()  #",
+        r"x's gradient differs from the plain run's in 128 of 128 entries.*y\.backward\(g\)"),
+    "makes no record": (
+        "    return apply(MyCheckpoint, x, *module.parameters(), out=y.data, module=module)",
+        "    return y",
+        r"made by 'linear', not by MyCheckpoint"),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_7)
+def test_a_wrong_checkpoint_is_explained(tmp_path, case):
+    old, new, message = WRONG_7[case]
+    result = grade_edited(tmp_path, 7, old, new)
+    assert result.status == "failing" and re.search(message, result.message, re.S), result.message
+
+
+REPLAY = "        self.outer = mg.get_rng_state()\n        mg.set_rng_state(self.state)"
+RESTORE = "    def __exit__(self, *exc):\n        mg.set_rng_state(self.outer)"
+NOT_REPLAYED = (r"x's gradient differs from the plain run's in 128 of 128 entries.*another mask when backward "
+                r"recomputed it: \d+ of 256 entries differ")
+WRONG_8 = {
+    "does not replay": (REPLAY, "        self.outer = mg.get_rng_state()", NOT_REPLAYED),
+    "snapshots in __enter__": (REPLAY, "        self.outer = self.state = mg.get_rng_state()", NOT_REPLAYED),
+    "leaves the generator where the recompute ended": (
+        RESTORE, "    def __exit__(self, *exc):\n        pass",
+        r"not where the plain run leaves it.*left where the recompute ended"),
+    "restores the snapshot": (
+        RESTORE, "    def __exit__(self, *exc):\n        mg.set_rng_state(self.state)",
+        r"not where the plain run leaves it.*left at the snapshot"),
+    "moves the generator in the forward": (
+        "        self.state = mg.get_rng_state()", "        self.state = mg.get_rng_state()\n        mg.rand(1)",
+        r"forward drew another dropout mask than the plain run"),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_8)
+def test_a_wrong_replay_is_explained(tmp_path, case):
+    old, new, message = WRONG_8[case]
+    result = grade_edited(tmp_path, 8, old, new)
+    assert result.status == "failing" and re.search(message, result.message, re.S), result.message
+
+
+def test_the_checks_leave_the_generator_as_they_found_it():
+    import minigrad as mg
+    mg.manual_seed(123)
+    want = mg.rand(3).numpy()
+    mg.manual_seed(123)
+    for exercise in grading.exercises():
+        if exercise.number in (7, 8):
+            assert grading.grade(exercise, solutions=True).status == "done"
+    assert (mg.rand(3).numpy() == want).all()
+
+
+def test_the_stubs_name_every_piece():
+    for number, pieces in ((7, ("my_checkpoint", "MyCheckpoint.forward", "MyCheckpoint.backward")),
+                           (8, ("RngReplay.__init__", "RngReplay.__enter__", "RngReplay.__exit__"))):
+        exercise = next(e for e in grading.exercises() if e.number == number)
+        text = open(exercise.path).read()
+        for piece in pieces:
+            assert f'NotImplementedError("Exercise {number} ({piece}):' in text, piece
+        assert f"python -m minigrad check {number}" in text
+        assert os.path.exists(exercise.solution)
