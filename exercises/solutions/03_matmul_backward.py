@@ -1,0 +1,8 @@
+"""Exercise 3, the reference: the backward of a batched matmul (minigrad/ops.py's Matmul also takes 1-d inputs)."""
+from minigrad.ops import unbroadcast
+
+
+def matmul_backward(g, a, b):
+    ga = g @ b.swapaxes(-1, -2)  # (..., m, n) @ (..., n, k): the broadcast batch dims, then (m, k)
+    gb = a.swapaxes(-1, -2) @ g  # (..., k, m) @ (..., m, n)
+    return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
