@@ -37,7 +37,7 @@ Three traps, each graded:
     never need a leaf as a key: add into leaf.grad at once.
 
 A leaf's gradient: `leaf.grad = mg.tensor(gi, dtype=leaf.dtype)` the first time (a copy, in the leaf's
-dtype: NumPy turns a 0-d result into a NumPy scalar, which mg.tensor alone would make float32), else
+dtype), else
 `leaf.grad = mg.tensor(leaf.grad.data + gi, dtype=leaf.dtype)`. Calling backward twice adds up, as in
 PyTorch: gradient accumulation stands on it.
 

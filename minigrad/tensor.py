@@ -558,7 +558,7 @@ class Tensor:
     @staticmethod
     def _from_array(array, requires_grad=False):
         """Wrap an existing NumPy/CuPy array without copying (for minigrad's own code)."""
-        return _new(array, requires_grad)
+        return _new(backend.as_array(array), requires_grad)
 
     # --- what it holds
     @property
@@ -1401,6 +1401,8 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
     if isinstance(data, Tensor):
         data = data._data
     device = backend.normalize_device(device)
+    if isinstance(data, np.generic):  # a NumPy scalar keeps its dtype, as torch.tensor(np.float64(1.0)) does
+        data = np.asarray(data)
     if backend.is_array(data):
         array = backend.to_device(data, device)
         dt = normalize_dtype(dtype) if dtype is not None else normalize_dtype(array.dtype)

@@ -363,3 +363,9 @@ def test_shape_errors_are_value_errors_and_runtime_errors_as_in_pytorch(bad):
     for kind in (ValueError, RuntimeError):
         with pytest.raises(kind):
             bad()
+
+
+def test_numpy_scalars_keep_their_dtype_as_in_pytorch():
+    assert mg.tensor(np.float64(1.0)).dtype == np.float64 and mg.tensor(np.float32(1.0)).dtype == np.float32
+    assert mg.tensor(1.0).dtype == np.float32 and mg.tensor(np.int32(3)).dtype == np.int32
+    assert mg.Tensor._from_array(-np.array(1.0)).data.shape == ()  # a 0-d result NumPy made a scalar: an array again

@@ -89,8 +89,8 @@ def _leaf_grad(name, leaf, case):
             f"leaves, and set leaf.grad = mg.tensor(gradient, dtype=leaf.dtype) where it is a Tensor")
     require(leaf.grad.dtype == leaf.dtype,
             f"{case}: {name}.grad is {leaf.grad.dtype}, but {name} is {leaf.dtype}: a gradient has its leaf's dtype. "
-            f"Make it with mg.tensor(gradient, dtype=leaf.dtype): NumPy turns a 0-d result into a NumPy scalar, "
-            f"which mg.tensor alone reads as a Python float, float32")
+            f"Make it with mg.tensor(gradient, dtype=leaf.dtype), from the array itself (Python numbers and lists "
+            f"become float32, PyTorch's default)")
 
 
 def _chain(n):
