@@ -15,7 +15,8 @@ The forwards are written. Write each backward:
     d log(x)  / dx = 1 / x              (Log saved its input x)
     d x^p     / dx = p * x^(p - 1)      (Pow saved its input x; the constant p is self.exponent)
 
-Each must return a tuple, even for one input: `return (g * something,)`.
+Each must return a tuple with one gradient per array input, even for one: `return (g * something,)`.
+Pow's exponent is a Python number kept on self, not an input: Pow.backward returns a 1-tuple too.
 Grade it:  python -m minigrad check 1
 """
 import numpy as np
@@ -33,7 +34,7 @@ class Exp(Op):
         return y
 
     def backward(self, g):
-        raise NotImplementedError("Exercise 1 (Exp.backward): return (g * y,), with y = self.saved[0] = exp(x)")
+        raise NotImplementedError("Exercise 1 (Exp.backward): the derivative of exp is exp itself, which forward saved")
 
 
 class Tanh(Op):

@@ -8,7 +8,8 @@ along dim 1, so its gradient sums over dim 1 and keeps that dim, with size 1.
 Broadcasting compares shapes from the right:
 
     grad (2, 4, 3)   ->  shape (4, 1):  sum over dim 0 (a leading dim b does not have),
-                                        then over dim 2 (where b has size 1), keeping it.
+                                        then over grad's dim 2 (b's dim 1, where b has size 1),
+                                        keeping it with size 1.
 
 Write unbroadcast(grad, shape): sum `grad` down to `shape` (return grad itself when the shapes
 already match). Every op with two inputs uses this in its backward (see Add in minigrad/ops.py).

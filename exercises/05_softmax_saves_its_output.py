@@ -24,7 +24,8 @@ y; backward reads it back from self.saved and returns (dx,). Use x.max(axis=dim,
 np.exp, np.log and .sum(axis=dim, keepdims=True); dim may be negative.
 
 The check measures what each keeps with mg.profile: the output's bytes, and the output itself (not the
-input, not a copy, and nothing stored on self beside save_for_backward, the one door that counts).
+input, not a copy, and no array stored on self beside save_for_backward, the one door that counts; a number such as
+self.dim is fine).
 
 Grade it:  python -m minigrad check 5
 """

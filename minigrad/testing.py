@@ -55,6 +55,8 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-6, rtol=1e-5, name=None, seed=0):
             value = got[index]
             if not abs(value - expected) <= atol + rtol * abs(expected):
                 raise GradcheckError(f"gradcheck({name}): wrong gradient for input {i} (shape {t.shape}) at index "
-                                     f"{tuple(int(k) for k in index)}: expected derivative {expected:.8g} from the "
-                                     f"central difference, got {value:.8g} from backward")
+                                     f"{tuple(int(k) for k in index)}: expected d loss / d x = {expected:.8g} from "
+                                     f"the central difference, got {value:.8g} from backward. (The loss is "
+                                     f"sum(out * g) for a fixed random g, the gradient backward received: d loss / "
+                                     f"d x is g times d out / d x, summed over the outputs that x touches.)")
     return True

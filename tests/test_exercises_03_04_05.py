@@ -119,7 +119,7 @@ READ = "        (y,) = self.saved\n        return (y * (g"
     ([("np.exp(x - x.max(axis=dim, keepdims=True))", "np.exp(x)")],
      r"Softmax\.forward of x near \+1000: got nan .*Subtract the max along dim"),
     ([("return (y * (g - (g * y).sum(axis=self.dim, keepdims=True)),)", "return (y * g,)")],
-     r"gradcheck\(Softmax\.backward \(x of shape \(3, 5\), dim=-1\)\): wrong gradient .* expected derivative"),
+     r"gradcheck\(Softmax\.backward \(x of shape \(3, 5\), dim=-1\)\): wrong gradient .* expected d loss / d x"),
     ([("g - np.exp(y) * g.sum", "g - y * g.sum")], r"gradcheck\(LogSoftmax\.backward .*wrong gradient"),
 ], ids=["keeps-x-too", "keeps-x-instead", "keeps-a-copy", "attribute", "unstable", "softmax-no-sum",
         "log-softmax-y"])
@@ -127,3 +127,10 @@ READ = "        (y,) = self.saved\n        return (y * (g"
 def test_softmax_wrong_answers(course, edits, message):
     result = grade_wrong(course, 5, *edits)
     assert result.status == "failing" and re.search(message, result.message, re.S), result.message
+
+
+def test_log_softmax_as_the_log_of_softmax_underflows_and_is_explained(course):
+    """Found by a new-user trial: log(softmax(x)) passed every other check, and is -inf for confident logits."""
+    result = grade_wrong(course, 5, ("        y = z - np.log(np.exp(z).sum(axis=dim, keepdims=True))",
+                                      "        y = np.log(np.exp(z) / np.exp(z).sum(axis=dim, keepdims=True))"))
+    assert result.status == "failing" and "log(softmax(x)) underflows" in result.message, result.message

@@ -739,7 +739,7 @@ def test_gradcheck_catches_wrong_gradient(monkeypatch):
         gradcheck(lambda x: x.tanh(), [x], name="tanh_doubled")
     msg = str(info.value)
     assert "tanh_doubled" in msg and "input 0" in msg and "index (0, 0)" in msg
-    m = re.search(r"expected derivative (\S+) from the central difference, got (\S+) from backward", msg)
+    m = re.search(r"expected d loss / d x = (\S+) from the central difference, got (\S+) from backward", msg)
     assert m, msg
     expected, got = float(m.group(1)), float(m.group(2))
     # projected with a fixed random vector r: expected = r00 * (1 - tanh^2), got twice that
@@ -753,7 +753,7 @@ def test_gradcheck_catches_wrong_gradient(monkeypatch):
 def test_gradcheck_catches_missing_gradient(monkeypatch):
     monkeypatch.setattr(ops.Mul, "backward", lambda self, g: (None, None))
     a, b = T([1.0, 2.0]), T([3.0, 4.0])
-    with pytest.raises(GradcheckError, match="expected derivative .* got 0 from backward"):
+    with pytest.raises(GradcheckError, match="expected d loss / d x = .* got 0 from backward"):
         gradcheck(lambda a, b: a * b, [a, b], name="mul_dropped")
 
 

@@ -80,6 +80,13 @@ def check(ex):
                          f"exp(1000) overflows to inf and exp(-1000) is 0. Subtract the max along dim before exp "
                          f"(the shift cancels)")
         close(f"{name}.forward of x near +-1000", y, reference(data, -1))
+        if name == "LogSoftmax":  # confident logits: softmax underflows to 0 where log_softmax is finite
+            spread = np.array([[0.0, -1000.0, -50.0]])
+            got = backend.to_numpy(apply(cls, mg.tensor(spread), dim=-1).data)
+            if not np.all(np.isfinite(got)):
+                raise Failed(f"LogSoftmax.forward of {spread.tolist()}: got {got.tolist()}; expected "
+                             f"{_log_softmax(spread, -1).tolist()}. log(softmax(x)) underflows to log(0) = -inf "
+                             f"where exp(x - max) is below 1e-308: compute (x - m) - log(sum(exp(x - m))) directly")
         x = mg.tensor(r.standard_normal((64, 64)), requires_grad=True)
         with mg.profile() as prof:
             y = apply(cls, x, dim=-1)
