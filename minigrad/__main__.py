@@ -1,22 +1,32 @@
-"""The command: python -m minigrad (or `minigrad`) tour | lesson N | check [N].
+"""The command: python -m minigrad (or `minigrad`) tour | lesson N | check [N] | curve.
 
-    python -m minigrad tour              every lesson in order, each in its own process
+    python -m minigrad tour              every lesson in order, each in its own process, then the plots they made
     python -m minigrad lesson 3          one lesson (extra arguments go to it: lesson 3 --quick)
     python -m minigrad check             grade every exercise in exercises/ (a table, then the first hint)
     python -m minigrad check 2           grade exercise 2 only
     python -m minigrad check --solutions grade the reference solutions instead (they all pass)
+    python -m minigrad curve             checkpointing's memory against recompute for an MLP: a table and out/curve.png
+    python -m minigrad curve --gpt       the same for the GPT's blocks
 
 The lessons live in lessons/ and the exercises in exercises/, beside the package (a clone of the
 repository, installed with `pip install -e .`).
 """
 import argparse
+import ast
 import glob
+import math
 import os
 import subprocess
 import sys
+import textwrap
 import time
 
-from . import grading
+from . import grading, nn, schedules
+from .checkpoint import checkpoint_segments, measure_chain
+from .gpt import GPT, GPTConfig
+from .profiler import format_bytes, format_flops, profile
+from .random import manual_seed
+from .tensor import randn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LESSONS = os.path.join(ROOT, "lessons")
@@ -32,7 +42,7 @@ def tour(args):
     if args.list:
         print("\n".join(os.path.basename(p) for p in found))
         return 0
-    failed = []
+    failed, started = [], time.time()
     bar = tqdm(found, desc="tour", unit="lesson", disable=None)  # no bar when piped
     for path in bar:
         name = os.path.basename(path)
@@ -44,15 +54,41 @@ def tour(args):
             print(f"({name} FAILED; the tour goes on)", flush=True)
         else:
             print(f"({name} took {time.perf_counter() - t0:.1f} s)", flush=True)
-    plots = sorted(glob.glob(os.path.join("out", "*.png")))
-    print("\nPlots in out/:" if plots else "\nNo plots were written.")
-    for p in plots:
-        print(f"  {p}")
+    closing_list(found, started)
     if failed:
         print(f"\n{len(failed)} of {len(found)} lessons failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     print(f"\nDone: {len(found)} lessons. Next, build the engine yourself: python -m minigrad check")
     return 0
+
+
+def closing_list(found, since):
+    """The plots the lessons wrote since `since`, each with the line its lesson's PLOTS gives it."""
+    said = {}
+    for path in found:
+        said.update(lesson_plots(path))
+    written = sorted(p for p in glob.glob(os.path.join("out", "*.png")) if os.path.getmtime(p) >= since - 1)
+    if not written:
+        print("\nNo plots were written.")
+        return
+    print("\nThe plots, in out/:")
+    for p in written:
+        what = said.get(os.path.basename(p), "(its lesson's PLOTS does not name it)")
+        print(textwrap.fill(what, width=100, initial_indent=f"  {os.path.basename(p):<24}",
+                            subsequent_indent=" " * 26))
+
+
+def lesson_plots(path):
+    """A lesson's PLOTS, {file in out/: what it shows}, read from its source without running it."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), filename=path)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PLOTS" for t in node.targets):
+            try:
+                return dict(ast.literal_eval(node.value))
+            except (ValueError, TypeError):
+                return {}
+    return {}
 
 
 def _has_quick(path):
@@ -97,10 +133,181 @@ def check(args):
     return 0 if done == len(results) else 1
 
 
+# --- curve: the memory-versus-compute curve of checkpointing one model
+CURVE_ALL_K = 64          # chains up to this long get every k; longer ones a sample spread evenly on a log scale
+CURVE_MAX_BYTES = 2 ** 31  # refuse a model that would hold more than about this
+
+
+def _at_least_one(text):
+    """argparse type: a whole number >= 1 (argparse names the option in front of the message)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def _chain_model(args):
+    """(functions, input, description, the bytes it will hold, about) for the MLP or the GPT's blocks."""
+    manual_seed(0)
+    if args.gpt:
+        d, w, b, t, h = args.depth or 8, args.width, args.batch or 4, args.context, args.heads
+        about = 4 * d * (12 * w * w + b * t * (34 * w + 5 * h * t))  # weights, and a block's activations (float32)
+        if about > CURVE_MAX_BYTES:
+            return None, None, None, about
+        model = GPT(GPTConfig(vocab_size=64, block_size=t, n_layer=d, n_head=h, n_embd=w))
+        return (list(model.h), randn(b, t, w),
+                f"the GPT's {d} blocks ({h} heads, {w} wide), batch {b} x {t} tokens, float32", about)
+    d, w, b = args.depth or 16, args.width, args.batch or 32
+    about = 4 * d * (w * w + w + 2 * b * w)
+    if about > CURVE_MAX_BYTES:
+        return None, None, None, about
+    layers = []
+    for _ in range(d):
+        layers += [nn.Linear(w, w), nn.Tanh()]
+    return (list(nn.Sequential(*layers)), randn(b, w),
+            f"an MLP of {d} Linear({w}, {w}) -> Tanh pairs ({2 * d} functions), batch {b}, float32", about)
+
+
+def curve_ks(n):
+    """k = 1 .. n segments: all of them for a short chain; else ~48 spread evenly on a log scale, and sqrt(n)."""
+    if n <= CURVE_ALL_K:
+        return list(range(1, n + 1))
+    return sorted({max(1, round(n ** (i / 47))) for i in range(48)} | {round(math.sqrt(n)), n})
+
+
+def curve(args):
+    if not args.no_plot and os.path.splitext(args.out)[1].lower() not in (".png", ".svg", ".pdf"):
+        print(f"curve: --out {args.out!r}: the plot is written as .png, .svg or .pdf; name the file so",
+              file=sys.stderr)
+        return 2
+    if args.gpt and args.width % args.heads:
+        print(f"curve: --width {args.width} must be divisible by --heads {args.heads} (each head gets width / heads "
+              f"features)", file=sys.stderr)
+        return 2
+    functions, x, what, about = _chain_model(args)
+    if functions is None:
+        print(f"curve: this model would hold about {format_bytes(about)}; make --depth, --width or --batch "
+              f"smaller", file=sys.stderr)
+        return 2
+    chain = measure_chain(functions, x)  # one plain forward, per function: what it saves and its FLOPs
+    n, forward = len(chain), sum(chain.flops)
+    ks = curve_ks(n)
+    rows = []
+    for k in ks:
+        plan = schedules.predict(chain, schedules.segment_bounds(n, k))
+        for f in functions:
+            f.zero_grad()
+        with profile() as prof:
+            checkpoint_segments(functions, plan.segments, x).sum().backward()
+        rows.append((k, plan, prof.peak_bytes("activations"), prof.flops("recompute")))
+
+    front, best = set(), None  # the Pareto front: no other k keeps less for no more recompute
+    for k, plan, peak, recompute in sorted(rows, key=lambda r: (r[3], r[2])):
+        if best is None or peak < best:
+            front.add(k)
+            best = peak
+    sqrt_k = max(1, round(math.sqrt(n)))
+    print(f"Checkpointing {what}: a chain of n = {n} functions, cut into k segments as "
+          f"checkpoint_sequential(functions, k, x) cuts it (the last segment runs normally; k = 1 is no "
+          f"checkpointing).")
+    print("predicted: schedules.predict from one plain forward measured per function (checkpoint.measure_chain); "
+          "measured: the plan run forward and backward under mg.profile.")
+    if len(ks) < n:
+        print(f"(k: {len(ks)} values of 1 .. {n}, spread evenly on a log scale)")
+    print(f"\n{'k':>5}{'size':>6}{'peak activations':>30}{'recompute FLOPs':>30}{'forward':>10}")
+    print(f"{'':>11}{'predicted':>15}{'measured':>15}{'predicted':>15}{'measured':>15}{'passes':>10}")
+    bad = []
+    for k, plan, peak, recompute in rows:
+        note = ("  front" if k in front else "") + ("  sqrt(n)" if k == sqrt_k else "") + \
+               ("  no checkpointing" if k == 1 else "")
+        if (peak, recompute) != (plan.peak_bytes, plan.recompute_flops):
+            bad.append(k)
+            note += "  MEASURED != PREDICTED"
+        print(f"{k:>5}{plan.segments[0][1] - plan.segments[0][0]:>6}{format_bytes(plan.peak_bytes):>15}"
+              f"{format_bytes(peak):>15}{format_flops(plan.recompute_flops):>15}{format_flops(recompute):>15}"
+              f"{recompute / forward:>10.2f}{note}")
+    print(f"\nk: segments (lesson 3 counts the other way: its k is functions per segment). "
+          f"size: functions per segment, n // k; the last segment takes what is left and runs normally, so where "
+          f"n // k drops, the last segment and the peak grow. front: no other k keeps fewer bytes for no more "
+          f"recompute. One forward pass of the chain is {format_flops(forward)} FLOPs.")
+    if bad:
+        print(f"curve: measurement and prediction differ for k = {bad}: a bug in schedules.py or the engine; "
+              f"please report it", file=sys.stderr)
+    else:
+        print(f"measured = predicted for all {len(rows)} values of k.")
+    if not args.no_plot and _plot_curve(rows, front, sqrt_k, n, forward, what, args.out):
+        return 2
+    return 1 if bad else 0
+
+
+def _plot_curve(rows, front, sqrt_k, n, forward, what, path):
+    import matplotlib  # here, not at the top: the engine and the other commands never load matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    unit, scale = ("MiB", 2 ** 20) if max(r[2] for r in rows) >= 2 ** 20 else ("KiB", 2 ** 10)
+    ks = [r[0] for r in rows]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.6))
+    a1.plot(ks, [r[1].peak_bytes / scale for r in rows], "o", mfc="none", ms=8, label="predicted")
+    a1.plot(ks, [r[2] / scale for r in rows], ".", color="k", label="measured")
+    a1.axvline(sqrt_k, color="tab:orange", ls=":", label=f"sqrt(n): k = {sqrt_k}")
+    a1.set_xscale("log")
+    ticks = range(1, n + 1) if n <= 8 else sorted({2 ** e for e in range(n.bit_length())} | {n})
+    a1.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+    a1.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    a1.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    a1.set_ylim(0, max(r[2] for r in rows) / scale * 1.1)
+    a1.set_xlabel("segments k (log scale; k = 1: no checkpointing)")
+    a1.set_ylabel(f"peak activation memory ({unit})")
+    a1.set_title("Memory against the number of segments")
+    a1.grid(True, alpha=0.3)
+    a1.legend()
+    on_front = sorted((r for r in rows if r[0] in front), key=lambda r: r[3])
+    least = min(rows, key=lambda r: (r[2], r[3]))
+    a2.plot([r[3] / forward for r in rows], [r[2] / scale for r in rows], ".", color="0.5", ms=8,
+            label="measured, one per k")
+    a2.step([r[3] / forward for r in on_front], [r[2] / scale for r in on_front], where="post", color="k", lw=1,
+            label="Pareto front")
+    for k, marker, label in ((sqrt_k, "s", f"sqrt(n): k = {sqrt_k}"), (least[0], "*", f"least memory: k = {least[0]}")):
+        r = next(r for r in rows if r[0] == k)
+        a2.plot([r[3] / forward], [r[2] / scale], marker, mfc="none", ms=12, mew=1.5, label=label)
+    labels, top_x, top_y = [], max(r[3] for r in rows) / forward or 1, max(r[2] for r in rows) / scale
+    for k, _, peak, recompute in rows:  # one label for the k that land within 3% of each other
+        if k in (1, n) or (k in front and len(front) <= 8):
+            x, y = recompute / forward, peak / scale
+            near = next((lab for lab in labels if abs(lab[0] - x) < 0.03 * top_x and abs(lab[1] - y) < 0.03 * top_y),
+                        None)
+            if near is None:
+                labels.append([x, y, str(k)])
+            else:
+                near[2] += f", {k}"
+    for x, y, names in labels:
+        a2.annotate("k=" + names, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=8)
+    a2.set_xlim(-0.03, max(r[3] for r in rows) / forward * 1.1 + 0.03)
+    a2.set_ylim(0, max(r[2] for r in rows) / scale * 1.1)
+    a2.set_xlabel("recompute in backward (forward passes of the chain)")
+    a2.set_ylabel(f"peak activation memory ({unit})")
+    a2.set_title("Memory against recompute")
+    a2.grid(True, alpha=0.3)
+    a2.legend()
+    fig.suptitle(f"Checkpointing {what}", fontsize=10)
+    fig.tight_layout()
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        fig.savefig(path, dpi=120)
+    except OSError as e:
+        print(f"curve: could not write the plot to {path}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    print(f"plot: {path}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m minigrad", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{tour,lesson,check}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{tour,lesson,check,curve}")
     p = sub.add_parser("tour", help="run every lesson in order")
     p.add_argument("--list", action="store_true", help="list the lessons and stop")
     p.add_argument("--quick", action="store_true", help="run the lessons that have one in their quick mode")
@@ -113,6 +320,34 @@ def main(argv=None):
     p.add_argument("number", type=int, nargs="?", help="one exercise (all of them when left out)")
     p.add_argument("--solutions", action="store_true", help="grade the reference solutions instead")
     p.set_defaults(run=check)
+    p = sub.add_parser(
+        "curve", help="checkpointing's memory against recompute for an MLP or the GPT: a table and out/curve.png",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=textwrap.dedent("""\
+        The memory-versus-compute curve of activation checkpointing, for one model.
+
+        The model's chain of functions (an MLP's Linear and Tanh layers, or with --gpt the GPT's
+        blocks) is measured once per function (checkpoint.measure_chain); then, for k = 1 .. n
+        segments, schedules.py predicts the peak of activation bytes and the FLOPs recomputed in
+        backward, and the plan runs forward and backward under mg.profile, which measures both.
+        A table of predicted beside measured, the Pareto front marked; a plot in out/curve.png.
+
+        examples:
+          python -m minigrad curve                                  an MLP, depth 16, width 64, batch 32
+          python -m minigrad curve --depth 100 --width 32 --batch 8
+          python -m minigrad curve --gpt --depth 12 --context 64    the GPT's 12 blocks"""))
+    p.add_argument("--depth", type=_at_least_one,
+                   help="Linear+Tanh pairs of the MLP (default 16), or the GPT's blocks (default 8)")
+    p.add_argument("--width", type=_at_least_one, default=64, help="features per layer (default 64)")
+    p.add_argument("--batch", type=_at_least_one,
+                   help="rows, or with --gpt sequences (default 32 for the MLP, 4 for the GPT)")
+    p.add_argument("--gpt", action="store_true", help="the GPT's transformer blocks instead of an MLP")
+    p.add_argument("--context", type=_at_least_one, default=32, help="--gpt: tokens per sequence (default 32)")
+    p.add_argument("--heads", type=_at_least_one, default=4,
+                   help="--gpt: attention heads; --width must divide by it (default 4)")
+    p.add_argument("--out", default=os.path.join("out", "curve.png"),
+                   help="where the plot goes: .png, .svg or .pdf (default out/curve.png)")
+    p.add_argument("--no-plot", action="store_true", help="print the table only")
+    p.set_defaults(run=curve)
     args = ap.parse_args(argv)
     return args.run(args)
 

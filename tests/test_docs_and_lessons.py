@@ -1,4 +1,5 @@
 """The README's example runs, every lesson runs (short), and the benchmark runs in smoke mode."""
+import ast
 import json
 import os
 import re
@@ -8,6 +9,7 @@ import sys
 import pytest
 
 import minigrad as mg
+from minigrad.__main__ import lesson_plots
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,7 +23,10 @@ def test_readme_example_runs():
     assert namespace["model"][0].weight.grad.shape == (16, 4)
 
 
-QUICK = {"lessons/03_checkpointing.py", "lessons/04_gradient_accumulation.py", "bench/bench.py"}  # have --quick
+QUICK = {"lessons/01_train_a_tiny_gpt.py", "lessons/03_checkpointing.py", "lessons/04_gradient_accumulation.py",
+         "bench/bench.py"}  # have --quick
+LESSONS = ["lessons/01_train_a_tiny_gpt.py", "lessons/02_where_the_memory_goes.py", "lessons/03_checkpointing.py",
+           "lessons/04_gradient_accumulation.py"]
 
 
 def run(args, **kw):
@@ -30,42 +35,93 @@ def run(args, **kw):
                           text=True, timeout=120)
 
 
+def lesson(name, tmp_path, *args):
+    """Run lessons/<name> in tmp_path; check that it succeeded, wrote exactly the plots its PLOTS names (each
+    more than a few KB), and ended by naming its exercises. Returns its stdout."""
+    path = os.path.join(ROOT, "lessons", name)
+    r = run([path, *args], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    written = {p.name: p.stat().st_size for p in (tmp_path / "out").glob("*.png")}
+    assert set(written) == set(lesson_plots(path)), "the lesson's PLOTS must name exactly the plots it writes"
+    assert all(size > 10_000 for size in written.values()), written
+    ending = r.stdout.rsplit("Now build it:", 1)
+    assert len(ending) == 2, "the lesson ends by naming its exercises"
+    named = [int(n) for n in re.findall(r"python -m minigrad check (\d+)", ending[1])]
+    exercises = ast.literal_eval(re.search(r"^EXERCISES = (\(.*?\))", open(path).read(), re.M).group(1))
+    assert named == list(exercises) and named
+    return r.stdout
+
+
+def mib(text):
+    """'1.5 MiB' / '384.0 KiB' / '12 B' -> bytes."""
+    number, unit = text.split()
+    return float(number) * {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30}[unit]
+
+
 def test_lesson_01_trains_and_reports_measured_numbers(tmp_path):
-    r = run([os.path.join(ROOT, "lessons", "01_train_a_tiny_gpt.py"), "--steps", "40"], cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    start = float(re.search(r"loss: ([\d.]+) at the start", r.stdout).group(1))
-    end = float(re.search(r", ([\d.]+) at the end", r.stdout).group(1))
-    assert end < start - 0.5  # 40 steps already bring the loss down
-    assert (tmp_path / "out" / "01_loss.png").exists()
+    out = lesson("01_train_a_tiny_gpt.py", tmp_path, "--quick")
+    assert re.search(r"^40 steps in ", out, re.M)
+    start = float(re.search(r"loss: ([\d.]+) at the start", out).group(1))
+    end = float(re.search(r", ([\d.]+) at the end", out).group(1))
+    baseline = float(re.search(r"unigram baseline .*: ([\d.]+) nats/char", out).group(1))
+    assert end < start - 0.5 and end < baseline  # 40 steps already bring the loss down, below the baseline
+    assert [1, 4, 12] == [int(n) for n in re.findall(r"check (\d+)", out)]
 
 
-def test_lesson_02_measures_what_the_hand_derivation_predicts(tmp_path):
-    r = run([os.path.join(ROOT, "lessons", "02_where_the_memory_goes.py")], cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert "(equal)" in r.stdout and "DIFFERENT" not in r.stdout
-    assert "activations after backward: 0 B" in r.stdout
-    assert (tmp_path / "out" / "02_memory_timeline.png").exists()
+def test_lesson_02_measures_a_steady_step_and_the_late_zero_grad(tmp_path):
+    out = lesson("02_where_the_memory_goes.py", tmp_path)
+    assert "(equal)" in out and "DIFFERENT" not in out
+    assert "activations after backward: 0 B" in out
+    opt = re.search(r"measured ([\d.]+ \w+) at the start of the step and ([\d.]+ \w+) after it", out)
+    assert opt and opt.group(1) == opt.group(2)  # a steady step makes no optimizer state
+    early = re.search(r"zero_grad before the forward: peak ([\d.]+ \w+), during the (\w+)", out)
+    late = re.search(r"zero_grad after  the forward: peak ([\d.]+ \w+), during the (\w+) \(at that moment: "
+                     r"gradients ([\d.]+ \w+)", out)
+    assert early.group(2) == "backward" and late.group(2) == "forward"
+    grads = mib(re.search(r"gradients after backward: ([\d.]+ \w+)", out).group(1))
+    assert mib(late.group(3)) == grads  # at the late peak, all of last step's gradients are alive
+    assert mib(late.group(1)) - mib(early.group(1)) > grads / 2
 
 
 def test_lesson_03_predictions_match_measurements(tmp_path):
-    r = run([os.path.join(ROOT, "lessons", "03_checkpointing.py"), "--quick"], cwd=tmp_path)
-    assert r.returncode == 0, r.stderr  # the lesson asserts prediction == measurement for every plan it runs
-    slope = re.search(r"sqrt\(n\) segments ([\d.]+) \(theory", r.stdout)
+    out = lesson("03_checkpointing.py", tmp_path, "--quick")  # it asserts prediction == measurement for every plan
+    slope = re.search(r"sqrt\(n\) segments ([\d.]+) \(theory", out)
     assert slope and float(slope.group(1)) < 0.8
-    assert (tmp_path / "out" / "03_checkpointing.png").exists()
+    plain = mib(re.search(r"no checkpointing \(k = n\): ([\d.]+ \w+)", out).group(1))
+    every_one = mib(re.search(r"segments of k = 1: ([\d.]+ \w+)", out).group(1))
+    assert every_one > plain
+    front = re.findall(r"^  (.+?)\s{2,}([\d.]+ \w+)\s+([\d.]+)$", out.split("the Pareto front")[1], re.M)
+    assert len(front) >= 3 and front[0][2] == "0.00"
+    memory, recompute = [mib(m) for _, m, _ in front], [float(r) for _, _, r in front]
+    assert memory == sorted(memory, reverse=True) and len(set(memory)) == len(memory)  # each step down in memory
+    assert recompute == sorted(recompute)                                                # costs more recompute
 
 
-def test_lesson_04_shows_the_memory_and_the_normalisation(tmp_path):
-    r = run([os.path.join(ROOT, "lessons", "04_gradient_accumulation.py"), "--quick"], cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
+def test_lesson_04_shows_the_memory_the_normalisation_and_float16(tmp_path):
+    out = lesson("04_gradient_accumulation.py", tmp_path, "--quick")
     totals = [float(m) for m in re.findall(r"^(?:batch 8|2 x 4 accumulated|8 x 1 accumulated|8 x 1 \+ checkpointing)"
-                                            r"\s+([\d.]+) MiB", r.stdout, re.M)]
+                                            r"\s+([\d.]+) MiB", out, re.M)]
     assert len(totals) == 4 and all(a > b for a, b in zip(totals, totals[1:]))  # less memory at each step
-    errors = [float(m) for m in re.findall(r"^(?:batch 8|\d x \d.*?)\s+\S+ MiB.*\s([\d.e+-]+)$", r.stdout, re.M)]
+    errors = [float(m) for m in re.findall(r"^(?:batch 8|\d x \d.*?)\s+\S+ MiB.*?\s([\d.e+-]+)\s+[\d.]+\s+[\d.]+$",
+                                           out, re.M)]
     assert len(errors) == 4 and max(errors) < 1e-5  # every way gives the full batch's gradient (float32 rounding)
-    row8 = re.search(r"^\s+8\s+([\d.e+-]+)\s+([\d.e+-]+)$", r.stdout.split("Part 2")[1], re.M)
+    row8 = re.search(r"^\s+8\s+([\d.e+-]+)\s+([\d.e+-]+)$", out.split("Part 2")[1].split("Part 3")[0], re.M)
     assert float(row8.group(1)) < 1e-12 and float(row8.group(2)) > 1e-2  # tokens right, mean of means wrong
-    assert (tmp_path / "out" / "04_accumulation.png").exists()
+    part3 = re.findall(r"^\s+(\d+)\s+([\d.e+-]+)\s+([\d.e+-]+)$", out.split("Part 3")[1], re.M)
+    e16, e32 = [float(a) for _, a, _ in part3], [float(b) for _, _, b in part3]
+    assert len(part3) == 7 and e16[0] == e32[0]       # one micro-batch: nothing to add up, the same error
+    assert e16[-1] > 4 * e32[-1] and max(e32) < 2 * min(e32)  # float16 .grad drifts, mg.accumulate's float32 does not
+
+
+@pytest.mark.parametrize("script", LESSONS)
+def test_lesson_opens_as_a_notebook(script):
+    """`# %%` cells at the top level: each cell parses on its own, so jupytext / VS Code can run them in turn."""
+    source = open(os.path.join(ROOT, script), encoding="utf-8").read()
+    cells = re.split(r"^# %%.*$", source, flags=re.M)
+    assert len(cells) >= 4, "a docstring-and-settings cell, one or more cells of work, and a last cell that runs main"
+    for cell in cells:
+        ast.parse(cell)
+    assert "main([] if \"ipykernel\" in sys.modules else None)" in cells[-1]
 
 
 def test_tour_lists_lessons():
@@ -73,9 +129,7 @@ def test_tour_lists_lessons():
     assert r.returncode == 0 and "01_train_a_tiny_gpt.py" in r.stdout
 
 
-@pytest.mark.parametrize("script", ["lessons/01_train_a_tiny_gpt.py", "lessons/02_where_the_memory_goes.py",
-                                    "lessons/03_checkpointing.py", "lessons/04_gradient_accumulation.py",
-                                    "lessons/tour.py", "bench/bench.py"])
+@pytest.mark.parametrize("script", LESSONS + ["lessons/tour.py", "bench/bench.py"])
 def test_help_helps(script):
     r = run([script, "--help"])
     assert r.returncode == 0 and "usage" in r.stdout and "python" in r.stdout
