@@ -42,6 +42,8 @@ QUICK_DEPTH = 5_000       # --quick: still five times Python's recursion limit
 SHALLOW = 500             # a chain a recursive walk still manages
 FACTOR = 1.00001          # the deep chain multiplies by this at every op
 OUT = "out"
+PLOTS = {"05_tape.png": "the recorded graph of a small expression, each record's saved bytes on it, "
+                        "and the activation bytes rising in forward and draining in backward"}
 
 
 # %% [markdown]

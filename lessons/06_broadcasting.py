@@ -35,6 +35,8 @@ ROWS, COLS = 5, 4             # a is (ROWS, COLS); b is broadcast over the rows 
 BATCH, SEQ, IN, OUT_F = 2, 3, 6, 4   # part 3: x (BATCH, SEQ, IN) into Linear(IN, OUT_F)
 EPS = 1e-6                    # the step of the central differences (everything here is float64)
 OUT = "out"
+PLOTS = {"06_broadcasting.png": "the gradient arriving at each broadcast copy, and its sum, as "
+                                "heatmaps (engine, finite differences, the wrong mean)"}
 
 
 # %% [markdown]

@@ -46,6 +46,8 @@ P_DROP = 0.5                   # part 1
 BN_SHIFT = 3.0                 # part 2: the batch's features have mean about 3, so the running mean moves
 NEST_PAIRS, NEST_WIDTH, NEST_BATCH = 8, 128, 64   # part 4: 8 Linear -> Tanh pairs, cut in halves
 OUT = "out"
+PLOTS = {"07_checkpointed_block.png": "activation memory over one step, event by event: plain, one "
+                                      "checkpoint, nested checkpoints"}
 EXERCISES = (7, 8)
 
 

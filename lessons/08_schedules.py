@@ -44,6 +44,8 @@ GPT_BATCH = 2
 MAX_SLOTS = 16                                        # revolve: 1 .. 16 slots (fewer than n)
 QUICK = dict(pairs=16, n_layer=4)                     # --quick: shorter chains, the same widths
 OUT = "out"
+PLOTS = {"08_schedules.png": "peak memory against the number of segments k with the n/k + k theory; "
+                             "memory against recompute for revolve, sqrt(n) and the budgeted greedy"}
 EXERCISES = (9, 10)
 
 
