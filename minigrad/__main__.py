@@ -72,10 +72,11 @@ def closing_list(found, since):
         print("\nNo plots were written.")
         return
     print("\nThe plots, in out/:")
+    column = max(len(os.path.basename(p)) for p in written) + 2
     for p in written:
         what = said.get(os.path.basename(p), "(its lesson's PLOTS does not name it)")
-        print(textwrap.fill(what, width=100, initial_indent=f"  {os.path.basename(p):<24}",
-                            subsequent_indent=" " * 26))
+        print(textwrap.fill(what, width=100, initial_indent=f"  {os.path.basename(p):<{column}}",
+                            subsequent_indent=" " * (column + 2)))
 
 
 def lesson_plots(path):
