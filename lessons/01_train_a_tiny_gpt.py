@@ -92,13 +92,6 @@ def plot(losses, baseline):
     print(f"plot: {path}")
 
 
-def now_build_it():
-    titles = {e.number: e.title for e in grading.exercises()}  # none outside a clone of the repository
-    print("\nNow build it:")
-    for n in EXERCISES:
-        print(f"  python -m minigrad check {n:<3} {titles.get(n, '')}")
-
-
 # %%
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -131,7 +124,7 @@ def main(argv=None):
     print("sample:", repr(tok.decode(sample.numpy()[0].tolist())))
     if not args.no_plot:
         plot(losses, baseline)
-    now_build_it()
+    grading.now_build_it(EXERCISES)
 
 
 # %%

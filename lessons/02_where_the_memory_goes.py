@@ -148,7 +148,7 @@ def main(argv=None):
     if not args.no_plot:
         plot([(points, prof, "opt.zero_grad() first: the forward runs without gradients"),
               (late_points, late, "opt.zero_grad() after the forward: last step's gradients ride through it")])
-    now_build_it()
+    grading.now_build_it(EXERCISES)
 
 
 # %% [markdown]
@@ -183,13 +183,6 @@ def plot(steps):
     path = os.path.join(OUT, "02_memory_timeline.png")
     fig.savefig(path, dpi=120)
     print(f"\nplot: {path}")
-
-
-def now_build_it():
-    titles = {e.number: e.title for e in grading.exercises()}  # none outside a clone of the repository
-    print("\nNow build it:")
-    for n in EXERCISES:
-        print(f"  python -m minigrad check {n:<3} {titles.get(n, '')}")
 
 
 # %%

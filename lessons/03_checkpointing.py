@@ -238,13 +238,6 @@ def plot(depths, rows, slope, t):
     print(f"\nplot: {path}")
 
 
-def now_build_it():
-    titles = {e.number: e.title for e in grading.exercises()}  # none outside a clone of the repository
-    print("\nNow build it:")
-    for n in EXERCISES:
-        print(f"  python -m minigrad check {n:<3} {titles.get(n, '')}")
-
-
 # %%
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -258,7 +251,7 @@ def main(argv=None):
     t = tradeoff(QUICK_TRADEOFF_DEPTH if args.quick else TRADEOFF_DEPTH)
     if not args.no_plot:
         plot(depths, rows, slope, t)
-    now_build_it()
+    grading.now_build_it(EXERCISES)
 
 
 # %%

@@ -224,13 +224,6 @@ def plot(results, ks, e16, e32):
     print(f"\nplot: {path}")
 
 
-def now_build_it():
-    titles = {e.number: e.title for e in grading.exercises()}  # none outside a clone of the repository
-    print("\nNow build it:")
-    for n in EXERCISES:
-        print(f"  python -m minigrad check {n:<3} {titles.get(n, '')}")
-
-
 # %%
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -244,7 +237,7 @@ def main(argv=None):
     ks, e16, e32 = part3()
     if not args.no_plot:
         plot(results, ks, e16, e32)
-    now_build_it()
+    grading.now_build_it(EXERCISES)
 
 
 # %%

@@ -368,10 +368,7 @@ def main(argv=None):
     if not args.no_plot:
         plot(rows, os.path.join(OUT, "07_checkpointed_block.png"))
     print(f"(the lesson took {time.perf_counter() - t0:.1f} s)\n")
-    titles = {e.number: e.title for e in grading.exercises()}
-    print("Now build it:")
-    for n in EXERCISES:
-        print(f"  python -m minigrad check {n:<4}# {titles.get(n, '')}")
+    grading.now_build_it(EXERCISES)
 
 
 # %%

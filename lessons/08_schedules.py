@@ -326,10 +326,7 @@ def main(argv=None):
     if not args.no_plot:
         plot(p1, [uniform, transformer], os.path.join(OUT, "08_schedules.png"))
     print(f"(the lesson took {time.perf_counter() - t0:.1f} s)\n")
-    titles = {e.number: e.title for e in grading.exercises()}
-    print("Now build it:")
-    for k in EXERCISES:
-        print(f"  python -m minigrad check {k:<4}# {titles.get(k, '')}")
+    grading.now_build_it(EXERCISES)
 
 
 # %%

@@ -101,6 +101,14 @@ def _where(e, path):
     return f"{at}: {type(e).__name__}: {e}"
 
 
+def now_build_it(numbers):
+    """The lines a lesson ends with: the exercises that go with it, and the command that grades each."""
+    titles = {e.number: e.title for e in exercises()}  # none outside a clone of the repository
+    print("\nNow build it:")
+    for n in numbers:
+        print(f"  python -m minigrad check {n:<3} {titles.get(n, '')}")
+
+
 # ----------------------------------------------------------------------------- helpers for the checks
 
 def close(name, got, expected, rtol=1e-7, atol=1e-10, where=""):
