@@ -93,9 +93,8 @@ def test_the_checks_leave_the_generator_as_they_found_it():
     mg.manual_seed(123)
     want = mg.rand(3).numpy()
     mg.manual_seed(123)
-    for exercise in grading.exercises():
-        if exercise.number in (7, 8):
-            assert grading.grade(exercise, solutions=True).status == "done"
+    for exercise in grading.exercises():  # the checks seed it; the grader puts the caller's stream back
+        assert grading.grade(exercise, solutions=True).status == "done"
     assert (mg.rand(3).numpy() == want).all()
 
 
