@@ -1,7 +1,8 @@
 """minigrad: a small tape-based autograd engine over NumPy (CPU) or CuPy (GPU).
 
 Reading order, each module importing only the ones above it (the README's table; a test checks both):
-  backend.py     the array library: NumPy or CuPy, decided in one place
+  meta.py        arrays with a shape and no data: the 'meta' device that predicts memory at any size
+  backend.py     the array library: NumPy, CuPy or meta, decided in one place
   random.py      minigrad's seeded generator, whose state can be saved and restored
   special.py     the normal CDF behind exact GELU
   ops.py         each op's forward, backward and FLOPs on raw arrays
@@ -24,7 +25,7 @@ from . import functional, nn, optim
 from .accumulate import accumulate, accumulation_step
 from .checkpoint import checkpoint, checkpoint_sequential
 from .profiler import profile
-from .backend import cuda_is_available, default_device
+from .backend import cuda_is_available, default_device, device
 from .random import get_rng_state, manual_seed, set_rng_state
 from .tensor import (Tensor, arange, cat, enable_grad, full, is_grad_enabled, maximum, minimum, multinomial, no_grad,
                      ones, ones_like, rand, randint, randn, stack, tensor, where, zeros, zeros_like)
@@ -36,5 +37,5 @@ __version__ = "0.1.0"
 __all__ = ["Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
            "arange", "cat", "stack", "where", "maximum", "minimum", "multinomial", "no_grad", "enable_grad",
            "is_grad_enabled", "manual_seed",
-           "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "functional", "nn", "optim",
+           "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "device", "functional", "nn", "optim",
            "float16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential", "accumulate", "accumulation_step"]

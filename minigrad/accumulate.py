@@ -67,9 +67,11 @@ def _is_int(n):
 def count_items(target, ignore_index=None, mask=None):
     """How many items a batch's loss averages over: mask's True entries, targets != ignore_index,
     or every target."""
+    t = target.data if isinstance(target, Tensor) else target
+    if backend.is_meta(t):  # no values on 'meta': every target counts, as F.cross_entropy assumes there
+        return int(t.size)
     if mask is not None:
         return int(backend.to_numpy(mask.data if isinstance(mask, Tensor) else mask).sum())
-    t = target.data if isinstance(target, Tensor) else target
     if ignore_index is not None:
         return int((backend.to_numpy(t) != ignore_index).sum())
     return int(t.size)
@@ -129,7 +131,7 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
         # NOTE [normalising by items]: divide by the whole batch's count, not this micro-batch's
         scale = 1.0 / total if normalize == "items" else 1.0 / (count * len(micro_batches))
         (summed * scale).backward()
-        loss_sum += summed.item()
+        loss_sum += float("nan") if backend.is_meta(summed.data) else summed.item()  # 'meta': no value to add
     return AccumulationResult(loss_sum / total, total, len(micro_batches), grad_dtype)
 
 
@@ -142,6 +144,8 @@ def _check_summed(loss, count, target):
                             loss, Tensor) else ""))
     record = loss.grad_fn
     averaged = False
+    if backend.is_meta(loss.data):
+        return  # a meta tensor has no values to look at
     if record is not None and record.name == "div" and record.saved and record.saved[1] is not None:
         divisor = backend.to_numpy(record.saved[1])
         averaged = divisor.size == 1 and float(divisor) in (count, getattr(target, "numel", lambda: -1)())

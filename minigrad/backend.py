@@ -1,8 +1,8 @@
-"""The array backend: the one module that decides between NumPy ('cpu') and CuPy ('cuda').
+"""The array backend: the one module that decides between NumPy ('cpu'), CuPy ('cuda') and the
+shape-only arrays of meta.py ('meta').
 
 Everything above this layer (ops, the tape, nn) asks this module for an array module
-(`xp`) instead of importing NumPy or CuPy itself, so a third backend (a shape-only 'meta'
-device that predicts memory without data) can join by adding a branch here.
+(`xp`) instead of importing NumPy or CuPy itself, so the same ops run on all three.
 
 Read next: random.py, then special.py and ops.py, the differentiable ops written only in these primitives.
 """
@@ -10,13 +10,17 @@ import os
 
 import numpy as np
 
+from . import meta
+from .meta import MetaArray, MetaError
+
 try:  # CuPy is optional: `pip install minigrad[gpu]`
     import cupy as _cupy
     import cupyx as _cupyx
 except Exception:  # ImportError, or a CUDA library that fails to load
     _cupy = _cupyx = None
 
-DEVICES = ("cpu", "cuda")
+DEVICES = ("cpu", "cuda", "meta")
+_default = []  # the devices of the `with device(...)` blocks we are in, innermost last
 
 
 class DeviceError(RuntimeError):
@@ -24,20 +28,42 @@ class DeviceError(RuntimeError):
 
 
 def normalize_device(device):
-    """'cpu', 'cuda', 'cuda:0' or None (the default device) -> 'cpu' or 'cuda'."""
+    """'cpu', 'cuda', 'cuda:0', 'meta', a device, or None (the default device) -> 'cpu', 'cuda' or 'meta'."""
     if device is None:
         device = default_device()
     name = str(device).split(":")[0]
     if name not in DEVICES:
-        raise DeviceError(f"unknown device {device!r}: minigrad knows 'cpu' (NumPy) and 'cuda' (CuPy)")
+        raise DeviceError(f"unknown device {device!r}: minigrad knows 'cpu' (NumPy), 'cuda' (CuPy) "
+                          f"and 'meta' (shapes only, to predict memory)")
     if name == "cuda":
         _require_cuda()
     return name
 
 
 def default_device():
-    """The device that new tensors get: $MINIGRAD_DEVICE, else 'cpu'."""
-    return os.environ.get("MINIGRAD_DEVICE", "cpu") or "cpu"
+    """The device that new tensors get: the innermost `with device(...)`, else $MINIGRAD_DEVICE, else 'cpu'."""
+    return _default[-1] if _default else os.environ.get("MINIGRAD_DEVICE", "cpu") or "cpu"
+
+
+class device:
+    """A device; `with mg.device('meta'):` makes it the default for the tensors made inside the block (parameters
+    of the modules built there, too), as `with torch.device('meta'):` does."""
+
+    def __init__(self, name):
+        self.type = normalize_device(name)
+
+    def __str__(self):
+        return self.type
+
+    def __repr__(self):
+        return f"device(type='{self.type}')"
+
+    def __enter__(self):
+        _default.append(self.type)
+        return self
+
+    def __exit__(self, *exc):
+        _default.pop()
 
 
 def cuda_is_available():
@@ -58,8 +84,8 @@ def _require_cuda():
 
 
 def is_array(x):
-    """True for a NumPy or CuPy ndarray (not a NumPy scalar, not a list)."""
-    return isinstance(x, np.ndarray) or (_cupy is not None and isinstance(x, _cupy.ndarray))
+    """True for a NumPy, CuPy or meta array (not a NumPy scalar, not a list)."""
+    return isinstance(x, (np.ndarray, MetaArray)) or (_cupy is not None and isinstance(x, _cupy.ndarray))
 
 
 def owner(array):
@@ -71,7 +97,7 @@ def owner(array):
 
 def xp_for(device):
     """The array module for a (normalized) device name."""
-    return np if device == "cpu" else _cupy
+    return np if device == "cpu" else meta if device == "meta" else _cupy
 
 
 def on_gpu(array):
@@ -81,11 +107,16 @@ def on_gpu(array):
 
 def xp_of(array):
     """The array module that owns `array` (NumPy for NumPy arrays and scalars)."""
-    return _cupy if on_gpu(array) else np
+    return _cupy if on_gpu(array) else meta if isinstance(array, MetaArray) else np
 
 
 def device_of(array):
-    return "cuda" if on_gpu(array) else "cpu"
+    return "cuda" if on_gpu(array) else "meta" if isinstance(array, MetaArray) else "cpu"
+
+
+def is_meta(array):
+    """True for an array of the 'meta' device: a shape and a dtype, no values."""
+    return isinstance(array, MetaArray)
 
 
 def as_array(x):
@@ -97,23 +128,32 @@ def to_device(array, device):
     """Move an array to a device; returns it unchanged when it is already there."""
     if device_of(array) == device:
         return array
+    if device == "meta":  # the shape and dtype travel, the values do not
+        return MetaArray(array.shape, array.dtype)
+    if is_meta(array):
+        raise MetaError(f"to('{device}'): a 'meta' tensor has no values to move; make the tensor on '{device}' "
+                        f"instead (a model: build it again there, or load a state_dict into it)")
     if device == "cpu":
         return _cupy.asnumpy(array)
     return _cupy.asarray(array)
 
 
 def to_numpy(array):
+    if is_meta(array):
+        raise MetaError("numpy(): a 'meta' tensor has a shape and a dtype but no values")
     return _cupy.asnumpy(array) if on_gpu(array) else np.asarray(array)
 
 
 def stable_argsort(array, axis):
     """Indices that sort array along axis, equal elements kept in order (CuPy always sorts stably, and its
     older versions take no `kind`)."""
-    return array.argsort(axis=axis) if on_gpu(array) else np.argsort(array, axis=axis, kind="stable")
+    return array.argsort(axis=axis) if not isinstance(array, np.ndarray) else np.argsort(array, axis=axis, kind="stable")
 
 
 def index_add(target, key, values):
     """target[key] += values, adding repeated indices up (np.add.at; cupyx.scatter_add)."""
+    if is_meta(target):
+        return  # no values to add
     if not on_gpu(target):
         np.add.at(target, key, values)
     else:

@@ -7,7 +7,7 @@ Read next: nn.py, the modules that hold parameters and call these.
 """
 from . import backend, ops
 from .ops import ShapeError
-from .random import generator
+from .random import draw
 from .tensor import Tensor, apply, where
 
 
@@ -93,14 +93,14 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     n = t.shape[0]
     valid = t != ignore_index
     out_of_range = valid & ((t < 0) | (t >= c))
-    if bool(out_of_range.any()):
+    if not backend.is_meta(t) and bool(out_of_range.any()):  # on 'meta' the targets' values are unknown
         bad = backend.to_numpy(t[out_of_range])[0]
         raise IndexError(f"cross_entropy: target {bad} is out of range for {c} classes "
                          f"(and is not ignore_index={ignore_index})")
     xp = backend.xp_of(t)
     safe = xp.where(valid, t, 0)
     losses = -logp[xp.arange(n), safe]  # (M,)
-    count = int(valid.sum())
+    count = n if backend.is_meta(t) else int(valid.sum())  # 'meta' (no values): every target counts
     if weight is not None or count < n:  # each item's weight: its class's (or 1), and 0 if ignored
         item_weight = valid.astype(input.dtype) if weight is None else weight.data[safe] * valid
         losses = losses * Tensor._from_array(item_weight)
@@ -160,7 +160,7 @@ def dropout(input, p=0.5, training=True):
         raise ValueError(f"dropout: p must be a probability in [0, 1], got {p}")
     if not training or p == 0:
         return input
-    keep = generator().random(input.shape) >= p  # drawn on the host: same masks on cpu and cuda
+    keep = draw("random", size=input.shape, device=input.device) >= p  # on the host: same masks on cpu and cuda
     scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
     mask = backend.to_device((keep * scale).astype(input.dtype), input.device)
     return apply(ops.Dropout, input, mask=mask)
@@ -174,7 +174,7 @@ def embedding(input, weight, padding_idx=None):
         raise TypeError(f"embedding: indices must be an integer tensor, got {input.dtype}")
     n = weight.shape[0]
     idx = input.data
-    lo, hi = (int(idx.min()), int(idx.max())) if idx.size else (0, 0)
+    lo, hi = (int(idx.min()), int(idx.max())) if idx.size and not backend.is_meta(idx) else (0, 0)  # meta: unknown
     if idx.size and (lo < 0 or hi >= n):
         raise IndexError(f"embedding: index out of range: indices span [{lo}, {hi}] but there are {n} embeddings")
     rows = weight[input]

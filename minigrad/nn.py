@@ -14,7 +14,7 @@ from collections import OrderedDict
 
 from . import functional as F
 from . import backend
-from .random import generator
+from .random import draw
 from .tensor import Tensor, is_recomputing, no_grad, ones, parse_to_args, stack, tensor, zero_grads, zeros
 
 
@@ -34,7 +34,7 @@ class Parameter(Tensor):
 
 def _uniform(shape, bound, device=None):
     """U(-bound, bound) from minigrad's generator, as float32."""
-    host = generator().uniform(-bound, bound, size=shape).astype("float32")
+    host = draw("uniform", -bound, bound, size=shape, device=device).astype("float32")
     return Parameter(tensor(host, device=device))
 
 
@@ -487,7 +487,7 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, device=None):
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        host = generator().standard_normal((num_embeddings, embedding_dim)).astype("float32")
+        host = draw("standard_normal", size=(num_embeddings, embedding_dim), device=device).astype("float32")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for {num_embeddings} "
@@ -597,11 +597,11 @@ class init:
 
     @staticmethod
     def normal_(tensor, mean=0.0, std=1.0):
-        return init._fill(tensor, generator().normal(mean, std, size=tensor.shape))
+        return init._fill(tensor, draw("normal", mean, std, size=tensor.shape, device=tensor.device))
 
     @staticmethod
     def uniform_(tensor, a=0.0, b=1.0):
-        return init._fill(tensor, generator().uniform(a, b, size=tensor.shape))
+        return init._fill(tensor, draw("uniform", a, b, size=tensor.shape, device=tensor.device))
 
     @staticmethod
     def constant_(tensor, val):

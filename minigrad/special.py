@@ -10,7 +10,7 @@ import numpy as np
 from scipy.special import ndtr as _host_ndtr  # imported now, not at the first GELU: an import inside a
                                               # profiled step would show up as megabytes in tracemalloc
 
-from .backend import on_gpu
+from .backend import is_meta, on_gpu, xp_of
 
 try:
     from cupyx.scipy.special import ndtr as _gpu_ndtr
@@ -32,6 +32,8 @@ def normal_cdf(array):
     ulp or two). Computing Phi(-|x|) first keeps the left tail relatively accurate, where 1 + erf(x)
     cancels to zero. On the GPU: CuPy's ndtr, one fused kernel.
     """
+    if is_meta(array):  # no values: a new array laid out as the branches below lay it out
+        return array.astype(array.dtype) if array.dtype == np.float64 else xp_of(array).empty(array.shape, array.dtype)
     if on_gpu(array):
         return _gpu_ndtr(array).astype(array.dtype, copy=False)
     if array.dtype == np.float64:

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import backend, ops
 from .ops import ShapeError
-from .random import generator
+from .random import draw, generator
 
 # ----------------------------------------------------------------------------- the tape's switches
 
@@ -347,8 +347,8 @@ def backward(root, gradient=None, retain_graph=False):
             raise ShapeError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
         _check_same_device_and_dtype("backward", [root._data, g])
     outer = _on.taken  # a backward inside a backward (checkpoint's recompute) shares the outer's set
-    _on.taken = taken = outer if outer is not None else set()
-    taken.add(id(g))  # NOTE [who owns a gradient]: arrays that a .grad or someone else already holds
+    _on.taken = taken = outer if outer is not None else _Owned()
+    taken.add(g)  # NOTE [who owns a gradient]: arrays that a .grad or someone else already holds
     try:
         if root._ctx is None:
             _accumulate(root, g, taken)
@@ -364,8 +364,9 @@ def backward_within(roots, gradients, start):
     record made before `start` does not run: its gradients come back unsummed, {record: [gradient, ...]}
     in the order they were made, for the checkpoint to hand on."""
     outer = _on.taken  # a checkpoint's record runs inside a backward: share its set
-    _on.taken = taken = outer if outer is not None else set()
-    taken.update(id(g) for g in gradients)  # NOTE [who owns a gradient]
+    _on.taken = taken = outer if outer is not None else _Owned()
+    for g in gradients:
+        taken.add(g)  # NOTE [who owns a gradient]
     leaving = {}
     try:
         _run_tape(roots, gradients, False, taken, start, leaving)
@@ -400,7 +401,8 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
         kept = op.retained() if op.retained is not None else None  # a tensor that asked retain_grad()
         if kept is not None:
             _accumulate(kept, g, taken)
-        input_grads = op.backward(g)
+        # NumPy hands back a 0-d result as a scalar: made an array here, the ledger counts the one the tape holds
+        input_grads = tuple(backend.as_array(gi) for gi in op.backward(g))
         if not retain_graph:
             release(op)
         if _on.profiler is not None:
@@ -419,6 +421,21 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
                     grads[nxt] = grads[nxt] + part if nxt in grads else part
 
 
+class _Owned:
+    """The gradient arrays of a running backward that a .grad or someone else holds (NOTE [who owns a gradient]).
+    By identity, through weak references: a dead array's id, reused by a new array, must not count."""
+
+    def __init__(self):
+        self._refs = {}
+
+    def add(self, array):
+        self._refs[id(array)] = weakref.ref(array)
+
+    def __contains__(self, array):
+        ref = self._refs.get(id(array))
+        return ref is not None and ref() is array
+
+
 def _accumulate(t, g, taken):
     """Add g into t.grad. The first time, take g itself unless it is a view or already taken."""
     # NOTE [who owns a gradient]: an op may hand one array to several inputs (Add gives g to
@@ -432,11 +449,11 @@ def _accumulate(t, g, taken):
     if g.dtype != t._data.dtype:
         g = g.astype(t._data.dtype)
     if t._grad is None:
-        if g.base is not None or id(g) in taken:
+        if g.base is not None or g in taken:
             g = g.copy()
-        taken.add(id(g))
+        taken.add(g)
         t.grad = _wrap(g)
-    elif id(t._grad._data) in taken:
+    elif t._grad._data in taken:
         t.grad = _wrap(t._grad._data + g)
     else:
         # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,
@@ -1372,7 +1389,7 @@ def _integer_index(op, index, like):
 
 
 def _check_in_range(op, index, n, where_):
-    if index.size:
+    if index.size and not backend.is_meta(index):  # a meta index has no values to check
         lo, hi = int(index.min()), int(index.max())
         if lo < 0 or hi >= n:
             raise IndexError(f"{op}: index out of range: the indices span [{lo}, {hi}], but {where_} has {n} "
@@ -1457,25 +1474,25 @@ def ones_like(t, dtype=None, requires_grad=False):
     return ones(*t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
 
 
-def _random(draw, shape, dtype, device, requires_grad):
+def _random(method, shape, dtype, device, requires_grad):
     dt = normalize_dtype(dtype or "float32")
-    host = draw(_shape(shape)).astype(dt, copy=False)
+    host = draw(method, size=_shape(shape), device=device).astype(dt, copy=False)
     return tensor(host, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def randn(*shape, dtype=None, device=None, requires_grad=False):
     """Standard normal samples from minigrad's generator (mg.manual_seed)."""
-    return _random(generator().standard_normal, shape, dtype, device, requires_grad)
+    return _random("standard_normal", shape, dtype, device, requires_grad)
 
 
 def rand(*shape, dtype=None, device=None, requires_grad=False):
     """Uniform samples in [0, 1) from minigrad's generator."""
-    return _random(generator().random, shape, dtype, device, requires_grad)
+    return _random("random", shape, dtype, device, requires_grad)
 
 
 def randint(low, high, size, dtype="int64", device=None):
     """Integers in [low, high) from minigrad's generator."""
-    return tensor(generator().integers(low, high, size=_shape((size,))), dtype=dtype, device=device)
+    return tensor(draw("integers", low, high, size=_shape((size,)), device=device), dtype=dtype, device=device)
 
 
 def multinomial(input, num_samples, replacement=False):
