@@ -7,6 +7,10 @@
     python -m minigrad check --solutions grade the reference solutions instead (they all pass)
     python -m minigrad curve             checkpointing's memory against recompute for an MLP: a table and out/curve.png
     python -m minigrad curve --gpt       the same for the GPT's blocks
+    python -m minigrad memory --model bert-large-uncased --batch-size 4 --seq-len 512
+                                         one training step's peak memory by category, and its FLOPs
+    python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024
+                                         micro-batch, accumulation and checkpointing that fit, cheapest first
 
 The lessons live in lessons/ and the exercises in exercises/, beside the package (a clone of the
 repository, installed with `pip install -e .`).
@@ -14,6 +18,7 @@ repository, installed with `pip install -e .`).
 import argparse
 import ast
 import glob
+import json
 import math
 import os
 import subprocess
@@ -21,7 +26,7 @@ import sys
 import textwrap
 import time
 
-from . import grading, nn, schedules
+from . import grading, models, nn, plan, schedules
 from .checkpoint import checkpoint_segments, measure_chain
 from .gpt import GPT, GPTConfig
 from .profiler import format_bytes, format_flops, profile
@@ -305,10 +310,88 @@ def _plot_curve(rows, front, sqrt_k, n, forward, what, path):
     return 0
 
 
+def memory(args):
+    setup = plan.Setup(args.model, args.batch_size, args.seq_len, args.grad_accum, args.checkpointing, args.optimizer,
+                       args.dtype, _software(args))
+    prediction = plan.predict(setup)
+    if args.json:
+        print(json.dumps(prediction.as_json()))
+    else:
+        print("\n".join(plan.table(prediction)))
+    return 0
+
+
+def plan_command(args):
+    budget = plan.parse_bytes(args.memory)
+    print(f"memory: {args.memory} read as {budget:,} bytes ({plan.gib(budget)})")
+    software = _software(args)
+    from_bar = None if args.quiet else _progress("plan")
+    fits, tried = plan.search(args.model, budget, args.batch_size, args.seq_len, args.optimizer, args.dtype, software,
+                              top=args.top, progress=from_bar)
+    if not fits:
+        least = min(tried, key=lambda p: p.bytes["total"])
+        fixed = sum(least.bytes[c] for c in ("parameters", "gradients", "optimizer"))
+        print(f"plan: nothing fits in {plan.gib(budget)}. The smallest step tried ({plan.describe(least.setup)}) "
+              f"needs {plan.gib(least.bytes['total'])}, of which parameters, gradients and optimizer state alone "
+              f"are {plan.gib(fixed)}. Try --optimizer sgd (no moments), --dtype fp16, a shorter --seq-len, or a "
+              f"GPU with at least {plan.gib(least.bytes['total'])}.", file=sys.stderr)
+        return 1
+    plain = {p.setup.checkpointing: p for p in tried if p.setup.checkpointing == "none"}.get("none")
+    print(f"\n{args.model}, optimizer batch {args.batch_size} x {args.seq_len} tokens, {args.optimizer}, {args.dtype}: "
+          f"the {len(fits)} best of {len(tried)} steps run on 'meta'\n")
+    print(f"{'rank':<6}{'micro-batch':>12}{'accumulation':>14}{'checkpointing':>15}{'peak':>12}"
+          f"{'FLOPs/sample':>15}{'recompute':>11}")
+    for i, p in enumerate(fits, 1):
+        s = p.setup
+        print(f"{i:<6}{s.batch_size:>12}{s.grad_accum:>14}{s.checkpointing:>15}{plan.gib(p.bytes['total']):>12}"
+              f"{p.flops_per_sample:>15.3e}{p.overhead:>11.0%}")
+    print("\nrecompute: checkpointing's extra FLOPs, as a share of forward + backward. Peaks exclude the CUDA context "
+          "and the allocator's reserve (docs/will_it_fit.md): leave a margin of about 1 GiB.")
+    return 0
+
+
+def _software(args):
+    return plan.Software(zero_grad=args.zero_grad, dropout_mask=args.dropout_mask, attention=args.attention,
+                         softmax_keeps_input=args.softmax_keeps_input)
+
+
+def _progress(desc):
+    from tqdm import tqdm
+    bar = tqdm(desc=desc, unit="step", disable=None)
+    return lambda setup: (bar.set_postfix_str(f"micro-batch {setup.batch_size}, {setup.checkpointing}"), bar.update())
+
+
+def _model_name(name):
+    try:
+        models.spec(name)
+    except ValueError as e:  # an unknown name: the error lists the known ones
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return name
+
+
+def _step_arguments(p):
+    p.add_argument("--model", required=True, type=_model_name, help=f"one of {', '.join(models.MODELS)}")
+    p.add_argument("--seq-len", type=_at_least_one, required=True, help="tokens per sequence")
+    p.add_argument("--optimizer", choices=sorted(plan.OPTIMIZERS), default="adamw", help="default adamw")
+    p.add_argument("--dtype", choices=sorted(plan.DTYPES), default="fp32",
+                   help="fp32, or fp16: parameters, activations, gradients and optimizer state in float16 "
+                        "(model.half(); not mixed precision) (default fp32)")
+    g = p.add_argument_group("software of the day (defaults: PyTorch today)")
+    g.add_argument("--zero-grad", choices=("none", "zeros"), default="none",
+                   help="none: zero_grad(set_to_none=True), PyTorch >= 2.0; zeros: filled in place, so the gradients "
+                        "stay allocated through the next forward")
+    g.add_argument("--dropout-mask", choices=("bool", "float"), default="bool",
+                   help="bool: 1 byte per element (PyTorch today); float: a mask in the activations' dtype")
+    g.add_argument("--attention", choices=("eager", "sdpa"), default="eager",
+                   help="eager: keeps the (B, heads, T, T) scores; sdpa: fused, recomputes them in backward")
+    g.add_argument("--softmax-keeps-input", action="store_true",
+                   help="softmax keeps its input for backward too, as PyTorch < 1.11 did")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m minigrad", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{tour,lesson,check,curve}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{tour,lesson,check,curve,memory,plan}")
     p = sub.add_parser("tour", help="run every lesson in order")
     p.add_argument("--list", action="store_true", help="list the lessons and stop")
     p.add_argument("--quick", action="store_true", help="run the lessons that have one in their quick mode")
@@ -349,8 +432,52 @@ def main(argv=None):
                    help="where the plot goes: .png, .svg or .pdf (default out/curve.png)")
     p.add_argument("--no-plot", action="store_true", help="print the table only")
     p.set_defaults(run=curve)
+    p = sub.add_parser(
+        "memory", help="one training step's peak memory by category and its FLOPs, predicted on 'meta'",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=textwrap.dedent("""\
+        Will it fit? The peak memory of one training step of a full-size model, by category (parameters,
+        gradients, optimizer, activations, transient, total), and its FLOPs (forward, backward, recompute).
+
+        The model is built on the 'meta' device (shapes, no data) and the real step runs on it under
+        mg.profile: forward, backward and the optimizer, counted as a run on a GPU would be, in a second.
+
+        examples:
+          python -m minigrad memory --model bert-large-uncased --batch-size 4 --seq-len 512
+          python -m minigrad memory --model bert-large-uncased --batch-size 1 --grad-accum 4 --seq-len 512 --checkpointing
+          python -m minigrad memory --model gpt2-xl --batch-size 1 --seq-len 1024 --json"""))
+    _step_arguments(p)
+    p.add_argument("--batch-size", type=_at_least_one, required=True, help="the micro-batch that runs at once")
+    p.add_argument("--grad-accum", type=_at_least_one, default=1, help="micro-batches per optimizer step (default 1)")
+    p.add_argument("--checkpointing", nargs="?", const="every", default="none", choices=plan.STRATEGIES,
+                   help="checkpoint the transformer blocks: alone, every block (as Hugging Face's "
+                        "gradient_checkpointing); or sqrt, budget (the schedules of lesson 8)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: bytes per category and total, and flops by phase")
+    p.set_defaults(run=memory)
+    p = sub.add_parser(
+        "plan", help="the micro-batch, accumulation and checkpointing that fit a memory budget, cheapest first",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=textwrap.dedent("""\
+        For an optimizer batch of --batch-size sequences, try micro-batches that divide it (accumulation making
+        up the rest) under each checkpointing strategy (none, every block, sqrt(n), the budgeted schedule), each
+        run on 'meta', and print those that fit in --memory, ranked by FLOPs per sample.
+
+        examples:
+          python -m minigrad plan --model bert-large-uncased --memory 16GB --batch-size 32 --seq-len 512
+          python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024"""))
+    _step_arguments(p)
+    p.add_argument("--memory", required=True, help="the budget: 24GB (10^9 bytes), 24GiB (2^30) or 24000MB")
+    p.add_argument("--batch-size", type=_at_least_one, required=True, help="sequences per optimizer step")
+    p.add_argument("--top", type=_at_least_one, default=5, help="how many plans to print (default 5)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=plan_command)
     args = ap.parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except ValueError as e:  # bad input that only the step can judge (a sequence too long, a budget): say it plainly
+        if args.command not in ("memory", "plan"):
+            raise
+        print(f"{args.command}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -301,7 +301,19 @@ def _meta(x):
 
 def _ufunc_dtypes(ufunc, inputs, dtype=None):
     """The result dtypes, from NumPy itself: the ufunc on one-element stand-ins (Python numbers stay as they are,
-    so NumPy's rules for them apply)."""
+    so NumPy's rules for them apply). Remembered by the inputs' dtypes (a Python number by its type: NumPy 2
+    types them by kind, not value)."""
+    key = (ufunc, dtype) + tuple(x.dtype if hasattr(x, "dtype") else type(x) for x in inputs)
+    found = _DTYPES.get(key)
+    if found is None:
+        found = _DTYPES[key] = _ufunc_dtypes_of(ufunc, inputs, dtype)
+    return found
+
+
+_DTYPES = {}
+
+
+def _ufunc_dtypes_of(ufunc, inputs, dtype):
     stand_ins = [np.ones((), x.dtype) if isinstance(x, (MetaArray, np.ndarray)) else x for x in inputs]
     with np.errstate(all="ignore"):
         if ufunc.__name__ == "matmul":

@@ -1,0 +1,252 @@
+"""Will it fit? One training step of a full-size model, run on the 'meta' device and counted by the ledger.
+
+    predict(Setup("bert-large-uncased", batch_size=4, seq_len=512))   # bytes by category, FLOPs by phase
+    search("gpt2-xl", memory=80e9, batch_size=64, seq_len=1024)       # what fits, cheapest first
+
+Nothing here estimates: `predict` builds the model on 'meta' (meta.py: shapes, no data), runs the very
+step a real run would (forward, backward and the optimizer, with the accumulation and checkpointing
+asked for) under mg.profile, and reads the ledger. At sizes that fit in memory, the same step on 'cpu'
+gives the same numbers (tests/test_plan.py). What the ledger does not count (the CUDA context, the
+caching allocator's reserve, library workspaces) is in docs/will_it_fit.md, beside published
+measurements.
+
+The step, as a training loop runs it once it is under way (`Setup.software` says how the framework of
+the day behaves):
+    for each of the grad_accum micro-batches: loss = model(batch) / grad_accum; loss.backward()
+    optimizer.step(); optimizer.zero_grad()
+A warm-up step runs first, unprofiled, so that the optimizer's state exists as in every step but the
+first. With zero_grad='zeros' (set_to_none=False, PyTorch before 2.0) the gradients stay allocated
+through the next forward; with 'none' (today's default) they are freed after the step.
+
+Read next: __main__.py, whose `memory` and `plan` commands print these.
+"""
+import math
+import re
+from dataclasses import dataclass, field
+
+from . import models, optim, schedules
+from .checkpoint import measure_chain
+from .profiler import CATEGORIES, profile
+from .random import manual_seed
+from .tensor import no_grad
+
+STRATEGIES = ("none", "every", "sqrt", "budget")
+OPTIMIZERS = {"adamw": lambda params: optim.AdamW(params, lr=1e-4), "sgd": lambda params: optim.SGD(params, lr=1e-3)}
+DTYPES = {"fp32": "float32", "fp16": "float16"}
+
+
+@dataclass(frozen=True)
+class Software:
+    """What the framework of the day keeps, where that changed over the years (defaults: PyTorch today)."""
+    zero_grad: str = "none"            # 'none': set_to_none (PyTorch >= 2.0); 'zeros': filled in place, alive in forward
+    dropout_mask: str = "bool"         # 'bool': 1 byte per element (native_dropout); 'float': the input's dtype
+    attention: str = "eager"           # 'eager': keeps its (B, heads, T, T) scores; 'sdpa': fused, recomputes them
+    softmax_keeps_input: bool = False  # PyTorch < 1.11's softmax backward kept its input as well as its output
+
+    def __post_init__(self):
+        for name, allowed in (("zero_grad", ("none", "zeros")), ("dropout_mask", ("bool", "float")),
+                              ("attention", ("eager", "sdpa"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"Software: {name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One training step: `batch_size` is the micro-batch that runs at once, `grad_accum` how many run before the
+    optimizer steps (so the batch the optimizer sees is batch_size * grad_accum)."""
+    model: str
+    batch_size: int
+    seq_len: int
+    grad_accum: int = 1
+    checkpointing: object = "none"     # 'none', 'every' (each block, as Hugging Face's gradient_checkpointing),
+                                       # 'sqrt' (sqrt(n) segments of blocks), or segments [(lo, hi), ...]
+    optimizer: str = "adamw"
+    dtype: str = "fp32"
+    software: Software = field(default_factory=Software)
+    overrides: dict = field(default_factory=dict)  # changes to the model's config: {'n_layer': 2} for a small one
+
+    def __post_init__(self):
+        spec = models.spec(self.model)  # an unknown name lists the known ones
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch size must be a whole number >= 1 (the micro-batch that runs at once); got "
+                             f"{self.batch_size!r}")
+        if not isinstance(self.grad_accum, int) or self.grad_accum < 1:
+            raise ValueError(f"grad accumulation must be a whole number >= 1 (micro-batches per optimizer step); got "
+                             f"{self.grad_accum!r}")
+        if not 1 <= self.seq_len <= spec.max_positions:
+            raise ValueError(f"sequence length {self.seq_len}: {self.model} has {spec.max_positions} positions, so "
+                             f"--seq-len must be between 1 and {spec.max_positions}")
+        if isinstance(self.checkpointing, str) and self.checkpointing not in STRATEGIES:
+            raise ValueError(f"checkpointing must be one of {', '.join(STRATEGIES)}, or a list of segments; got "
+                             f"{self.checkpointing!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
+
+
+@dataclass
+class Prediction:
+    setup: Setup
+    bytes: dict          # {category: bytes} at the moment the step's total peaked, and 'total'
+    flops: dict          # {'forward', 'backward', 'recompute': FLOPs of the whole step}
+    segments: list       # the checkpointed segments of blocks that ran ([] without checkpointing)
+
+    @property
+    def samples(self):
+        return self.setup.batch_size * self.setup.grad_accum
+
+    @property
+    def flops_per_sample(self):
+        return sum(self.flops.values()) / self.samples
+
+    @property
+    def overhead(self):
+        """Recompute FLOPs as a share of forward + backward: what checkpointing costs."""
+        return self.flops["recompute"] / (self.flops["forward"] + self.flops["backward"])
+
+    def as_json(self):
+        """{category: bytes, ..., 'total': bytes, 'flops': {phase: FLOPs}}: what `memory --json` prints."""
+        return {**self.bytes, "flops": dict(self.flops)}
+
+
+def block_segments(how, blocks, input_):
+    """The segments of blocks to checkpoint for a strategy: 'every' one per block; 'sqrt' and 'budget' from the
+    schedules (schedules.py) on the blocks' chain, measured on the input (a meta tensor)."""
+    n = len(blocks)
+    if how == "none":
+        return []
+    if how == "every":
+        return [(i, i + 1) for i in range(n)]
+    chain = measure_chain(blocks, input_)
+    if how == "sqrt":
+        return schedules.sqrt_n(chain).segments
+    return schedules.best_budgeted(chain).segments
+
+
+def predict(setup, exact_accumulation=True, device="meta"):
+    """Run `setup`'s training step on 'meta' under mg.profile and read the ledger. (On device='cpu' the same step
+    runs for real, with real numbers: the tests compare the two.)
+
+    With exact_accumulation=False, at most 2 of the grad_accum micro-batches run: from the second on, each finds
+    the same state (the gradients of the ones before), so the peak is the same, and each adds the same FLOPs
+    (they are scaled up). `search` uses it; tests check it against the full run."""
+    manual_seed(0)
+    model = models.build(setup.model, device=device, dtype=DTYPES[setup.dtype], **_software_config(setup.software),
+                         **setup.overrides)
+    batch = models.example_batch(setup.model, setup.batch_size, setup.seq_len, device=device, **setup.overrides)
+    segments = _checkpointing(model, setup.checkpointing, batch)
+    opt = OPTIMIZERS[setup.optimizer](list(model.parameters()))
+    set_to_none = setup.software.zero_grad == "none"
+    runs = setup.grad_accum if exact_accumulation else min(setup.grad_accum, 2)
+
+    _step(model, opt, batch, runs, setup.grad_accum, set_to_none)  # warm-up: the optimizer's state now exists
+    with profile(model, opt) as prof:
+        _step(model, opt, batch, runs, setup.grad_accum, set_to_none)
+    scale = setup.grad_accum / runs
+    flops = {phase: round(prof.flops(phase) * scale) for phase in ("forward", "backward", "recompute")}
+    at_peak = prof.bytes_at_peak()
+    return Prediction(setup, {**{c: at_peak[c] for c in CATEGORIES}, "total": prof.peak_bytes()}, flops, segments)
+
+
+def _step(model, opt, batch, runs, grad_accum, set_to_none):
+    for _ in range(runs):
+        loss = models.loss_of(model, batch) / grad_accum
+        loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=set_to_none)
+
+
+def _software_config(software):
+    return dict(attn_implementation=software.attention, dropout_mask=software.dropout_mask,
+                softmax_keeps_input=software.softmax_keeps_input)
+
+
+def _checkpointing(model, how, batch):
+    """Set the model's block checkpointing for `how`; returns the segments."""
+    if not isinstance(how, str):
+        segments = [tuple(s) for s in how]
+    else:
+        with no_grad():
+            blocks, x = models.blocks_and_input(model, batch)
+        segments = block_segments(how, blocks, x)
+    models.set_checkpointing(model, segments)
+    return segments
+
+
+# ----------------------------------------------------------------------------- the planner
+
+def search(model, memory, batch_size, seq_len, optimizer="adamw", dtype="fp32", software=None, strategies=STRATEGIES,
+           top=5, progress=None):
+    """Every (micro-batch, strategy) whose step fits in `memory` bytes, for an optimizer batch of `batch_size`:
+    micro-batches that divide it, accumulation making up the rest. Ranked by FLOPs per sample (least recompute
+    first), then by the larger micro-batch (fewer, larger kernels). Per strategy, the largest micro-batch that
+    fits is found by bisection (memory grows with the micro-batch)."""
+    software = software or Software()
+    sizes = [b for b in range(1, batch_size + 1) if batch_size % b == 0]
+    fits, tried = [], []
+    for how in strategies:
+        lo, hi, best = 0, len(sizes) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            p = predict(Setup(model, sizes[mid], seq_len, batch_size // sizes[mid], how, optimizer, dtype, software),
+                        exact_accumulation=False)
+            tried.append(p)
+            if progress is not None:
+                progress(p.setup)
+            if p.bytes["total"] <= memory:
+                best, lo = p, mid + 1
+            else:
+                hi = mid - 1
+        if best is not None:
+            fits.append(best)
+    fits.sort(key=lambda p: (round(p.flops_per_sample), -p.setup.batch_size))
+    return fits[:top], tried
+
+
+# ----------------------------------------------------------------------------- reading what users type
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "K": 10**3, "M": 10**6, "G": 10**9}
+
+
+def parse_bytes(text):
+    """'24GB' (10^9), '24GiB' (2^30), '24000MB', '80e9' -> bytes. GB is the decimal unit, as GPU makers print it."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+    if not m or m.group(2).upper() not in _UNITS:
+        raise ValueError(f"memory {text!r}: write a number and a unit, e.g. 24GB (24 x 10^9 bytes), 24GiB (24 x 2^30) "
+                         f"or 24000MB")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def gib(n):
+    return f"{n / 2**30:.2f} GiB"
+
+
+# ----------------------------------------------------------------------------- what the commands print
+
+def describe(setup):
+    s = setup
+    how = {"none": "no checkpointing", "every": "every block checkpointed", "sqrt": "sqrt(n) segments of blocks",
+           "budget": "the budgeted schedule"}.get(s.checkpointing, f"segments {s.checkpointing}") \
+        if isinstance(s.checkpointing, str) else f"segments {list(s.checkpointing)}"
+    sw = s.software
+    return (f"{s.model}: micro-batch {s.batch_size} x {s.seq_len} tokens, {s.grad_accum} per optimizer step (batch "
+            f"{s.batch_size * s.grad_accum}), {how}, {s.optimizer}, {s.dtype}\n"
+            f"software: zero_grad {'set_to_none' if sw.zero_grad == 'none' else 'in place (zeros)'}, dropout mask "
+            f"{'1 byte' if sw.dropout_mask == 'bool' else 'in the activations dtype'}, {sw.attention} attention"
+            + (", softmax keeps its input" if sw.softmax_keeps_input else ""))
+
+
+def table(prediction):
+    """The step's peak by category, and its FLOPs by phase, as lines of text."""
+    p = prediction
+    lines = [describe(p.setup), "", f"{'peak of the step':<16}{'GiB':>10}{'bytes':>18}"]
+    for c in CATEGORIES + ("total",):
+        lines.append(f"{c:<16}{p.bytes[c] / 2**30:>10.2f}{p.bytes[c]:>18,}")
+    lines.append("(each category at the moment the total peaked; the CUDA context, the allocator's reserve and "
+                 "library workspaces come on top: docs/will_it_fit.md)")
+    f = p.flops
+    lines += ["", f"FLOPs: forward {f['forward']:.3e}, backward {f['backward']:.3e}, recompute {f['recompute']:.3e} "
+                  f"({p.overhead:.0%} of forward + backward); {p.flops_per_sample:.3e} per sample"]
+    return lines
