@@ -14,6 +14,8 @@ Reading order, each module importing only the ones above it (the README's table;
   checkpoint.py  mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping
   accumulate.py  mg.accumulate: micro-batches that add up to the full batch's gradient
   gpt.py         a small GPT, a character tokenizer and a tiny corpus
+  bert.py        BERT with Hugging Face's classes and parameter names
+  models.py      full-size models by their checkpoints' names, and their parameter counts
   formulas.py    closed forms that the ledger's measurements must equal
   testing.py     gradcheck: finite differences, explained
   grading.py     the exercises' grader (exercises/ beside the package)

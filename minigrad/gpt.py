@@ -1,10 +1,15 @@
 """A small GPT (after nanoGPT), a character tokenizer and a tiny generated corpus.
 
+nanoGPT's GPT is GPT-2's architecture: with a tied LM head (tie_word_embeddings) and tanh GELU
+(gelu_approximate='tanh', Hugging Face's "gelu_new") the same class is GPT-2 at any size
+(models.py builds gpt2 ... gpt2-xl from it). The defaults are the small model the lessons train.
+
 Shapes in comments: B batch, T time (sequence), C channels (n_embd), nh heads, hs head size
 (C // nh), V vocabulary.
 
-Read next: lessons/, which train this model and measure where its memory goes; formulas.py and
-testing.py, the checks the tests stand on.
+Read next: bert.py, the encoder family, and models.py, both at their published sizes; lessons/,
+which train this model and measure where its memory goes; formulas.py and testing.py, the checks
+the tests stand on.
 """
 import math
 import random as _pyrandom
@@ -27,15 +32,17 @@ class GPTConfig:
     dropout: float = 0.0
     bias: bool = True
     gradient_checkpointing: bool = False  # recompute each block in backward instead of keeping its insides
+    tie_word_embeddings: bool = False     # GPT-2: lm_head.weight is wte.weight, one Parameter
+    gelu_approximate: str = "none"        # GPT-2: 'tanh' (Hugging Face's "gelu_new")
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, device=None):
         if cfg.n_embd % cfg.n_head:
             raise ValueError(f"GPTConfig: n_embd={cfg.n_embd} must be divisible by n_head={cfg.n_head}")
         self.n_head, self.n_embd = cfg.n_head, cfg.n_embd
-        self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=cfg.bias)  # q, k, v in one product
-        self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+        self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=cfg.bias, device=device)  # q, k, v in one product
+        self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=cfg.bias, device=device)
         self.attn_dropout = nn.Dropout(cfg.dropout)
         self.resid_dropout = nn.Dropout(cfg.dropout)
 
@@ -54,10 +61,10 @@ class CausalSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, cfg):
-        self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias)
-        self.gelu = nn.GELU()
-        self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+    def __init__(self, cfg, device=None):
+        self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias, device=device)
+        self.gelu = nn.GELU(approximate=cfg.gelu_approximate)
+        self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias, device=device)
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x):
@@ -67,11 +74,11 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """Pre-LayerNorm transformer block: x + attn(ln(x)), then x + mlp(ln(x))."""
 
-    def __init__(self, cfg):
-        self.ln_1 = nn.LayerNorm(cfg.n_embd)
-        self.attn = CausalSelfAttention(cfg)
-        self.ln_2 = nn.LayerNorm(cfg.n_embd)
-        self.mlp = MLP(cfg)
+    def __init__(self, cfg, device=None):
+        self.ln_1 = nn.LayerNorm(cfg.n_embd, device=device)
+        self.attn = CausalSelfAttention(cfg, device)
+        self.ln_2 = nn.LayerNorm(cfg.n_embd, device=device)
+        self.mlp = MLP(cfg, device)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
@@ -79,14 +86,21 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, device=None):
+        if cfg.gelu_approximate not in ("none", "tanh"):
+            raise ValueError(f"GPTConfig: gelu_approximate must be 'none' (exact) or 'tanh' (GPT-2's), "
+                             f"got {cfg.gelu_approximate!r}")
         self.config = cfg
-        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
-        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd, device=device)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd, device=device)
         self.drop = nn.Dropout(cfg.dropout)
-        self.h = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.n_embd)
-        self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        self.h = nn.ModuleList(Block(cfg, device) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd, device=device)
+        self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False, device=device)
+        if cfg.tie_word_embeddings:
+            # one Parameter under two names: its gradient is the sum of both uses, and named_parameters(),
+            # optimizers and the profile see it once (under its first name, wte.weight), as in PyTorch
+            self.lm_head.weight = self.wte.weight
         self._init_weights()
 
     def _init_weights(self):
