@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import functional as F
-from .checkpoint import checkpoint
+from .checkpoint import checkpoint_blocks
 from . import nn
 from .tensor import Tensor, arange, no_grad, ones, zeros
 
@@ -186,15 +186,13 @@ class BertLayer(nn.Module):
 class BertEncoder(nn.Module):
     def __init__(self, cfg, device=None):
         self.layer = nn.ModuleList(BertLayer(cfg, device) for _ in range(cfg.num_hidden_layers))
-        self.gradient_checkpointing = False  # recompute each layer in backward instead of keeping its insides
+        self.gradient_checkpointing = False  # True: recompute each layer in backward instead of keeping its insides;
+                                             # or the segments of layers to checkpoint, [(lo, hi), ...]
 
     def forward(self, hidden_states, attention_mask):
         # as Hugging Face: only in training, where a backward follows whose memory the recompute saves
-        use_checkpoint = self.gradient_checkpointing and self.training
-        for layer in self.layer:
-            hidden_states = (checkpoint(layer, hidden_states, attention_mask) if use_checkpoint
-                             else layer(hidden_states, attention_mask))                # (B, T, C)
-        return hidden_states
+        segments = self.gradient_checkpointing if self.training else False
+        return checkpoint_blocks(self.layer, hidden_states, segments, attention_mask)  # (B, T, C)
 
 
 class BertPooler(nn.Module):

@@ -20,6 +20,7 @@ gradients for the parameters used inside even when no input requires grad, nesti
 
 Read next: accumulate.py, the other trick.
 """
+import functools
 import hashlib
 import math
 import numbers
@@ -394,6 +395,30 @@ def _run_segments(functions, segments, children, x, kwargs):
                 return _run_segments(functions, child.segments, child.children, t, kwargs)
             run.__name__ = f"segment({lo}..{hi}, cut again)"
         x = checkpoint(run, x, **kwargs)
+
+
+def checkpoint_blocks(blocks, x, segments, *args):
+    """x through blocks in turn (block(x, *args)), the model's way of checkpointing its transformer blocks:
+    segments False: plainly; True: every block under its own checkpoint (Hugging Face's gradient_checkpointing);
+    a list [(lo, hi), ...]: each listed segment of blocks under one checkpoint, the others plainly."""
+    if segments is True:
+        segments = [(i, i + 1) for i in range(len(blocks))]
+    ends = dict(segments or ())
+    i = 0
+    while i < len(blocks):
+        if i in ends:
+            x = checkpoint(functools.partial(_run_blocks, blocks[i:ends[i]]), x, *args)
+            i = ends[i]
+        else:
+            x = blocks[i](x, *args)
+            i += 1
+    return x
+
+
+def _run_blocks(blocks, x, *args):
+    for block in blocks:
+        x = block(x, *args)
+    return x
 
 
 def measure_chain(functions, input):

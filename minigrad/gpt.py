@@ -16,7 +16,7 @@ import random as _pyrandom
 from dataclasses import dataclass
 
 from . import functional as F
-from .checkpoint import checkpoint
+from .checkpoint import checkpoint_blocks
 from . import nn
 from .random import generator
 from .tensor import arange, cat, no_grad, ones, randn, tensor
@@ -31,7 +31,8 @@ class GPTConfig:
     n_embd: int = 64
     dropout: float = 0.0
     bias: bool = True
-    gradient_checkpointing: bool = False  # recompute each block in backward instead of keeping its insides
+    gradient_checkpointing: object = False  # True: recompute each block in backward instead of keeping its insides;
+                                            # or the segments of blocks to checkpoint, [(lo, hi), ...]
     tie_word_embeddings: bool = False     # GPT-2: lm_head.weight is wte.weight, one Parameter
     gelu_approximate: str = "none"        # GPT-2: 'tanh' (Hugging Face's "gelu_new")
 
@@ -121,8 +122,7 @@ class GPT(nn.Module):
             raise ValueError(f"GPT: sequence length {T} is longer than block_size {self.config.block_size}")
         pos = arange(T, device=idx.device)                                    # (T,)
         x = self.drop(self.wte(idx) + self.wpe(pos))                          # (B, T, C)
-        for block in self.h:
-            x = checkpoint(block, x) if self.config.gradient_checkpointing else block(x)
+        x = checkpoint_blocks(self.h, x, self.config.gradient_checkpointing)  # (B, T, C)
         logits = self.lm_head(self.ln_f(x))                                   # (B, T, V)
         if targets is None:
             return logits

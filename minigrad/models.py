@@ -16,11 +16,12 @@ Read next: formulas.py, the closed forms that the ledger's measurements must equ
 """
 import dataclasses
 import difflib
+import functools
 from dataclasses import dataclass
 
-from .bert import BertConfig, BertForSequenceClassification
+from .bert import BertConfig, BertForSequenceClassification, extended_attention_mask
 from .gpt import GPT, GPTConfig
-from .tensor import ones, randint, zeros
+from .tensor import arange, ones, randint, zeros
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,27 @@ def build(name, device=None, dtype=None, gradient_checkpointing=False, **config_
     else:
         model = GPT(dataclasses.replace(cfg, gradient_checkpointing=gradient_checkpointing), device=device)
     return model.to(dtype=dtype) if dtype is not None else model
+
+
+def set_checkpointing(model, segments):
+    """Checkpoint the model's transformer blocks: False, True (every block) or segments [(lo, hi), ...]."""
+    if isinstance(model, BertForSequenceClassification):
+        model.bert.encoder.gradient_checkpointing = segments
+    else:
+        model.config = dataclasses.replace(model.config, gradient_checkpointing=segments)
+
+
+def blocks_and_input(model, batch):
+    """The transformer blocks as one-argument functions, and what the first one reads (the embeddings' output):
+    the chain that schedules.py plans for (checkpoint.measure_chain measures it)."""
+    if isinstance(model, BertForSequenceClassification):
+        bert = model.bert
+        mask = extended_attention_mask(batch["attention_mask"], bert.embeddings.word_embeddings.weight.dtype)
+        x = bert.embeddings(batch["input_ids"], batch["token_type_ids"])                  # (B, T, C)
+        return [functools.partial(layer, attention_mask=mask) for layer in bert.encoder.layer], x
+    idx = batch["idx"]
+    x = model.drop(model.wte(idx) + model.wpe(arange(idx.shape[1], device=idx.device)))   # (B, T, C)
+    return list(model.h), x
 
 
 def positions(name, **config_overrides):

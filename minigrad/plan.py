@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 
 from . import models, optim, schedules
 from .checkpoint import measure_chain
-from .profiler import CATEGORIES, profile
+from .profiler import profile
 from .random import manual_seed
 from .tensor import no_grad
 
 STRATEGIES = ("none", "every", "sqrt", "budget")
+ORDER = ("parameters", "gradients", "optimizer", "activations", "transient")  # the profiler's categories, as printed
 OPTIMIZERS = {"adamw": lambda params: optim.AdamW(params, lr=1e-4), "sgd": lambda params: optim.SGD(params, lr=1e-3)}
 DTYPES = {"fp32": "float32", "fp16": "float16"}
 
@@ -66,16 +67,17 @@ class Setup:
     overrides: dict = field(default_factory=dict)  # changes to the model's config: {'n_layer': 2} for a small one
 
     def __post_init__(self):
-        spec = models.spec(self.model)  # an unknown name lists the known ones
+        models.spec(self.model)  # an unknown name lists the known ones
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch size must be a whole number >= 1 (the micro-batch that runs at once); got "
                              f"{self.batch_size!r}")
         if not isinstance(self.grad_accum, int) or self.grad_accum < 1:
             raise ValueError(f"grad accumulation must be a whole number >= 1 (micro-batches per optimizer step); got "
                              f"{self.grad_accum!r}")
-        if not 1 <= self.seq_len <= spec.max_positions:
-            raise ValueError(f"sequence length {self.seq_len}: {self.model} has {spec.max_positions} positions, so "
-                             f"--seq-len must be between 1 and {spec.max_positions}")
+        longest = models.positions(self.model, **self.overrides)
+        if not 1 <= self.seq_len <= longest:
+            raise ValueError(f"sequence length {self.seq_len}: {self.model} has {longest} positions, so "
+                             f"--seq-len must be between 1 and {longest}")
         if isinstance(self.checkpointing, str) and self.checkpointing not in STRATEGIES:
             raise ValueError(f"checkpointing must be one of {', '.join(STRATEGIES)}, or a list of segments; got "
                              f"{self.checkpointing!r}")
@@ -119,9 +121,8 @@ def block_segments(how, blocks, input_):
     if how == "every":
         return [(i, i + 1) for i in range(n)]
     chain = measure_chain(blocks, input_)
-    if how == "sqrt":
-        return schedules.sqrt_n(chain).segments
-    return schedules.best_budgeted(chain).segments
+    plan = schedules.sqrt_n(chain) if how == "sqrt" else schedules.best_budgeted(chain)
+    return plan.segments[:-1]  # as checkpoint_sequential runs a plan: the last segment runs plainly
 
 
 def predict(setup, exact_accumulation=True, device="meta"):
@@ -146,7 +147,7 @@ def predict(setup, exact_accumulation=True, device="meta"):
     scale = setup.grad_accum / runs
     flops = {phase: round(prof.flops(phase) * scale) for phase in ("forward", "backward", "recompute")}
     at_peak = prof.bytes_at_peak()
-    return Prediction(setup, {**{c: at_peak[c] for c in CATEGORIES}, "total": prof.peak_bytes()}, flops, segments)
+    return Prediction(setup, {**{c: at_peak[c] for c in ORDER}, "total": prof.peak_bytes()}, flops, segments)
 
 
 def _step(model, opt, batch, runs, grad_accum, set_to_none):
@@ -158,8 +159,9 @@ def _step(model, opt, batch, runs, grad_accum, set_to_none):
 
 
 def _software_config(software):
-    return dict(attn_implementation=software.attention, dropout_mask=software.dropout_mask,
-                softmax_keeps_input=software.softmax_keeps_input)
+    if (software.dropout_mask, software.attention, software.softmax_keeps_input) != ("bool", "eager", False):
+        raise NotImplementedError("Software: only today's PyTorch defaults for now")
+    return {}
 
 
 def _checkpointing(model, how, batch):
@@ -242,7 +244,7 @@ def table(prediction):
     """The step's peak by category, and its FLOPs by phase, as lines of text."""
     p = prediction
     lines = [describe(p.setup), "", f"{'peak of the step':<16}{'GiB':>10}{'bytes':>18}"]
-    for c in CATEGORIES + ("total",):
+    for c in ORDER + ("total",):
         lines.append(f"{c:<16}{p.bytes[c] / 2**30:>10.2f}{p.bytes[c]:>18,}")
     lines.append("(each category at the moment the total peaked; the CUDA context, the allocator's reserve and "
                  "library workspaces come on top: docs/will_it_fit.md)")

@@ -1,0 +1,141 @@
+"""Will it fit? plan.predict runs a training step on 'meta' and reads the ledger; here the same step runs for real.
+
+"meta equals real exactly where both run": small copies of BERT and GPT-2 under every checkpointing strategy,
+with and without accumulation, and bert-base-uncased itself at full size.
+"""
+import json
+import time
+
+import pytest
+
+from minigrad import plan
+from minigrad.__main__ import main
+
+SMALL = {
+    "bert-base-uncased": dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=256,
+                              vocab_size=500),
+    "gpt2": dict(n_layer=3, n_embd=64, n_head=4, vocab_size=500, block_size=64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("checkpointing", plan.STRATEGIES)
+def test_meta_predicts_the_real_step_exactly(name, checkpointing):
+    for grad_accum in (1, 3):
+        setup = plan.Setup(name, 2, 32, grad_accum, checkpointing, overrides=SMALL[name])
+        meta, real = plan.predict(setup), plan.predict(setup, device="cpu")
+        assert meta.bytes == real.bytes
+        assert meta.flops == real.flops
+        assert meta.segments == real.segments
+        assert (meta.flops["recompute"] > 0) == (checkpointing != "none" and bool(meta.segments))
+        quick = plan.predict(setup, exact_accumulation=False)  # what search runs: at most 2 micro-batches
+        assert (quick.bytes, quick.flops) == (meta.bytes, meta.flops)
+
+
+def test_meta_predicts_bert_base_at_full_size():
+    setup = plan.Setup("bert-base-uncased", 1, 64)
+    meta, real = plan.predict(setup), plan.predict(setup, device="cpu")
+    assert meta.bytes == real.bytes and meta.flops == real.flops
+    assert meta.bytes["parameters"] == 4 * 109_483_778
+    assert meta.bytes["optimizer"] == 2 * meta.bytes["parameters"]   # AdamW's two moments
+
+
+def test_what_accumulation_and_checkpointing_save():
+    big = plan.predict(plan.Setup("bert-large-uncased", 4, 512))
+    accumulated = plan.predict(plan.Setup("bert-large-uncased", 1, 512, grad_accum=4))
+    checkpointed = plan.predict(plan.Setup("bert-large-uncased", 1, 512, grad_accum=4, checkpointing="every"))
+    assert big.bytes["total"] > accumulated.bytes["total"] > checkpointed.bytes["total"]
+    assert big.bytes["activations"] > 3.5 * accumulated.bytes["activations"]
+    # the same samples cost the same forward and backward FLOPs (but for dividing each micro-batch's loss by 4);
+    # checkpointing adds about one forward
+    assert accumulated.flops["forward"] - big.flops["forward"] == 3
+    assert 0.8 < checkpointed.flops["recompute"] / checkpointed.flops["forward"] <= 1.0
+
+
+def test_fp16_halves_every_category_but_not_the_shape_of_the_step():
+    fp32 = plan.predict(plan.Setup("gpt2", 1, 128))
+    fp16 = plan.predict(plan.Setup("gpt2", 1, 128, dtype="fp16"))
+    assert fp16.bytes["parameters"] * 2 == fp32.bytes["parameters"]
+    assert fp16.flops == fp32.flops
+
+
+def test_in_place_zero_grad_keeps_the_gradients_through_the_forward():
+    none = plan.predict(plan.Setup("gpt2", 2, 256))
+    zeros = plan.predict(plan.Setup("gpt2", 2, 256, software=plan.Software(zero_grad="zeros")))
+    params = none.bytes["parameters"]
+    assert zeros.bytes["gradients"] == params                  # all of them, alive when the step peaks
+    assert zeros.bytes["total"] > none.bytes["total"]
+
+
+def test_gpt2_xl_at_1024_is_fast():
+    start = time.perf_counter()
+    p = plan.predict(plan.Setup("gpt2-xl", 1, 1024, checkpointing="sqrt"))
+    assert time.perf_counter() - start < 10
+    assert p.bytes["parameters"] == 4 * 1_557_611_200
+
+
+def test_search_finds_what_fits_cheapest_first():
+    fits, tried = plan.search("gpt2", 6 * 2**30, batch_size=8, seq_len=512)
+    assert fits and all(p.bytes["total"] <= 6 * 2**30 for p in fits)
+    costs = [p.flops_per_sample for p in fits]
+    assert costs == sorted(costs)
+    assert all(p.setup.batch_size * p.setup.grad_accum == 8 for p in tried)
+    # the best plan is the largest micro-batch of the cheapest strategy that fits: one micro-batch more would not
+    best = fits[0]
+    bigger = [p for p in tried if p.setup.checkpointing == best.setup.checkpointing
+              and p.setup.batch_size > best.setup.batch_size]
+    assert all(p.bytes["total"] > 6 * 2**30 for p in bigger)
+
+
+@pytest.mark.parametrize("text, n", [("24GB", 24 * 10**9), ("24GiB", 24 * 2**30), ("24000MB", 24 * 10**9),
+                                     ("80e9", 80 * 10**9), ("1.5 GiB", 3 * 2**29)])
+def test_memory_budgets_read_as_written(text, n):
+    assert plan.parse_bytes(text) == n
+
+
+def test_a_bad_budget_says_how_to_write_one():
+    with pytest.raises(ValueError, match="24GiB"):
+        plan.parse_bytes("lots")
+
+
+# ----------------------------------------------------------------------------- the commands
+
+def test_memory_json_has_exactly_the_categories_and_flops(capsys):
+    assert main(["memory", "--model", "gpt2", "--batch-size", "2", "--seq-len", "128", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"parameters", "gradients", "optimizer", "activations", "transient", "total", "flops"}
+    assert all(isinstance(out[k], int) for k in out if k != "flops")
+    assert set(out["flops"]) == {"forward", "backward", "recompute"}
+    expected = plan.predict(plan.Setup("gpt2", 2, 128))
+    assert out["total"] == expected.bytes["total"]
+
+
+def test_memory_prints_a_table(capsys):
+    assert main(["memory", "--model", "bert-base-uncased", "--batch-size", "2", "--seq-len", "64", "--grad-accum",
+                 "2", "--checkpointing"]) == 0
+    out = capsys.readouterr().out
+    assert "every block checkpointed" in out and "activations" in out and "recompute" in out
+
+
+def test_plan_prints_the_best_plans(capsys):
+    assert main(["plan", "--model", "gpt2", "--memory", "6GiB", "--batch-size", "8", "--seq-len", "512",
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "6GiB read as 6,442,450,944 bytes" in out and "rank" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["memory", "--model", "gpt3", "--batch-size", "1", "--seq-len", "8"], "gpt2-xl"),
+    (["memory", "--model", "gpt2", "--batch-size", "1", "--seq-len", "2048"], "between 1 and 1024"),
+    (["memory", "--model", "gpt2", "--batch-size", "0", "--seq-len", "8"], "at least 1"),
+    (["plan", "--model", "gpt2-xl", "--memory", "2GB", "--batch-size", "4", "--seq-len", "1024", "--quiet"],
+     "nothing fits"),
+    (["plan", "--model", "gpt2", "--memory", "lots", "--batch-size", "4", "--seq-len", "64"], "24GiB"),
+])
+def test_bad_input_says_what_would_fit(argv, message, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse's own errors
+        code = e.code
+    assert code != 0
+    assert message in capsys.readouterr().err
