@@ -1,0 +1,199 @@
+"""Lesson 9: Will it fit? Full-size models on the 'meta' device, from one step's bytes to a plan for a GPU.
+
+    python lessons/09_will_it_fit.py            # about 25 s on 2 cores
+    python lessons/09_will_it_fit.py --quick    # skips gpt2-xl's plan: about 10 s
+
+The lessons so far measured models of a hundred thousand parameters. The ones people fine-tune have
+hundreds of millions, and the question behind every out-of-memory error is: how much will one training
+step take, and which micro-batch, accumulation and checkpointing fit my GPU for the least compute?
+
+minigrad answers by running the real step on the 'meta' device (minigrad/meta.py): tensors with a shape
+and a dtype and no data, on which every op runs and the ledger (mg.profile) counts exactly the bytes and
+FLOPs a real run would, in about a second, at any size. tests/test_plan.py runs the same steps for real
+where they fit in memory and checks the numbers are equal.
+
+Part 1: bert-large-uncased's step by category, at a few batch sizes, with accumulation and checkpointing
+        (the three runs of a widely read write-up: batch 4; batch 1 x 4 accumulation; that + checkpointing).
+Part 2: where the activations go inside one of its 24 layers, op by op.
+Part 3: the same three runs against what Hugging Face measured on a V100 (docs/will_it_fit.md).
+Part 4: the planner: what fits a 16 GB GPU for bert-large, and an 80 GB one for gpt2-xl.
+Plots: out/09_will_it_fit.png. The commands behind it: python -m minigrad memory / plan --help.
+"""
+# %%
+import argparse
+import os
+import sys
+import time
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+import minigrad as mg
+from minigrad import grading, models, plan
+from minigrad.tensor import mark, records_since
+
+# %% settings
+MODEL, SEQ = "bert-large-uncased", 512
+BATCHES = (1, 2, 4, 8)
+RUNS = {"batch 4": dict(batch_size=4), "1 x 4 accumulation": dict(batch_size=1, grad_accum=4),
+        "1 x 4 + checkpointing": dict(batch_size=1, grad_accum=4, checkpointing="every")}
+# Hugging Face's measurements (docs/will_it_fit.md, source S1): bert-large-uncased, seq 512, fp32, AdamW, V100 16 GB,
+# read with NVML after training (MiB), and the same process with only the CUDA context (H0). Quoted, not computed.
+HF_MIB = {"batch 4": 14949, "1 x 4 accumulation": 8681, "1 x 4 + checkpointing": 6775}
+HF_CONTEXT_MIB = 1343
+HF_SOFTWARE = plan.Software(zero_grad="zeros")   # the Trainer's model.zero_grad() in PyTorch 1.x: zeros, in place
+OUT = "out"
+PLOTS = {"09_will_it_fit.png": "one training step of bert-large by category (GiB) for each batch size and for "
+                               "accumulation and checkpointing; the activations one layer keeps, op by op (MiB)"}
+EXERCISES = (6,)
+MiB, GiB = 2**20, 2**30
+
+
+def part1():
+    print(f"Part 1: one training step of {MODEL} at sequence length {SEQ} (AdamW, fp32), predicted on 'meta'.\n")
+    rows = {f"batch {b}": plan.predict(plan.Setup(MODEL, b, SEQ)) for b in BATCHES}
+    rows.update({name: plan.predict(plan.Setup(MODEL, seq_len=SEQ, **kw)) for name, kw in RUNS.items()
+                 if name != "batch 4"})
+    head = f"{'step':<24}" + "".join(f"{c:>13}" for c in plan.ORDER) + f"{'total':>10}{'FLOPs/sample':>14}"
+    print(head + "\n" + "-" * len(head))
+    for name, p in rows.items():
+        print(f"{name:<24}" + "".join(f"{p.bytes[c] / GiB:>13.2f}" for c in plan.ORDER)
+              + f"{p.bytes['total'] / GiB:>10.2f}{p.flops_per_sample:>14.3e}")
+    print("(GiB at the moment the step's total peaks; the optimizer's state is AdamW's two moments, twice the "
+          "parameters)\n")
+    b1, b8 = rows["batch 1"], rows["batch 8"]
+    per_sample = (b8.bytes["activations"] - b1.bytes["activations"]) / 7
+    fixed = sum(b1.bytes[c] for c in ("parameters", "gradients", "optimizer"))
+    acc, ckpt = rows["1 x 4 accumulation"], rows["1 x 4 + checkpointing"]
+    print(f"Each sequence adds {per_sample / GiB:.2f} GiB of activations; parameters, gradients and optimizer "
+          f"state stay at {fixed / GiB:.2f} GiB whatever the batch. Accumulating 4 micro-batches of 1 instead of "
+          f"one batch of 4 computes the same gradient in {acc.bytes['total'] / rows['batch 4'].bytes['total']:.0%} "
+          f"of the memory, for the same FLOPs; checkpointing every layer takes it to "
+          f"{ckpt.bytes['total'] / rows['batch 4'].bytes['total']:.0%} for {ckpt.overhead:.0%} more FLOPs (one "
+          f"more forward of each layer).\n")
+    return rows
+
+
+def part2():
+    """Run one layer's forward on 'meta' and split what its records keep, op by op, each buffer counted once
+    (in the first op that keeps it)."""
+    batch = 4
+    mg.manual_seed(0)
+    model = models.build(MODEL, device="meta")
+    x = models.example_batch(MODEL, batch, SEQ, device="meta")
+    blocks, h = models.blocks_and_input(model, x)
+    with mg.profile() as prof:
+        start = mark()
+        out = blocks[0](h)
+        seen, parts = set(), []
+        for r in sorted(records_since(out, start), key=lambda r: r.seq):
+            kept = prof.activations_kept([r])
+            new = [a for a in r.saved if mg.backend.is_array(a) and prof.buffer_id(a) in kept
+                   and prof.buffer_id(a) not in seen]
+            seen.update(prof.buffer_id(a) for a in new)
+            parts.append((r.name, sum(kept[prof.buffer_id(a)] for a in new), [mg.backend.owner(a) for a in new]))
+    total = sum(n for _, n, _ in parts)
+    print(f"Part 2: what one of the 24 layers keeps for backward, batch {batch} x {SEQ}: {total / MiB:.0f} MiB, "
+          f"op by op in the order they ran (each buffer once, under the first op that keeps it):\n")
+    for name, n, arrays in parts:
+        if n >= MiB:
+            shapes = ", ".join(f"{a.shape} {a.dtype.name}" for a in arrays)
+            print(f"  {name:<12}{n / MiB:>8.1f} MiB   {shapes}")
+    cfg = models.config(MODEL)
+    T, C, H = SEQ, cfg.hidden_size, cfg.num_attention_heads
+    square = sum(n for _, n, arrays in parts if any(a.shape[-2:] == (T, T) for a in arrays))
+    print(f"\nThe attention scores are {H} x {T} x {T} numbers per sequence against {T} x {C} for a hidden state: the "
+          f"arrays of shape (B, heads, T, T) are {square / total:.0%} of the layer's activations. That is why "
+          f"fused attention (PyTorch's scaled_dot_product_attention, FlashAttention), which recomputes them in "
+          f"backward, saves so much at long sequences.\n")
+    return parts
+
+
+def part3():
+    print("Part 3: against the world. Hugging Face fine-tuned bert-large-uncased on a V100 with these three runs "
+          "and read the GPU's memory with NVML (MiB, the CUDA context included). minigrad predicts with the "
+          "software of that day (gradients zeroed in place: they stay allocated through the next forward) and adds "
+          f"the CUDA context they measured alone ({HF_CONTEXT_MIB} MiB):\n")
+    print(f"{'run':<24}{'measured':>10}{'predicted':>11}{'+ context':>11}{'difference':>12}")
+    predicted = {}
+    for name, kw in RUNS.items():
+        p = plan.predict(plan.Setup(MODEL, seq_len=SEQ, software=HF_SOFTWARE, **kw))
+        predicted[name] = p.bytes["total"] / MiB
+        full = predicted[name] + HF_CONTEXT_MIB
+        print(f"{name:<24}{HF_MIB[name]:>10,}{predicted[name]:>11,.0f}{full:>11,.0f}{HF_MIB[name] - full:>+12,.0f}")
+    names = list(RUNS)
+    print(f"\n{'what it saves':<36}{'measured':>10}{'predicted':>11}")
+    for a, b, what in ((names[0], names[1], "accumulation (batch 4 -> 1 x 4)"),
+                       (names[1], names[2], "checkpointing (every layer)")):
+        print(f"{what:<36}{HF_MIB[a] - HF_MIB[b]:>10,}{predicted[a] - predicted[b]:>11,.0f}")
+    print("\nThe rest is what a real GPU holds beyond the tensors: the caching allocator keeps freed blocks "
+          "reserved and rounds each allocation up, cuBLAS keeps workspaces, and fragmentation leaves gaps; "
+          "differences of two runs cancel most of it. docs/will_it_fit.md explains each row.\n")
+    return predicted
+
+
+def part4(quick):
+    cases = [(MODEL, "16GB", 32, SEQ)] + ([] if quick else [("gpt2-xl", "80GB", 64, 1024)])
+    print("Part 4: the planner. For an optimizer batch, it tries micro-batches that divide it under each "
+          "checkpointing strategy, on 'meta', and ranks what fits by FLOPs per sample:")
+    for name, memory, batch, seq in cases:
+        budget = plan.parse_bytes(memory)
+        fits, tried = plan.search(name, budget, batch, seq)
+        print(f"\n{name}, batch {batch} x {seq}, {memory} ({budget / GiB:.1f} GiB): {len(tried)} steps run on 'meta'")
+        for i, p in enumerate(fits, 1):
+            s = p.setup
+            print(f"  {i}. micro-batch {s.batch_size:>2} x {s.grad_accum:>2} accumulation, checkpointing "
+                  f"{s.checkpointing:<7} {p.bytes['total'] / GiB:6.2f} GiB, {p.flops_per_sample:.3e} FLOPs per "
+                  f"sample ({p.overhead:.0%} recompute)")
+    print(f"\nThe same from the command line: python -m minigrad plan --model {cases[0][0]} --memory {cases[0][1]} "
+          f"--batch-size {cases[0][2]} --seq-len {cases[0][3]}\n")
+
+
+def plot(rows, parts, path):
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1.3, 1]})
+    names = list(rows)
+    bottom = [0.0] * len(names)
+    for c in plan.ORDER:
+        values = [rows[n].bytes[c] / GiB for n in names]
+        a1.bar(range(len(names)), values, bottom=bottom, label=c)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    a1.set_xticks(range(len(names)), [n.replace(" + ", "\n+ ").replace(" accumulation", "\naccumulation")
+                                      for n in names], fontsize=8)
+    a1.set_ylabel("memory at the step's peak (GiB)")
+    a1.set_title(f"{MODEL}, seq {SEQ}, AdamW fp32: one training step", fontsize=10)
+    a1.legend(fontsize=8)
+    a1.grid(True, axis="y", alpha=0.3)
+    shown = [(f"{i:>2} {name}", n / MiB) for i, (name, n, _) in enumerate(parts) if n >= MiB]
+    a2.barh(range(len(shown)), [v for _, v in shown], color="tab:red")
+    a2.set_yticks(range(len(shown)), [s for s, _ in shown], fontsize=8)
+    a2.invert_yaxis()
+    a2.set_xlabel("activations kept for backward (MiB)")
+    a2.set_title("one layer, batch 4: op by op, in the order they ran", fontsize=10)
+    a2.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"plot: {path}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="skip gpt2-xl's plan")
+    ap.add_argument("--no-plot", action="store_true", help="print only")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    rows = part1()
+    parts = part2()
+    part3()
+    part4(args.quick)
+    if not args.no_plot:
+        plot(rows, parts, os.path.join(OUT, "09_will_it_fit.png"))
+    print(f"(the lesson took {time.perf_counter() - t0:.1f} s)\n")
+    grading.now_build_it(EXERCISES)
+
+
+# %%
+if __name__ == "__main__":
+    main([] if "ipykernel" in sys.modules else None)  # in a notebook: the defaults
