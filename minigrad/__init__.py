@@ -16,6 +16,7 @@ Reading order, each module importing only the ones above it (the README's table;
   gpt.py         a small GPT, a character tokenizer and a tiny corpus
   bert.py        BERT with Hugging Face's classes and parameter names
   models.py      full-size models by their checkpoints' names, and their parameter counts
+  plan.py        will it fit? a full-size model's training step on 'meta', and what fits a GPU
   formulas.py    closed forms that the ledger's measurements must equal
   testing.py     gradcheck: finite differences, explained
   grading.py     the exercises' grader (exercises/ beside the package)

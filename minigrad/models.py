@@ -12,7 +12,7 @@ fine-tuning recipes train; GPT-2's are nanoGPT's names (`h.0.attn.c_attn.weight`
 parameter_count(name) counts by formula from the config alone, so that the published numbers can be
 checked without materialising gpt2-xl (1.56 billion parameters, 6.2 GB in float32).
 
-Read next: formulas.py, the closed forms that the ledger's measurements must equal.
+Read next: plan.py, which runs their training step on the 'meta' device to predict its memory.
 """
 import dataclasses
 import difflib

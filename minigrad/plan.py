@@ -18,7 +18,8 @@ A warm-up step runs first, unprofiled, so that the optimizer's state exists as i
 first. With zero_grad='zeros' (set_to_none=False, PyTorch before 2.0) the gradients stay allocated
 through the next forward; with 'none' (today's default) they are freed after the step.
 
-Read next: __main__.py, whose `memory` and `plan` commands print these.
+Read next: formulas.py, the closed forms that the ledger's measurements must equal; __main__.py, whose
+`memory` and `plan` commands print these predictions.
 """
 import math
 import re
