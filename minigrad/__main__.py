@@ -331,7 +331,7 @@ def plan_command(args):
     if not fits:
         least = min(tried, key=lambda p: p.bytes["total"])
         fixed = sum(least.bytes[c] for c in ("parameters", "gradients", "optimizer"))
-        print(f"plan: nothing fits in {plan.gib(budget)}. The smallest step tried ({plan.describe(least.setup)}) "
+        print(f"plan: nothing fits in {plan.gib(budget)}. The smallest step tried ({plan.describe(least.setup, software=False)}) "
               f"needs {plan.gib(least.bytes['total'])}, of which parameters, gradients and optimizer state alone "
               f"are {plan.gib(fixed)}. Try --optimizer sgd (no moments), --dtype fp16, a shorter --seq-len, or a "
               f"GPU with at least {plan.gib(least.bytes['total'])}.", file=sys.stderr)

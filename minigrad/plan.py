@@ -14,8 +14,8 @@ The step, as a training loop runs it once it is under way (`Setup.software` says
 the day behaves):
     for each of the grad_accum micro-batches: loss = model(batch) / grad_accum; loss.backward()
     optimizer.step(); optimizer.zero_grad()
-A warm-up step runs first, unprofiled, so that the optimizer's state exists as in every step but the
-first. With zero_grad='zeros' (set_to_none=False, PyTorch before 2.0) the gradients stay allocated
+Before it, unprofiled, what an earlier step leaves behind is made: the optimizer's state (as in every
+step but the first), and the gradients, dropped or zeroed in place. With zero_grad='zeros' (set_to_none=False, PyTorch before 2.0) the gradients stay allocated
 through the next forward; with 'none' (today's default) they are freed after the step.
 
 Read next: formulas.py, the closed forms that the ledger's measurements must equal; __main__.py, whose
@@ -29,7 +29,7 @@ from . import models, optim, schedules
 from .checkpoint import measure_chain
 from .profiler import profile
 from .random import manual_seed
-from .tensor import no_grad
+from .tensor import no_grad, zeros_like
 
 STRATEGIES = ("none", "every", "sqrt", "budget")
 ORDER = ("parameters", "gradients", "optimizer", "activations", "transient")  # the profiler's categories, as printed
@@ -142,13 +142,22 @@ def predict(setup, exact_accumulation=True, device="meta"):
     set_to_none = setup.software.zero_grad == "none"
     runs = setup.grad_accum if exact_accumulation else min(setup.grad_accum, 2)
 
-    _step(model, opt, batch, runs, setup.grad_accum, set_to_none)  # warm-up: the optimizer's state now exists
+    _warm_up(model, opt, set_to_none)
     with profile(model, opt) as prof:
         _step(model, opt, batch, runs, setup.grad_accum, set_to_none)
     scale = setup.grad_accum / runs
     flops = {phase: round(prof.flops(phase) * scale) for phase in ("forward", "backward", "recompute")}
     at_peak = prof.bytes_at_peak()
     return Prediction(setup, {**{c: at_peak[c] for c in ORDER}, "total": prof.peak_bytes()}, flops, segments)
+
+
+def _warm_up(model, opt, set_to_none):
+    """What a step before this one leaves behind: the optimizer's state (made by stepping once on zero gradients,
+    which makes the same arrays as a real step's), and the gradients, zeroed in place or dropped."""
+    for p in opt.params:
+        p.grad = zeros_like(p)
+    opt.step()
+    opt.zero_grad(set_to_none=set_to_none)
 
 
 def _step(model, opt, batch, runs, grad_accum, set_to_none):
@@ -228,15 +237,17 @@ def gib(n):
 
 # ----------------------------------------------------------------------------- what the commands print
 
-def describe(setup):
+def describe(setup, software=True):
     s = setup
     how = {"none": "no checkpointing", "every": "every block checkpointed", "sqrt": "sqrt(n) segments of blocks",
            "budget": "the budgeted schedule"}.get(s.checkpointing, f"segments {s.checkpointing}") \
         if isinstance(s.checkpointing, str) else f"segments {list(s.checkpointing)}"
     sw = s.software
-    return (f"{s.model}: micro-batch {s.batch_size} x {s.seq_len} tokens, {s.grad_accum} per optimizer step (batch "
-            f"{s.batch_size * s.grad_accum}), {how}, {s.optimizer}, {s.dtype}\n"
-            f"software: zero_grad {'set_to_none' if sw.zero_grad == 'none' else 'in place (zeros)'}, dropout mask "
+    step = (f"{s.model}: micro-batch {s.batch_size} x {s.seq_len} tokens, {s.grad_accum} per optimizer step (batch "
+            f"{s.batch_size * s.grad_accum}), {how}, {s.optimizer}, {s.dtype}")
+    if not software:
+        return step
+    return (f"{step}\nsoftware: zero_grad {'set_to_none' if sw.zero_grad == 'none' else 'in place (zeros)'}, dropout mask "
             f"{'1 byte' if sw.dropout_mask == 'bool' else 'in the activations dtype'}, {sw.attention} attention"
             + (", softmax keeps its input" if sw.softmax_keeps_input else ""))
 
