@@ -8,7 +8,7 @@ Read next: nn.py, the modules that hold parameters and call these.
 from . import backend, ops
 from .ops import ShapeError
 from .random import generator
-from .tensor import Tensor, apply, where
+from .tensor import Tensor, apply, normalize_dtype, where
 
 
 def _check_tensor(x, op, name="input"):
@@ -154,16 +154,43 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                  has_weight=weight is not None)
 
 
-def dropout(input, p=0.5, training=True):
-    """Zero each element with probability p and scale the rest by 1/(1-p), using minigrad's generator."""
+def dropout(input, p=0.5, training=True, *, mask_dtype=None):
+    """Zero each element with probability p and scale the rest by 1/(1-p), using minigrad's generator.
+
+    The op keeps a bool mask for backward, 1 byte per element, and applies the scale in forward and backward,
+    as PyTorch's native_dropout does. mask_dtype is minigrad's extension (PyTorch has no such argument), to
+    emulate the memory of frameworks that kept a mask of the input's dtype (4 bytes per element in float32):
+    None or 'bool' keeps the 1-byte mask; a float dtype name ('float32', ...) keeps a mask in that dtype,
+    with the scale folded in, as minigrad did before. The values and gradients are the same either way.
+    """
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: p must be a probability in [0, 1], got {p}")
+    mask_dtype = dropout_mask_dtype(mask_dtype)
     if not training or p == 0:
         return input
-    keep = generator().random(input.shape) >= p  # drawn on the host: same masks on cpu and cuda
-    scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
-    mask = backend.to_device((keep * scale).astype(input.dtype), input.device)
-    return apply(ops.Dropout, input, mask=mask)
+    if input.dtype.kind != "f":
+        raise TypeError(f"dropout: needs a floating-point input, got {input.dtype} of shape {input.shape}; "
+                        f"convert it with .float() first")
+    keep = ops.draw_keep(input.shape, p, input.device)
+    if mask_dtype != "bool":  # the older 4-byte mask: keep / (1 - p) in mask_dtype
+        scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+        keep = (keep * scale).astype(mask_dtype)
+    return apply(ops.Dropout, input, mask=keep, p=p)
+
+
+def dropout_mask_dtype(mask_dtype):
+    """None, 'bool' or a float dtype (a name, np.float32, ...) -> its name, or an error that lists the choices."""
+    if mask_dtype is None:
+        return "bool"
+    try:
+        dt = normalize_dtype(mask_dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind not in "bf":
+        raise TypeError(f"dropout: mask_dtype must be None or 'bool' (a 1-byte mask, as PyTorch keeps) or a float "
+                        f"dtype ('float16', 'float32', 'float64': the mask older frameworks kept, with the scale "
+                        f"folded in), got {mask_dtype!r}")
+    return dt.name
 
 
 def embedding(input, weight, padding_idx=None):

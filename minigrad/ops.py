@@ -16,6 +16,7 @@ import operator
 import numpy as np
 
 from .backend import device_of, index_add, to_device, xp_of
+from .random import generator
 from .special import normal_cdf
 
 
@@ -83,15 +84,18 @@ class ShapeError(ValueError, RuntimeError):
 
 
 def flops_table():
-    """{op name: flops_per_element} of every op counted per element (NOTE [FLOP convention]), with
-    GELU's tanh approximation as 'gelu_tanh': the table docs/ledger.md shows."""
+    """{op name: flops_per_element} of every op counted per element (NOTE [FLOP convention]), with each
+    variant an op switches to as its own row (GELU's tanh approximation as 'gelu_tanh', dropout with a float
+    mask as 'dropout_float_mask'): the table docs/ledger.md shows."""
     table, stack = {}, [Op]
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
-        if "flops_per_element" in vars(cls):
-            table[cls.name] = cls.flops_per_element
-    table["gelu_tanh"] = Gelu.flops_per_element_tanh
+        for attr, row in vars(cls).items():  # flops_per_element, and variants such as flops_per_element_tanh
+            if attr == "flops_per_element":
+                table[cls.name] = row
+            elif attr.startswith("flops_per_element_"):
+                table[cls.name + attr[len("flops_per_element"):]] = row
     return table
 
 
@@ -1041,13 +1045,34 @@ class LayerNorm(Op):
 
 
 class Dropout(Op):
-    """y = x * mask, with mask = keep / (1 - p) drawn by the caller; dx = g * mask."""
+    """y = x * mask * scale and dx = g * mask * scale, scale = 1/(1-p), with a bool mask drawn by the caller
+    (draw_keep): 1 byte per element saved, as PyTorch's native_dropout keeps. A float mask (F.dropout's
+    mask_dtype, to emulate frameworks that kept one) has the scale folded in: y = x * mask, dx = g * mask."""
     name = "dropout"
-    flops_per_element = (1, (1,))  # x * mask
+    flops_per_element = (2, (2,))             # x * mask, * scale;  g * mask, * scale
+    flops_per_element_float_mask = (1, (1,))  # x * mask;  g * mask
 
-    def forward(self, x, mask):
+    def forward(self, x, mask, p=0.5):
+        if mask.dtype != bool:
+            self.flops_per_element = self.flops_per_element_float_mask
+        self.scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
         self.save_for_backward(mask)
-        return x * mask
+        return self._apply(x, mask)
 
     def backward(self, g):
-        return (g * self.saved[0],)
+        return (self._apply(g, self.saved[0]),)
+
+    def _apply(self, a, mask):
+        if mask.dtype != bool:
+            return (a * mask).astype(a.dtype, copy=False)  # a mask of another dtype must not promote the result
+        out = a * mask
+        out *= out.dtype.type(self.scale)  # in place: a fresh array, and one temporary fewer
+        return out
+
+
+def draw_keep(shape, p, device, rng=None):
+    """Which elements dropout keeps (each with probability 1 - p), as a bool array on `device`. Drawn on the
+    host from minigrad's generator (or `rng`, a private copy of it): the same seed gives the same mask on
+    cpu and cuda, in F.dropout and inside scaled_dot_product_attention alike."""
+    keep = (generator() if rng is None else rng).random(shape) >= p
+    return to_device(keep, device)

@@ -319,6 +319,21 @@ def test_dropout_p_out_of_range(p):
         mg.nn.Dropout(p)
 
 
+@pytest.mark.parametrize("mask_dtype", ["int8", "uint8", "float128x", 3])
+def test_dropout_mask_dtype_lists_the_choices(mask_dtype):
+    for make in (lambda: F.dropout(mg.randn(3), 0.5, mask_dtype=mask_dtype),
+                 lambda: mg.nn.Dropout(0.5, mask_dtype=mask_dtype)):
+        with pytest.raises(TypeError, match=rf"^dropout: mask_dtype must be None or 'bool'.*'float32'.*got "
+                                            rf"{esc(repr(mask_dtype))}"):
+            make()
+
+
+def test_dropout_of_integers_says_to_convert():
+    with pytest.raises(TypeError, match=r"^dropout: needs a floating-point input, got int64 of shape \(3,\).*"
+                                        r"\.float\(\)"):
+        F.dropout(mg.arange(3), 0.5)
+
+
 def test_gpt_sequence_longer_than_block_size():
     model = GPT(GPTConfig(vocab_size=10, block_size=4, n_layer=1, n_head=2, n_embd=8)).to(mg.default_device())
     with pytest.raises(ValueError, match=r"sequence length 5 is longer than block_size 4"):

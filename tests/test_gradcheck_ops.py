@@ -597,13 +597,14 @@ def test_layer_norm_module():
     assert gradcheck(lambda x, w, b: ln(x), [x, ln.weight, ln.bias], name="nn.LayerNorm")
 
 
+@pytest.mark.parametrize("mask_dtype", [None, "float64"])  # the 1-byte mask, and the old one with the scale in it
 @pytest.mark.parametrize("p", [0.0, 0.3, 0.5, 1.0])
-def test_dropout_fixed_seed(p):
+def test_dropout_fixed_seed(p, mask_dtype):
     x = T(normal(np.random.default_rng(0), (4, 5)))
 
     def fn(x):
         mg.manual_seed(1234)
-        return F.dropout(x, p=p, training=True)
+        return F.dropout(x, p=p, training=True, mask_dtype=mask_dtype)
 
     # reseeding makes every evaluation draw the same mask ...
     a, b = fn(x).detach().numpy(), fn(x).detach().numpy()

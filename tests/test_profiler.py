@@ -666,6 +666,7 @@ OP_CASES = {
     "log_softmax": ("log_softmax", lambda a: a.log_softmax(dim=-1), "a"),
     "layer_norm": (None, lambda a, lnw, lnb: F.layer_norm(a, (4,), lnw, lnb), "a lnw lnb"),
     "dropout": ("dropout", lambda a: F.dropout(a, 0.5, training=True), "a"),
+    "dropout-float-mask": ("dropout_float_mask", lambda a: F.dropout(a, 0.5, mask_dtype="float64"), "a"),
     "checkpoint": (None, lambda a: mg.checkpoint(lambda t: t.tanh(), a), "a"),
     # two outputs: a record per output on the checkpoint's (NOTE [checkpoint outputs]), multiplied
     "checkpoint_output": (None, lambda a: (lambda y: y[0] * y[1])(mg.checkpoint(lambda t: (t.tanh(), t.exp()), a)),
