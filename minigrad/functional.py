@@ -41,9 +41,14 @@ def gelu(input, approximate="none"):
     return apply(ops.Gelu, input, approximate=approximate)
 
 
-def softmax(input, dim):
-    """exp(x) / sum(exp(x)) along dim, computed stably (the max is subtracted first)."""
-    return apply(ops.Softmax, input, dim=dim)
+def softmax(input, dim, *, keep_input=False):
+    """exp(x) / sum(exp(x)) along dim, computed stably (the max is subtracted first).
+
+    keep_input is minigrad's emulation switch (PyTorch has no such argument): the op then keeps its input for
+    backward as well as its output, as PyTorch's softmax did before 1.11, so that mg.profile counts the
+    memory that older software needed. Backward does not read it; values and gradients are the same.
+    """
+    return apply(ops.Softmax, input, dim=dim, keep_input=keep_input)
 
 
 def log_softmax(input, dim):

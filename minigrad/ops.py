@@ -965,20 +965,24 @@ class Tri(Op):
 # ----------------------------------------------------------------------------- nn building blocks
 
 class Softmax(Op):
-    """y = exp(x - max) / sum; dx = y (g - sum(g y)) along dim."""
+    """y = exp(x - max) / sum; dx = y (g - sum(g y)) along dim. keep_input: also keep x, which backward never
+    reads, to emulate PyTorch before 1.11, whose softmax backward took the input too (F.softmax)."""
     name = "softmax"
     flops_per_element = (5, (4,))  # max, -, exp, sum, /;  g*y, sum, y*s, -
 
-    def forward(self, x, dim):
+    def forward(self, x, dim, keep_input=False):
         xp = xp_of(x)
         self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
         y = xp.exp(x - x.max(axis=self.axis, keepdims=True))
         y /= y.sum(axis=self.axis, keepdims=True)
-        self.save_for_backward(y)
+        if keep_input:
+            self.save_for_backward(y, x)  # kept, never read: the memory older software held
+        else:
+            self.save_for_backward(y)
         return y
 
     def backward(self, g):
-        (y,) = self.saved
+        y = self.saved[0]
         gy = g * y
         return (gy - y * gy.sum(axis=self.axis, keepdims=True),)
 

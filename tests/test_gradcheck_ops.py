@@ -636,6 +636,12 @@ def test_dropout_without_seed_differs_and_eval_is_identity():
     assert drop(x) is x
 
 
+@pytest.mark.parametrize("keep_input", [False, True])
+def test_softmax_keep_input(keep_input):
+    x = T(normal(np.random.default_rng(2), (3, 5)))
+    assert gradcheck(lambda x: F.softmax(x, -1, keep_input=keep_input), [x], name=f"softmax keep_input={keep_input}")
+
+
 def test_embedding_repeated_indices():
     rng = np.random.default_rng(0)
     w = T(normal(rng, (5, 3)))

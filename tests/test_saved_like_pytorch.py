@@ -3,6 +3,7 @@
 The ledger (mg.profile) predicts training memory, so each op must save what PyTorch's saves:
   dropout    a bool mask, 1 byte per element (PyTorch's native_dropout); mask_dtype='float32' keeps the 4-byte
              mask of older frameworks, with the same values and gradients
+  softmax    its output; keep_input=True also keeps its input, as PyTorch's did before 1.11
 Exact bytes are measured from the block's start (the 'start' event), as in test_profiler.py.
 """
 import gc
@@ -85,3 +86,41 @@ def test_nn_dropout_passes_mask_dtype():
         assert grown(prof) == 16 * 16 * 4
     assert drop.eval()(x) is x
     del y
+
+
+# ----------------------------------------------------------------------------- softmax
+
+@pytest.mark.parametrize("keep_input", [False, True])
+def test_softmax_keeps_its_output_and_with_keep_input_its_input_too(keep_input):
+    x = mg.randn(32, 10, requires_grad=True)
+    with mg.profile() as prof:
+        h = x * 2  # made in the block: its bytes are the input's
+        before = grown(prof)
+        y = F.softmax(h, dim=-1, keep_input=keep_input)
+        kept = grown(prof) - before
+        y.sum().backward()
+    assert kept == 32 * 10 * 4 * (2 if keep_input else 1)
+    assert grown(prof) == 0
+
+
+def test_softmax_keep_input_changes_no_value_or_gradient():
+    x = mg.randn(6, 9, dtype="float64", requires_grad=True)
+    g = mg.randn(6, 9, dtype="float64")
+    out = []
+    for keep_input in (False, True):
+        x.grad = None
+        y = F.softmax(x, 1, keep_input=keep_input)
+        y.backward(g)
+        out.append((y.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+def test_softmax_keep_input_refuses_an_in_place_write_to_the_input_as_old_pytorch_did():
+    x = mg.randn(4, 5, requires_grad=True)
+    h = x * 1
+    y = F.softmax(h, -1, keep_input=True)
+    with mg.no_grad():
+        h += 1
+    with pytest.raises(RuntimeError, match=r"softmax"):
+        y.sum().backward()
