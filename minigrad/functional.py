@@ -198,6 +198,72 @@ def dropout_mask_dtype(mask_dtype):
     return dt.name
 
 
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(query @ key^T * scale + mask) @ value, as PyTorch's: query (..., L, E), key (..., S, E) and value
+    (..., S, Ev) give (..., L, Ev); the leading dims broadcast; scale defaults to 1/sqrt(E).
+
+    attn_mask (broadcastable to (..., L, S)): bool, True where a query may attend (PyTorch's meaning, the
+    inverse of nn.MultiheadAttention's key_padding_mask), or a float of the query's dtype added to the scores
+    (it gets a gradient if it requires one). is_causal: query i attends to keys 0..i. A query that may attend
+    to nothing gets zeros, as in PyTorch. dropout_p drops attention weights whenever it is > 0: pass 0.0 in
+    eval mode, as in PyTorch.
+
+    One fused op, as FlashAttention (NOTE [fused attention] in ops.py): it keeps query, key, value, the output
+    and one log-sum-exp per query row, not the (..., L, S) probabilities that the eager composition
+    (q @ k^T * scale, mask, softmax, dropout, @ v) keeps; backward recomputes them, and draws the dropout
+    mask again from the generator state the forward started from.
+    """
+    name = "scaled_dot_product_attention"
+    for arg, t in (("query", query), ("key", key), ("value", value)):
+        _check_tensor(t, name, arg)
+        if t.ndim < 2:
+            raise ShapeError(f"{name}: {arg} must have at least 2 dims, (..., L or S, E), got shape {t.shape}")
+    shapes = f"query {query.shape}, key {key.shape}, value {value.shape}"
+    if query.dtype.kind != "f" or key.dtype != query.dtype or value.dtype != query.dtype:
+        raise TypeError(f"{name}: query, key and value must share one floating-point dtype, got {query.dtype}, "
+                        f"{key.dtype} and {value.dtype}; convert them with .to('float32') (or another float dtype)")
+    if len({query.device, key.device, value.device}) > 1:
+        raise RuntimeError(f"{name}: query, key and value are on devices {query.device}, {key.device} and "
+                           f"{value.device}; move them to one device with .to(device) first")
+    if key.shape[-1] != query.shape[-1]:
+        raise ShapeError(f"{name}: got {shapes}; expected query (..., L, E), key (..., S, E), value (..., S, Ev): "
+                         f"key's last dim ({key.shape[-1]}) must equal query's (E = {query.shape[-1]})")
+    if value.shape[-2] != key.shape[-2]:
+        raise ShapeError(f"{name}: got {shapes}; expected query (..., L, E), key (..., S, E), value (..., S, Ev): "
+                         f"value's second-to-last dim ({value.shape[-2]}) must equal key's (S = {key.shape[-2]})")
+    batch = ops.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    if batch is None:
+        raise ShapeError(f"{name}: the leading (batch) dims of {shapes} do not broadcast: compared from the "
+                         f"right, each pair must be equal or one of them 1")
+    if not 0 <= dropout_p <= 1:
+        raise ValueError(f"{name}: dropout_p must be a probability in [0, 1], got {dropout_p}")
+    if enable_gqa:
+        raise NotImplementedError(f"{name}: enable_gqa=True is not supported; repeat key's and value's heads to "
+                                  f"the query's first, e.g. key.reshape(B, Hk, 1, S, E).expand(B, Hk, Hq // Hk, S, "
+                                  f"E).reshape(B, Hq, S, E)")
+    masks = ()
+    if attn_mask is not None:
+        _check_tensor(attn_mask, name, "attn_mask")
+        if is_causal:
+            raise ValueError(f"{name}: give attn_mask or is_causal=True, not both (as PyTorch); for a causal "
+                             f"mask combined with another, pass attn_mask=causal & other")
+        scores = batch + (query.shape[-2], key.shape[-2])
+        if ops.broadcast_shapes(attn_mask.shape, scores) != scores:
+            raise ShapeError(f"{name}: attn_mask of shape {attn_mask.shape} does not broadcast to the scores' "
+                             f"shape {scores} (..., L, S), with {shapes}")
+        if attn_mask.dtype != "bool" and attn_mask.dtype != query.dtype:
+            raise TypeError(f"{name}: attn_mask must be bool (True: may attend) or a float of the query's dtype "
+                            f"{query.dtype} (added to the scores), got {attn_mask.dtype}; convert it with "
+                            f".to('{query.dtype}') or .bool()")
+        if attn_mask.device != query.device:
+            raise RuntimeError(f"{name}: attn_mask is on {attn_mask.device}, query on {query.device}; move it "
+                               f"with .to('{query.device}')")
+        masks = (attn_mask,)
+    return apply(ops.ScaledDotProductAttention, query, key, value, *masks, dropout_p=dropout_p,
+                 is_causal=is_causal, scale=scale)
+
+
 def embedding(input, weight, padding_idx=None):
     """Rows of weight (num_embeddings, embedding_dim) picked by integer indices of any shape. The row at
     padding_idx is returned as it is but gets no gradient (as in PyTorch)."""
@@ -219,4 +285,4 @@ def embedding(input, weight, padding_idx=None):
 
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax", "cross_entropy", "mse_loss",
-           "layer_norm", "dropout", "embedding"]
+           "layer_norm", "dropout", "scaled_dot_product_attention", "embedding"]
