@@ -7,8 +7,7 @@ Read next: nn.py, the modules that hold parameters and call these.
 """
 from . import backend, ops
 from .ops import ShapeError
-from .random import draw
-from .tensor import Tensor, apply, where
+from .tensor import Tensor, apply, normalize_dtype, where
 
 
 def _check_tensor(x, op, name="input"):
@@ -41,9 +40,14 @@ def gelu(input, approximate="none"):
     return apply(ops.Gelu, input, approximate=approximate)
 
 
-def softmax(input, dim):
-    """exp(x) / sum(exp(x)) along dim, computed stably (the max is subtracted first)."""
-    return apply(ops.Softmax, input, dim=dim)
+def softmax(input, dim, *, keep_input=False):
+    """exp(x) / sum(exp(x)) along dim, computed stably (the max is subtracted first).
+
+    keep_input is minigrad's emulation switch (PyTorch has no such argument): the op then keeps its input for
+    backward as well as its output, as PyTorch's softmax did before 1.11, so that mg.profile counts the
+    memory that older software needed. Backward does not read it; values and gradients are the same.
+    """
+    return apply(ops.Softmax, input, dim=dim, keep_input=keep_input)
 
 
 def log_softmax(input, dim):
@@ -154,16 +158,109 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                  has_weight=weight is not None)
 
 
-def dropout(input, p=0.5, training=True):
-    """Zero each element with probability p and scale the rest by 1/(1-p), using minigrad's generator."""
+def dropout(input, p=0.5, training=True, *, mask_dtype=None):
+    """Zero each element with probability p and scale the rest by 1/(1-p), using minigrad's generator.
+
+    The op keeps a bool mask for backward, 1 byte per element, and applies the scale in forward and backward,
+    as PyTorch's native_dropout does. mask_dtype is minigrad's extension (PyTorch has no such argument), to
+    emulate the memory of frameworks that kept a mask of the input's dtype (4 bytes per element in float32):
+    None or 'bool' keeps the 1-byte mask; a float dtype name ('float32', ...) keeps a mask in that dtype,
+    with the scale folded in, as minigrad did before. The values and gradients are the same either way.
+    """
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: p must be a probability in [0, 1], got {p}")
+    mask_dtype = dropout_mask_dtype(mask_dtype)
     if not training or p == 0:
         return input
-    keep = draw("random", size=input.shape, device=input.device) >= p  # on the host: same masks on cpu and cuda
-    scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
-    mask = backend.to_device((keep * scale).astype(input.dtype), input.device)
-    return apply(ops.Dropout, input, mask=mask)
+    if input.dtype.kind != "f":
+        raise TypeError(f"dropout: needs a floating-point input, got {input.dtype} of shape {input.shape}; "
+                        f"convert it with .float() first")
+    keep = ops.draw_keep(input.shape, p, input.device)
+    if mask_dtype != "bool":  # the older 4-byte mask: keep / (1 - p) in mask_dtype
+        scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+        keep = (keep * scale).astype(mask_dtype)
+    return apply(ops.Dropout, input, mask=keep, p=p)
+
+
+def dropout_mask_dtype(mask_dtype):
+    """None, 'bool' or a float dtype (a name, np.float32, ...) -> its name, or an error that lists the choices."""
+    if mask_dtype is None:
+        return "bool"
+    try:
+        dt = normalize_dtype(mask_dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind not in "bf":
+        raise TypeError(f"dropout: mask_dtype must be None or 'bool' (a 1-byte mask, as PyTorch keeps) or a float "
+                        f"dtype ('float16', 'float32', 'float64': the mask older frameworks kept, with the scale "
+                        f"folded in), got {mask_dtype!r}")
+    return dt.name
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(query @ key^T * scale + mask) @ value, as PyTorch's: query (..., L, E), key (..., S, E) and value
+    (..., S, Ev) give (..., L, Ev); the leading dims broadcast; scale defaults to 1/sqrt(E).
+
+    attn_mask (broadcastable to (..., L, S)): bool, True where a query may attend (PyTorch's meaning, the
+    inverse of nn.MultiheadAttention's key_padding_mask), or a float of the query's dtype added to the scores
+    (it gets a gradient if it requires one). is_causal: query i attends to keys 0..i. A query that may attend
+    to nothing gets zeros, as in PyTorch. dropout_p drops attention weights whenever it is > 0: pass 0.0 in
+    eval mode, as in PyTorch.
+
+    One fused op, as FlashAttention (NOTE [fused attention] in ops.py): it keeps query, key, value, the output
+    and one log-sum-exp per query row, not the (..., L, S) probabilities that the eager composition
+    (q @ k^T * scale, mask, softmax, dropout, @ v) keeps; backward recomputes them, and draws the dropout
+    mask again from the generator state the forward started from.
+    """
+    name = "scaled_dot_product_attention"
+    for arg, t in (("query", query), ("key", key), ("value", value)):
+        _check_tensor(t, name, arg)
+        if t.ndim < 2:
+            raise ShapeError(f"{name}: {arg} must have at least 2 dims, (..., L or S, E), got shape {t.shape}")
+    shapes = f"query {query.shape}, key {key.shape}, value {value.shape}"
+    if query.dtype.kind != "f" or key.dtype != query.dtype or value.dtype != query.dtype:
+        raise TypeError(f"{name}: query, key and value must share one floating-point dtype, got {query.dtype}, "
+                        f"{key.dtype} and {value.dtype}; convert them with .to('float32') (or another float dtype)")
+    if len({query.device, key.device, value.device}) > 1:
+        raise RuntimeError(f"{name}: query, key and value are on devices {query.device}, {key.device} and "
+                           f"{value.device}; move them to one device with .to(device) first")
+    if key.shape[-1] != query.shape[-1]:
+        raise ShapeError(f"{name}: got {shapes}; expected query (..., L, E), key (..., S, E), value (..., S, Ev): "
+                         f"key's last dim ({key.shape[-1]}) must equal query's (E = {query.shape[-1]})")
+    if value.shape[-2] != key.shape[-2]:
+        raise ShapeError(f"{name}: got {shapes}; expected query (..., L, E), key (..., S, E), value (..., S, Ev): "
+                         f"value's second-to-last dim ({value.shape[-2]}) must equal key's (S = {key.shape[-2]})")
+    batch = ops.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    if batch is None:
+        raise ShapeError(f"{name}: the leading (batch) dims of {shapes} do not broadcast: compared from the "
+                         f"right, each pair must be equal or one of them 1")
+    if not 0 <= dropout_p <= 1:
+        raise ValueError(f"{name}: dropout_p must be a probability in [0, 1], got {dropout_p}")
+    if enable_gqa:
+        raise NotImplementedError(f"{name}: enable_gqa=True is not supported; repeat key's and value's heads to "
+                                  f"the query's first, e.g. key.reshape(B, Hk, 1, S, E).expand(B, Hk, Hq // Hk, S, "
+                                  f"E).reshape(B, Hq, S, E)")
+    masks = ()
+    if attn_mask is not None:
+        _check_tensor(attn_mask, name, "attn_mask")
+        if is_causal:
+            raise ValueError(f"{name}: give attn_mask or is_causal=True, not both (as PyTorch); for a causal "
+                             f"mask combined with another, pass attn_mask=causal & other")
+        scores = batch + (query.shape[-2], key.shape[-2])
+        if ops.broadcast_shapes(attn_mask.shape, scores) != scores:
+            raise ShapeError(f"{name}: attn_mask of shape {attn_mask.shape} does not broadcast to the scores' "
+                             f"shape {scores} (..., L, S), with {shapes}")
+        if attn_mask.dtype != "bool" and attn_mask.dtype != query.dtype:
+            raise TypeError(f"{name}: attn_mask must be bool (True: may attend) or a float of the query's dtype "
+                            f"{query.dtype} (added to the scores), got {attn_mask.dtype}; convert it with "
+                            f".to('{query.dtype}') or .bool()")
+        if attn_mask.device != query.device:
+            raise RuntimeError(f"{name}: attn_mask is on {attn_mask.device}, query on {query.device}; move it "
+                               f"with .to('{query.device}')")
+        masks = (attn_mask,)
+    return apply(ops.ScaledDotProductAttention, query, key, value, *masks, dropout_p=dropout_p,
+                 is_causal=is_causal, scale=scale)
 
 
 def embedding(input, weight, padding_idx=None):
@@ -187,4 +284,4 @@ def embedding(input, weight, padding_idx=None):
 
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax", "cross_entropy", "mse_loss",
-           "layer_norm", "dropout", "embedding"]
+           "layer_norm", "dropout", "scaled_dot_product_attention", "embedding"]

@@ -453,16 +453,20 @@ class GELU(Module):
 
 
 class Dropout(Module):
-    def __init__(self, p=0.5):
+    """F.dropout while training. mask_dtype (minigrad's extension; see F.dropout): None keeps a 1-byte mask, as
+    PyTorch does; a float dtype name keeps the mask older frameworks kept, to emulate their memory."""
+
+    def __init__(self, p=0.5, *, mask_dtype=None):
         if not 0 <= p <= 1:
             raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p}")
-        self.p = p
+        F.dropout_mask_dtype(mask_dtype)  # refused here, not at the first forward
+        self.p, self.mask_dtype = p, mask_dtype
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, mask_dtype=self.mask_dtype)
 
     def extra_repr(self):
-        return f"p={self.p}"
+        return f"p={self.p}" + (f", mask_dtype={self.mask_dtype!r}" if self.mask_dtype is not None else "")
 
 
 class LayerNorm(Module):

@@ -319,6 +319,78 @@ def test_dropout_p_out_of_range(p):
         mg.nn.Dropout(p)
 
 
+@pytest.mark.parametrize("mask_dtype", ["int8", "uint8", "float128x", 3])
+def test_dropout_mask_dtype_lists_the_choices(mask_dtype):
+    for make in (lambda: F.dropout(mg.randn(3), 0.5, mask_dtype=mask_dtype),
+                 lambda: mg.nn.Dropout(0.5, mask_dtype=mask_dtype)):
+        with pytest.raises(TypeError, match=rf"^dropout: mask_dtype must be None or 'bool'.*'float32'.*got "
+                                            rf"{esc(repr(mask_dtype))}"):
+            make()
+
+
+def test_dropout_of_integers_says_to_convert():
+    with pytest.raises(TypeError, match=r"^dropout: needs a floating-point input, got int64 of shape \(3,\).*"
+                                        r"\.float\(\)"):
+        F.dropout(mg.arange(3), 0.5)
+
+
+SDPA = "scaled_dot_product_attention"
+
+
+def _qkv(L=4, S=6, E=8, Ev=8, dtype="float32"):
+    return mg.randn(2, L, E, dtype=dtype), mg.randn(2, S, E, dtype=dtype), mg.randn(2, S, Ev, dtype=dtype)
+
+
+def test_sdpa_key_query_width_mismatch_names_all_three_shapes():
+    q, _, v = _qkv()
+    with pytest.raises(ValueError, match=rf"^{SDPA}: got query \(2, 4, 8\), key \(2, 6, 5\), value \(2, 6, 8\);"
+                                         rf".*key's last dim \(5\) must equal query's \(E = 8\)"):
+        F.scaled_dot_product_attention(q, mg.randn(2, 6, 5), v)
+    with pytest.raises(ValueError, match=rf"^{SDPA}:.*value's second-to-last dim \(5\) must equal key's \(S = 6\)"):
+        F.scaled_dot_product_attention(q, mg.randn(2, 6, 8), mg.randn(2, 5, 8))
+
+
+def test_sdpa_batch_dims_that_do_not_broadcast():
+    with pytest.raises(ValueError, match=rf"^{SDPA}: the leading \(batch\) dims of query \(2, 4, 8\), key "
+                                         rf"\(3, 6, 8\).*do not broadcast"):
+        F.scaled_dot_product_attention(mg.randn(2, 4, 8), mg.randn(3, 6, 8), mg.randn(3, 6, 8))
+
+
+def test_sdpa_needs_two_dims():
+    with pytest.raises(ValueError, match=rf"^{SDPA}: key must have at least 2 dims.*got shape \(8,\)"):
+        F.scaled_dot_product_attention(mg.randn(4, 8), mg.randn(8), mg.randn(6, 8))
+
+
+def test_sdpa_dtypes_must_match_and_be_float():
+    q, k, v = _qkv()
+    with pytest.raises(TypeError, match=rf"^{SDPA}: query, key and value must share one floating-point dtype, got "
+                                        rf"float32, float64 and float32"):
+        F.scaled_dot_product_attention(q, k.double(), v)
+    with pytest.raises(TypeError, match=rf"^{SDPA}: attn_mask must be bool.*float32.*got int64; convert"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mg.zeros(4, 6, dtype="int64"))
+
+
+def test_sdpa_mask_and_is_causal_together_refused_as_in_pytorch():
+    q, k, v = _qkv()
+    with pytest.raises(ValueError, match=rf"^{SDPA}: give attn_mask or is_causal=True, not both"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mg.ones(4, 6, dtype="bool"), is_causal=True)
+
+
+def test_sdpa_mask_that_does_not_fit_the_scores():
+    q, k, v = _qkv()
+    with pytest.raises(ValueError, match=rf"^{SDPA}: attn_mask of shape \(6, 4\) does not broadcast to the "
+                                         rf"scores' shape \(2, 4, 6\)"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mg.ones(6, 4, dtype="bool"))
+
+
+def test_sdpa_dropout_p_and_gqa():
+    q, k, v = _qkv()
+    with pytest.raises(ValueError, match=rf"^{SDPA}: dropout_p must be a probability in \[0, 1\], got 1.5"):
+        F.scaled_dot_product_attention(q, k, v, dropout_p=1.5)
+    with pytest.raises(NotImplementedError, match=rf"^{SDPA}: enable_gqa=True is not supported; repeat"):
+        F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+
 def test_gpt_sequence_longer_than_block_size():
     model = GPT(GPTConfig(vocab_size=10, block_size=4, n_layer=1, n_head=2, n_embd=8)).to(mg.default_device())
     with pytest.raises(ValueError, match=r"sequence length 5 is longer than block_size 4"):

@@ -597,13 +597,14 @@ def test_layer_norm_module():
     assert gradcheck(lambda x, w, b: ln(x), [x, ln.weight, ln.bias], name="nn.LayerNorm")
 
 
+@pytest.mark.parametrize("mask_dtype", [None, "float64"])  # the 1-byte mask, and the old one with the scale in it
 @pytest.mark.parametrize("p", [0.0, 0.3, 0.5, 1.0])
-def test_dropout_fixed_seed(p):
+def test_dropout_fixed_seed(p, mask_dtype):
     x = T(normal(np.random.default_rng(0), (4, 5)))
 
     def fn(x):
         mg.manual_seed(1234)
-        return F.dropout(x, p=p, training=True)
+        return F.dropout(x, p=p, training=True, mask_dtype=mask_dtype)
 
     # reseeding makes every evaluation draw the same mask ...
     a, b = fn(x).detach().numpy(), fn(x).detach().numpy()
@@ -633,6 +634,47 @@ def test_dropout_without_seed_differs_and_eval_is_identity():
     assert F.dropout(x, 0.5, training=False) is x
     drop = mg.nn.Dropout(0.5).eval()
     assert drop(x) is x
+
+
+@pytest.mark.parametrize("keep_input", [False, True])
+def test_softmax_keep_input(keep_input):
+    x = T(normal(np.random.default_rng(2), (3, 5)))
+    assert gradcheck(lambda x: F.softmax(x, -1, keep_input=keep_input), [x], name=f"softmax keep_input={keep_input}")
+
+
+# scaled_dot_product_attention: (batch shapes of q, k, v), L, S, E, Ev and keyword arguments. The masks are
+# made below: 'bool' (one row masked entirely: its output and gradient are 0), 'float' (which requires grad).
+SDPA_CASES = {
+    "plain": (((2,), (2,), (2,)), 3, 4, 2, 3, {}),
+    "causal-L<S": (((1, 2), (1, 2), (1, 2)), 3, 5, 2, 2, dict(is_causal=True)),
+    "causal-L>S": (((2,), (2,), (2,)), 4, 3, 3, 2, dict(is_causal=True)),
+    "bool-mask": (((2,), (2,), (2,)), 3, 4, 2, 2, dict(attn_mask="bool")),
+    "float-mask": (((2,), (2,), (2,)), 3, 4, 2, 2, dict(attn_mask="float")),
+    "broadcast": (((2, 1), (3,), (1, 3)), 2, 3, 2, 2, dict(scale=0.7)),
+    "no-batch": (((), (), ()), 3, 4, 2, 3, {}),
+    "dropout": (((2,), (2,), (2,)), 3, 4, 2, 3, dict(dropout_p=0.4)),
+    "dropout-causal-float-mask": (((2,), (2,), (2,)), 3, 3, 2, 2, dict(dropout_p=0.3, attn_mask="float")),
+}
+
+
+@pytest.mark.parametrize("case", list(SDPA_CASES))
+def test_scaled_dot_product_attention(case):
+    (bq, bk, bv), L, S, E, Ev, kw = SDPA_CASES[case]
+    rng = np.random.default_rng(3)
+    q, k, v = T(normal(rng, bq + (L, E))), T(normal(rng, bk + (S, E))), T(normal(rng, bv + (S, Ev)))
+    inputs, kw = [q, k, v], dict(kw)
+    if kw.get("attn_mask") == "bool":
+        mask = rng.random((L, S)) < 0.6
+        mask[:, 0], mask[1] = True, False
+        kw["attn_mask"] = mg.tensor(mask)
+    elif kw.get("attn_mask") == "float":
+        inputs.append(T(normal(rng, (L, S))))
+
+    def fn(q, k, v, *mask):
+        mg.manual_seed(99)  # the same dropout mask at every evaluation
+        return F.scaled_dot_product_attention(q, k, v, **dict(kw, **({"attn_mask": mask[0]} if mask else {})))
+
+    assert gradcheck(fn, inputs, name=f"scaled_dot_product_attention {case}")
 
 
 def test_embedding_repeated_indices():

@@ -666,6 +666,10 @@ OP_CASES = {
     "log_softmax": ("log_softmax", lambda a: a.log_softmax(dim=-1), "a"),
     "layer_norm": (None, lambda a, lnw, lnb: F.layer_norm(a, (4,), lnw, lnb), "a lnw lnb"),
     "dropout": ("dropout", lambda a: F.dropout(a, 0.5, training=True), "a"),
+    "dropout-float-mask": ("dropout_float_mask", lambda a: F.dropout(a, 0.5, mask_dtype="float64"), "a"),
+    "sdpa": (None, lambda a, w: F.scaled_dot_product_attention(a, w, w), "a w"),
+    "sdpa-causal-dropout": (None, lambda a, w: F.scaled_dot_product_attention(a, w, w, dropout_p=0.5, is_causal=True),
+                            "a w"),
     "checkpoint": (None, lambda a: mg.checkpoint(lambda t: t.tanh(), a), "a"),
     # two outputs: a record per output on the checkpoint's (NOTE [checkpoint outputs]), multiplied
     "checkpoint_output": (None, lambda a: (lambda y: y[0] * y[1])(mg.checkpoint(lambda t: (t.tanh(), t.exp()), a)),
@@ -688,6 +692,15 @@ EXACT_FLOPS = {
     # the written row's gradient is gathered from g: no adds, unless the value was broadcast over 2 rows
     "index_put": {("forward", "index_put"): 0, ("backward", "index_put"): 0, ("backward", "mul"): 12},
     "index_put-broadcast": {("forward", "index_put"): 0, ("backward", "index_put"): 4},
+    # q = a (L=3, E=4), k = v = w (S=5, Ev=4): n = 15 scores (NOTE [fused attention] in ops.py). Backward
+    # recomputes the scores (2 n E), then dv, dP (2 n Ev each), dq, dk (2 n E each); per score 3 for P again
+    # and 3 for dS, 2 per dropout applied; D = rowsum(g * out) 2 L Ev
+    "sdpa": {("forward", "matmul"): 2 * 15 * (4 + 4), ("forward", "sdpa"): 6 * 15 + 2 * 3,
+             ("backward", "matmul"): 2 * 15 * 4 + 2 * (2 * 15 * 4) + 2 * (2 * 15 * 4),
+             ("backward", "sdpa"): 3 * 15 + 3 * 15 + 2 * 3 * 4},
+    "sdpa-causal-dropout": {("forward", "matmul"): 2 * 15 * (4 + 4), ("forward", "sdpa"): (6 + 2) * 15 + 2 * 3,
+                            ("backward", "matmul"): 2 * 15 * 4 + 2 * (2 * 15 * 4) + 2 * (2 * 15 * 4),
+                            ("backward", "sdpa"): (3 + 2) * 15 + (3 + 2) * 15 + 2 * 3 * 4},
     # the checkpoint record counts nothing itself: its tanh runs in forward, again in recompute, then backward
     "checkpoint": {("forward", "checkpoint"): 0, ("forward", "tanh"): 12, ("recompute", "tanh"): 12,
                    ("backward", "tanh"): 3 * 12, ("backward", "checkpoint"): 0},

@@ -385,6 +385,49 @@ def test_causal_mask_softmax():
     assert (out[:, future] == 0).all() and np.isfinite(out).all()
 
 
+SDPA = {  # batch shapes of q, k, v; L, S, E, Ev; keyword arguments (masks are made in the test)
+    "plain": (((2, 3), (2, 3), (2, 3)), 4, 6, 5, 3, {}),
+    "causal-L<S": (((2,), (2,), (2,)), 4, 6, 5, 3, dict(is_causal=True)),
+    "causal-L>S": (((2,), (2,), (2,)), 6, 4, 5, 3, dict(is_causal=True)),
+    "bool-mask-with-an-empty-row": (((2, 3), (2, 3), (2, 3)), 4, 6, 5, 3, dict(attn_mask="bool")),
+    "float-mask": (((2, 3), (2, 3), (2, 3)), 4, 6, 5, 3, dict(attn_mask="float")),
+    "scale": (((2,), (2,), (2,)), 4, 6, 5, 3, dict(scale=0.25)),
+    "broadcast": (((2, 1), (3,), (1, 3)), 4, 6, 5, 3, {}),
+}
+
+
+@pytest.mark.parametrize("case", list(SDPA))
+def test_scaled_dot_product_attention(case):
+    """Values and gradients of q, k, v (and a float mask) against torch's, without dropout (its stream is not
+    minigrad's). A query row that may attend to nothing gives zeros in both."""
+    (bq, bk, bv), L, S, E, Ev, kw = SDPA[case]
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal(bq + (L, E)), rng.standard_normal(bk + (S, E)), rng.standard_normal(bv + (S, Ev))]
+    kw_mg, kw_th = dict(kw), dict(kw)
+    if kw.get("attn_mask") == "bool":
+        mask = rng.random((3, L, S)) < 0.5
+        mask[1, 2] = False
+        kw_mg["attn_mask"], kw_th["attn_mask"] = mg.tensor(mask), torch.tensor(mask)
+    elif kw.get("attn_mask") == "float":
+        arrays.append(rng.standard_normal((L, S)))
+
+    def call(sdpa, kwargs):
+        return lambda q, k, v, *mask: sdpa(q, k, v, **dict(kwargs, **({"attn_mask": mask[0]} if mask else {})))
+
+    out, _ = compare(call(F.scaled_dot_product_attention, kw_mg), call(TF.scaled_dot_product_attention, kw_th), arrays)
+    if kw.get("attn_mask") == "bool":
+        assert (out.detach().numpy()[:, 1, 2] == 0).all()
+
+
+def test_scaled_dot_product_attention_in_float32():
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, 3, n, 8)).astype(np.float32) for n in (5, 7, 7))
+    out = F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), is_causal=True)
+    want = TF.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), is_causal=True)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
 # ----------------------------------------------------------------------------- modules
 
 def linear_pair(in_f, out_f, bias=True):
