@@ -42,7 +42,9 @@ RUNS = {"batch 4": dict(batch_size=4), "1 x 4 accumulation": dict(batch_size=1, 
 # read with NVML after training (MiB), and the same process with only the CUDA context (H0). Quoted, not computed.
 HF_MIB = {"batch 4": 14949, "1 x 4 accumulation": 8681, "1 x 4 + checkpointing": 6775}
 HF_CONTEXT_MIB = 1343
-HF_SOFTWARE = plan.Software(zero_grad="zeros")   # the Trainer's model.zero_grad() in PyTorch 1.x: zeros, in place
+# The software of January 2022 (PyTorch 1.10 was current): the Trainer's model.zero_grad() zeroed the gradients in
+# place (set_to_none=False before PyTorch 2.0), and softmax kept its input as well as its output (until 1.11).
+HF_SOFTWARE = plan.Software(zero_grad="zeros", softmax_keeps_input=True)
 OUT = "out"
 PLOTS = {"09_will_it_fit.png": "one training step of bert-large by category (GiB) for each batch size and for "
                                "accumulation and checkpointing; the activations one layer keeps, op by op (MiB)"}
@@ -112,9 +114,10 @@ def part2():
 
 def part3():
     print("Part 3: against the world. Hugging Face fine-tuned bert-large-uncased on a V100 with these three runs "
-          "and read the GPU's memory with NVML (MiB, the CUDA context included). minigrad predicts with the "
-          "software of that day (gradients zeroed in place: they stay allocated through the next forward) and adds "
-          f"the CUDA context they measured alone ({HF_CONTEXT_MIB} MiB):\n")
+          "(January 2022) and read the GPU's memory with NVML (MiB, the CUDA context included). minigrad predicts "
+          "with the software of that day: gradients zeroed in place (they stay allocated through the next forward) "
+          "and a softmax that kept its input too (PyTorch 1.10), and adds the CUDA context they measured alone "
+          f"({HF_CONTEXT_MIB} MiB):\n")
     print(f"{'run':<24}{'measured':>10}{'predicted':>11}{'+ context':>11}{'difference':>12}")
     predicted = {}
     for name, kw in RUNS.items():
@@ -122,11 +125,16 @@ def part3():
         predicted[name] = p.bytes["total"] / MiB
         full = predicted[name] + HF_CONTEXT_MIB
         print(f"{name:<24}{HF_MIB[name]:>10,}{predicted[name]:>11,.0f}{full:>11,.0f}{HF_MIB[name] - full:>+12,.0f}")
+    today = {name: plan.predict(plan.Setup(MODEL, seq_len=SEQ, **kw)).bytes["total"] / MiB for name, kw in RUNS.items()}
     names = list(RUNS)
     print(f"\n{'what it saves':<36}{'measured':>10}{'predicted':>11}")
     for a, b, what in ((names[0], names[1], "accumulation (batch 4 -> 1 x 4)"),
                        (names[1], names[2], "checkpointing (every layer)")):
         print(f"{what:<36}{HF_MIB[a] - HF_MIB[b]:>10,}{predicted[a] - predicted[b]:>11,.0f}")
+    print(f"\nWith today's PyTorch (gradients set to None, softmax keeping only its output) the same runs would "
+          f"hold {', '.join(f'{today[n]:,.0f}' for n in names)} MiB of tensors instead of "
+          f"{', '.join(f'{predicted[n]:,.0f}' for n in names)}: "
+          f"python -m minigrad memory --help lists the switches.")
     print("\nThe rest is what a real GPU holds beyond the tensors: the caching allocator keeps freed blocks "
           "reserved and rounds each allocation up, cuBLAS keeps workspaces, and fragmentation leaves gaps; "
           "differences of two runs cancel most of it. docs/will_it_fit.md explains each row.\n")

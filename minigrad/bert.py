@@ -26,7 +26,7 @@ from .checkpoint import checkpoint_blocks
 from . import nn
 from .tensor import Tensor, arange, no_grad, ones, zeros
 
-ATTENTION_IMPLEMENTATIONS = ("eager",)
+ATTENTION_IMPLEMENTATIONS = ("eager", "sdpa")
 ACTIVATIONS = {"gelu": "none", "gelu_new": "tanh"}  # HF's hidden_act -> nn.GELU's approximate
 
 
@@ -47,7 +47,10 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
     num_labels: int = 2
-    attn_implementation: str = "eager"
+    attn_implementation: str = "eager"       # 'eager' keeps the (B, nh, T, T) probabilities; 'sdpa' recomputes them
+    # what the framework of the day kept (plan.Software), not in HF's config: today's PyTorch by default
+    dropout_mask: object = None              # None: a 1-byte mask; a float dtype name: the older mask (nn.Dropout)
+    softmax_keeps_input: bool = False        # PyTorch < 1.11's softmax also kept its input for backward
 
     def __post_init__(self):
         if self.hidden_size % self.num_attention_heads:
@@ -56,9 +59,9 @@ class BertConfig:
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"BertConfig: hidden_act must be one of {list(ACTIVATIONS)}, got {self.hidden_act!r}")
         if self.attn_implementation not in ATTENTION_IMPLEMENTATIONS:
-            raise ValueError(f"BertConfig: attn_implementation {self.attn_implementation!r} is not available yet; "
-                             f"use one of {list(ATTENTION_IMPLEMENTATIONS)} ('eager' keeps the (B, nh, T, T) "
-                             f"attention probabilities for backward, as Hugging Face's eager attention does)")
+            raise ValueError(f"BertConfig: attn_implementation must be one of {list(ATTENTION_IMPLEMENTATIONS)}, got "
+                             f"{self.attn_implementation!r} ('eager' keeps the (B, nh, T, T) attention probabilities "
+                             f"for backward, as Hugging Face's eager attention does; 'sdpa' recomputes them)")
         if self.num_labels < 2:
             raise ValueError(f"BertConfig: num_labels must be at least 2 for classification, got {self.num_labels} "
                              f"(Hugging Face's regression head for num_labels=1 is not here)")
@@ -89,7 +92,7 @@ class BertEmbeddings(nn.Module):
         self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, C, device=device)
         self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, C, device=device)
         self.LayerNorm = nn.LayerNorm(C, eps=cfg.layer_norm_eps, device=device)
-        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob, mask_dtype=cfg.dropout_mask)
 
     def forward(self, input_ids, token_type_ids):
         T = input_ids.shape[1]
@@ -107,18 +110,22 @@ class BertSelfAttention(nn.Module):
         self.num_attention_heads = cfg.num_attention_heads
         self.attention_head_size = C // cfg.num_attention_heads
         self.all_head_size = C
-        self.attn_implementation = cfg.attn_implementation
+        self.attn_implementation, self.softmax_keeps_input = cfg.attn_implementation, cfg.softmax_keeps_input
         self.query = nn.Linear(C, C, device=device)
         self.key = nn.Linear(C, C, device=device)
         self.value = nn.Linear(C, C, device=device)
-        self.dropout = nn.Dropout(cfg.attention_probs_dropout_prob)
+        self.dropout = nn.Dropout(cfg.attention_probs_dropout_prob, mask_dtype=cfg.dropout_mask)
 
     def forward(self, hidden_states, attention_mask):
         B, T, C = hidden_states.shape
         nh, hs = self.num_attention_heads, self.attention_head_size
         q, k, v = (lin(hidden_states).reshape(B, T, nh, hs).transpose(1, 2)
                    for lin in (self.query, self.key, self.value))                   # (B, nh, T, hs) each
-        context = self.eager_attention(q, k, v, attention_mask)                     # (B, nh, T, hs)
+        if self.attn_implementation == "sdpa":  # one fused op, as Hugging Face's BertSdpaSelfAttention calls it
+            p = self.dropout.p if self.training else 0.0
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask, dropout_p=p)  # (B, nh, T, hs)
+        else:
+            context = self.eager_attention(q, k, v, attention_mask)                 # (B, nh, T, hs)
         return context.transpose(1, 2).reshape(B, T, C)                             # (B, T, C)
 
     def eager_attention(self, q, k, v, attention_mask):
@@ -126,7 +133,7 @@ class BertSelfAttention(nn.Module):
         (B, nh, T, T) probabilities (softmax's output and dropout's result): eager attention keeps them,
         where a fused kernel (scaled_dot_product_attention) would recompute them."""
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.attention_head_size)   # (B, nh, T, T)
-        probs = (scores + attention_mask).softmax(dim=-1)                           # (B, nh, T, T)
+        probs = F.softmax(scores + attention_mask, dim=-1, keep_input=self.softmax_keeps_input)  # (B, nh, T, T)
         return self.dropout(probs) @ v                                              # (B, nh, T, hs)
 
 
@@ -136,7 +143,7 @@ class BertSelfOutput(nn.Module):
     def __init__(self, cfg, device=None):
         self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size, device=device)
         self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, device=device)
-        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob, mask_dtype=cfg.dropout_mask)
 
     def forward(self, hidden_states, input_tensor):
         return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)  # (B, T, C)
@@ -164,7 +171,7 @@ class BertOutput(nn.Module):
     def __init__(self, cfg, device=None):
         self.dense = nn.Linear(cfg.intermediate_size, cfg.hidden_size, device=device)
         self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, device=device)
-        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob, mask_dtype=cfg.dropout_mask)
 
     def forward(self, hidden_states, input_tensor):
         return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)  # (B, T, C)
@@ -255,7 +262,7 @@ class BertForSequenceClassification(nn.Module):
         self.config = config
         self.num_labels = config.num_labels
         self.bert = BertModel(config, device=device)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob, mask_dtype=config.dropout_mask)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels, device=device)
         _init_weights(self.classifier, config.initializer_range)
 

@@ -35,17 +35,24 @@ class GPTConfig:
                                             # or the segments of blocks to checkpoint, [(lo, hi), ...]
     tie_word_embeddings: bool = False     # GPT-2: lm_head.weight is wte.weight, one Parameter
     gelu_approximate: str = "none"        # GPT-2: 'tanh' (Hugging Face's "gelu_new")
+    # what the framework of the day kept (plan.Software): today's PyTorch by default
+    attn_implementation: str = "eager"    # 'eager' keeps the (B, nh, T, T) probabilities; 'sdpa' recomputes them
+    dropout_mask: object = None           # None: a 1-byte mask; a float dtype name: the older mask (nn.Dropout)
+    softmax_keeps_input: bool = False     # PyTorch < 1.11's softmax also kept its input for backward
 
 
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg, device=None):
         if cfg.n_embd % cfg.n_head:
             raise ValueError(f"GPTConfig: n_embd={cfg.n_embd} must be divisible by n_head={cfg.n_head}")
+        if cfg.attn_implementation not in ("eager", "sdpa"):
+            raise ValueError(f"GPTConfig: attn_implementation must be 'eager' or 'sdpa', got {cfg.attn_implementation!r}")
         self.n_head, self.n_embd = cfg.n_head, cfg.n_embd
+        self.attn_implementation, self.softmax_keeps_input = cfg.attn_implementation, cfg.softmax_keeps_input
         self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=cfg.bias, device=device)  # q, k, v in one product
         self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=cfg.bias, device=device)
-        self.attn_dropout = nn.Dropout(cfg.dropout)
-        self.resid_dropout = nn.Dropout(cfg.dropout)
+        self.attn_dropout = nn.Dropout(cfg.dropout, mask_dtype=cfg.dropout_mask)
+        self.resid_dropout = nn.Dropout(cfg.dropout, mask_dtype=cfg.dropout_mask)
 
     def forward(self, x):
         B, T, C = x.shape
@@ -53,11 +60,15 @@ class CausalSelfAttention(nn.Module):
         qkv = self.c_attn(x)                                                  # (B, T, 3C)
         q, k, v = (qkv[:, :, i * C:(i + 1) * C].reshape(B, T, nh, hs).transpose(1, 2)
                    for i in range(3))                                         # (B, nh, T, hs) each
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))               # (B, nh, T, T)
-        future = ones(T, T, dtype="bool", device=x.device).triu(1)            # True above the diagonal
-        att = att.masked_fill(future, float("-inf")).softmax(dim=-1)
-        att = self.attn_dropout(att)
-        y = (att @ v).transpose(1, 2).reshape(B, T, C)                        # (B, T, C)
+        if self.attn_implementation == "sdpa":  # one fused op: keeps q, k, v, y and a log-sum-exp per row
+            p = self.attn_dropout.p if self.training else 0.0
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)  # (B, nh, T, hs)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))           # (B, nh, T, T)
+            future = ones(T, T, dtype="bool", device=x.device).triu(1)        # True above the diagonal
+            att = F.softmax(att.masked_fill(future, float("-inf")), dim=-1, keep_input=self.softmax_keeps_input)
+            y = self.attn_dropout(att) @ v                                    # (B, nh, T, hs)
+        y = y.transpose(1, 2).reshape(B, T, C)                                # (B, T, C)
         return self.resid_dropout(self.c_proj(y))
 
 
@@ -66,7 +77,7 @@ class MLP(nn.Module):
         self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias, device=device)
         self.gelu = nn.GELU(approximate=cfg.gelu_approximate)
         self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias, device=device)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = nn.Dropout(cfg.dropout, mask_dtype=cfg.dropout_mask)
 
     def forward(self, x):
         return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))             # (B, T, C)
@@ -94,7 +105,7 @@ class GPT(nn.Module):
         self.config = cfg
         self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd, device=device)
         self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd, device=device)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = nn.Dropout(cfg.dropout, mask_dtype=cfg.dropout_mask)
         self.h = nn.ModuleList(Block(cfg, device) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.n_embd, device=device)
         self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False, device=device)

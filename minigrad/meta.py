@@ -154,6 +154,9 @@ class MetaArray:
         return _index(self, key)
 
     def __setitem__(self, key, value):
+        if _is_bool_array(key):  # a[mask] = v: which elements are written does not change any shape
+            np.broadcast_shapes(key.shape, self.shape)
+            return
         _index(self, key)  # the shapes must fit; there are no values to write
 
     # --- copies
@@ -641,6 +644,10 @@ def asarray(a, dtype=None):
 
 
 def eye(n, m=None, k=0, dtype=float):
+    return MetaArray((n, n if m is None else m), dtype)
+
+
+def tri(n, m=None, k=0, dtype=float):
     return MetaArray((n, n if m is None else m), dtype)
 
 

@@ -134,7 +134,7 @@ def predict(setup, exact_accumulation=True, device="meta"):
     the same state (the gradients of the ones before), so the peak is the same, and each adds the same FLOPs
     (they are scaled up). `search` uses it; tests check it against the full run."""
     manual_seed(0)
-    model = models.build(setup.model, device=device, dtype=DTYPES[setup.dtype], **_software_config(setup.software),
+    model = models.build(setup.model, device=device, dtype=DTYPES[setup.dtype], **_software_config(setup.software, DTYPES[setup.dtype]),
                          **setup.overrides)
     batch = models.example_batch(setup.model, setup.batch_size, setup.seq_len, device=device, **setup.overrides)
     segments = _checkpointing(model, setup.checkpointing, batch)
@@ -168,10 +168,10 @@ def _step(model, opt, batch, runs, grad_accum, set_to_none):
     opt.zero_grad(set_to_none=set_to_none)
 
 
-def _software_config(software):
-    if (software.dropout_mask, software.attention, software.softmax_keeps_input) != ("bool", "eager", False):
-        raise NotImplementedError("Software: only today's PyTorch defaults for now")
-    return {}
+def _software_config(software, dtype):
+    """The models' config fields that make them keep what that software kept."""
+    return dict(attn_implementation=software.attention, softmax_keeps_input=software.softmax_keeps_input,
+                dropout_mask=None if software.dropout_mask == "bool" else dtype)
 
 
 def _checkpointing(model, how, batch):

@@ -166,8 +166,8 @@ def test_errors_name_what_would_fit():
 
 
 def test_bert_config_and_forward_errors():
-    with pytest.raises(ValueError, match=r"attn_implementation 'sdpa' is not available yet; use one of \['eager'\]"):
-        BertConfig(attn_implementation="sdpa")
+    with pytest.raises(ValueError, match=r"attn_implementation must be one of \['eager', 'sdpa'\], got 'flash'"):
+        BertConfig(attn_implementation="flash")
     with pytest.raises(ValueError, match=r"hidden_size=10 must be divisible by num_attention_heads=4"):
         BertConfig(hidden_size=10, num_attention_heads=4)
     with pytest.raises(ValueError, match=r"hidden_act must be one of \['gelu', 'gelu_new'\], got 'swish'"):

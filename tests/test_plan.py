@@ -139,3 +139,28 @@ def test_bad_input_says_what_would_fit(argv, message, capsys):
         code = e.code
     assert code != 0
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("software", [plan.Software(dropout_mask="float"), plan.Software(attention="sdpa"),
+                                      plan.Software(softmax_keeps_input=True), plan.Software(zero_grad="zeros")])
+def test_the_software_switches_run_for_real_too(name, software):
+    setup = plan.Setup(name, 2, 32, 2, "every", software=software, overrides=SMALL[name])
+    meta, real = plan.predict(setup), plan.predict(setup, device="cpu")
+    assert (meta.bytes, meta.flops) == (real.bytes, real.flops)
+
+
+def test_each_switch_keeps_what_it_says():
+    """bert-large at batch 4 x 512: per layer, the (B, heads, T, T) arrays decide."""
+    B, H, T, L = 4, 16, 512, 24
+    scores = B * H * T * T
+    today = plan.predict(plan.Setup("bert-large-uncased", B, T))
+    def more(**kw):
+        return plan.predict(plan.Setup("bert-large-uncased", B, T, software=plan.Software(**kw))).bytes["activations"] \
+            - today.bytes["activations"]
+    assert more(softmax_keeps_input=True) == L * 4 * scores          # the scores before softmax, float32
+    assert more(dropout_mask="float") >= L * 3 * scores              # 4 bytes per attention weight instead of 1
+    # sdpa keeps no probabilities, mask or dropped probabilities (4 + 1 + 4 bytes per score), but its own output
+    # (the next linear keeps a reshaped copy) and a log-sum-exp per row; compared at each step's peak, to 0.1%
+    fused_keeps = B * T * 1024 * 4 + B * H * T * 4
+    assert -more(attention="sdpa") == pytest.approx(L * ((4 + 1 + 4) * scores - fused_keeps), rel=1e-3)
