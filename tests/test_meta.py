@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import minigrad as mg
-from minigrad import backend
+from minigrad import backend, models
 from minigrad.gpt import GPT, GPTConfig
 from minigrad.meta import MetaArray, MetaError
 
@@ -176,3 +176,11 @@ def test_meta_draws_nothing():
         mg.randn(1000, 1000)
         mg.functional.dropout(mg.ones(1000, 1000), 0.5)
     assert mg.get_rng_state() == state
+
+
+@pytest.mark.parametrize("name", ["bert-base-uncased", "bert-large-uncased", "gpt2", "gpt2-medium", "gpt2-large",
+                                  "gpt2-xl"])
+def test_every_full_size_model_built_on_meta_has_its_published_parameter_count(name):
+    model = models.build(name, device="meta")
+    assert models.count_parameters(model) == models.spec(name).parameters
+    assert all(p.device == "meta" for p in model.parameters())
