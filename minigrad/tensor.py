@@ -17,6 +17,7 @@ import functools
 import itertools
 import math
 import operator
+import sys
 import weakref
 
 import numpy as np
@@ -441,8 +442,10 @@ def _accumulate(t, g, taken):
     # NOTE [who owns a gradient]: an op may hand one array to several inputs (Add gives g to
     # both), and an array that becomes a leaf's .grad may still be waiting in `grads` for
     # another record. So a .grad is taken without a copy only when no one else has it, and a
-    # .grad taken during this backward is added to out of place; only a .grad that this leaf
-    # owns alone (from an earlier backward) is added to in place.
+    # .grad taken during this backward is added to in place only once no one else holds its
+    # array any more (its reference count, as PyTorch's AccumulateGrad checks use_count(): a
+    # tied weight's second gradient then needs no second buffer); a .grad that this leaf owns
+    # alone (from an earlier backward) is added to in place.
     if not t._requires_grad:  # requires_grad_(False) after the graph was built: PyTorch skips it too
         return
     g = backend.as_array(g)
@@ -453,7 +456,7 @@ def _accumulate(t, g, taken):
             g = g.copy()
         taken.add(g)
         t.grad = _wrap(g)
-    elif t._grad._data in taken:
+    elif t._grad._data in taken and sys.getrefcount(t._grad._data) > 2:  # 2: t._grad's own, and the call's
         t.grad = _wrap(t._grad._data + g)
     else:
         # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,

@@ -319,9 +319,6 @@ def test_gradients_peak_at_one_buffer_per_parameter_without_a_tie():
     assert peak == param_bytes
 
 
-@pytest.mark.xfail(strict=True, reason="the tied weight's second gradient is added out of place (_accumulate in "
-                   "tensor.py: a .grad taken in this backward), so a second wte-sized buffer is alive for a moment; "
-                   "PyTorch's AccumulateGrad adds it in place")
 def test_a_tied_weights_two_gradients_add_in_place_as_in_pytorch():
     peak, param_bytes = _gradient_peak(tie=True)
     assert peak == param_bytes
