@@ -449,8 +449,9 @@ def main(argv=None):
     p.add_argument("--batch-size", type=_at_least_one, required=True, help="the micro-batch that runs at once")
     p.add_argument("--grad-accum", type=_at_least_one, default=1, help="micro-batches per optimizer step (default 1)")
     p.add_argument("--checkpointing", nargs="?", const="every", default="none", choices=plan.STRATEGIES,
-                   help="checkpoint the transformer blocks: alone, every block (as Hugging Face's "
-                        "gradient_checkpointing); or sqrt, budget (the schedules of lesson 8)")
+                   help="checkpoint the transformer blocks. The flag alone, or 'every': each block under its own "
+                        "checkpoint (Hugging Face's gradient_checkpointing); 'sqrt': sqrt(n) segments of blocks; "
+                        "'budget': Chen et al.'s budgeted greedy at its least memory (lesson 8); default none")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: bytes per category and total, and flops by phase")
     p.set_defaults(run=memory)
