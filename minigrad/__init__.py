@@ -13,6 +13,7 @@ Reading order, each module importing only the ones above it (the README's table;
   schedules.py   where to cut a chain, and what it will cost (pure functions)
   checkpoint.py  mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping
   accumulate.py  mg.accumulate: micro-batches that add up to the full batch's gradient
+  distributed.py data parallel over MPI: gradients summed across processes, ZeRO stage 1 (import it)
   gpt.py         a small GPT, a character tokenizer and a tiny corpus
   bert.py        BERT with Hugging Face's classes and parameter names
   models.py      full-size models by their checkpoints' names, and their parameter counts

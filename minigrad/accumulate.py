@@ -24,7 +24,8 @@ BatchNorm in eval mode (frozen statistics) when fine-tuning; or make micro-batch
 that their statistics are good (ghost batch norm does this on purpose). tests/test_accumulate.py
 measures the difference.
 
-Read next: gpt.py, the model the lessons train with both tricks; lessons/04_gradient_accumulation.py.
+Read next: distributed.py, the same sum across processes; gpt.py, the model the lessons train with both tricks;
+lessons/04_gradient_accumulation.py.
 """
 import math
 import numbers
@@ -36,7 +37,8 @@ from .tensor import Tensor
 
 @dataclass
 class AccumulationResult:
-    loss: float              # the batch's mean loss per item (as one full-batch forward would give)
+    loss: float              # the batch's mean loss per item (as one full-batch forward would give); with
+                             # total_items, this batch's share of the whole batch's mean
     items: int               # items the mean is over (non-padding tokens, unmasked elements, rows)
     micro_batches: int
     grad_dtype: str          # the dtype gradients were accumulated in
@@ -78,7 +80,7 @@ def count_items(target, ignore_index=None, mask=None):
 
 
 def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=None, steps=None,
-               micro_batches=None, ignore_index=-100, mask=None, normalize="items"):
+               micro_batches=None, ignore_index=-100, mask=None, normalize="items", total_items=None):
     """Forward and backward over micro-batches, leaving the full batch's gradient in .grad.
 
     loss_fn(output, target) (or loss_fn(output, target, mask) when a mask is given) returns the
@@ -90,7 +92,9 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     default, as F.cross_entropy) are padding and do not count as items; pass ignore_index=None to count
     every target. A loss_fn that returns a mean (F.cross_entropy as it is, reduction='mean') is refused:
     its gradient would come out too small by the number of micro-batches. In float16 the loss itself is scaled in float16:
-    for very large sums or item counts use float32 (minigrad has no loss scaling).
+    for very large sums or item counts use float32 (minigrad has no loss scaling). total_items: the count to divide
+    by when this batch is one process's share of a bigger one (distributed.py passes the count over all of them);
+    by default, this batch's own.
     """
     if normalize not in ("items", "mean_of_means"):
         raise ValueError(f"accumulate: normalize must be 'items' or 'mean_of_means', got {normalize!r}")
@@ -114,7 +118,9 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
             raise ValueError("accumulate: micro_batches is empty")
 
     counts = [count_items(mb[1], ignore_index, mb[2] if len(mb) > 2 else None) for mb in micro_batches]
-    total = sum(counts)
+    total = sum(counts) if total_items is None else total_items
+    if total_items is not None and normalize != "items":
+        raise ValueError("accumulate: total_items goes with normalize='items' (the count of the whole batch)")
     if total == 0:
         raise ValueError("accumulate: the batch has no item to learn from (every target is ignore_index "
                          "or masked out)")

@@ -89,6 +89,7 @@ class profile:
         self._calls = {}                   # (phase, op name) -> calls
         self._saved = {}                   # op name -> bytes saved for backward (summed over calls)
         self._events = []                  # [op name, phase, bytes per category after it]
+        self._traffic = {}                 # collective's name -> [bytes sent, bytes received] by this process
         self._used = {}                    # id -> weakref of each parameter, module, optimizer counted (NOTE [what
                                            # a profile counts]); by id, as tensors' == is elementwise
         self._scope = [_check_scope(x) for x in scope]
@@ -287,6 +288,12 @@ class profile:
             if self._hold_new(array, OPTIMIZER, since_start=False):
                 self._event("optimizer_state", "step")
 
+    def on_communication(self, op, sent, received):
+        """A collective ran (distributed.py): the bytes this process sent to and received from the others."""
+        traffic = self._traffic.setdefault(op, [0, 0])
+        traffic[0] += sent
+        traffic[1] += received
+
     # --- what a learner asks
     @staticmethod
     def buffer_id(array):
@@ -340,6 +347,14 @@ class profile:
         return sum(n for (ph, name), n in self._calls.items()
                    if (phase is None or ph == phase) and (op is None or name == op))
 
+    def communicated(self, direction="sent", op=None):
+        """Bytes this process sent ('sent') to or received ('received') from the other processes in collectives
+        (all_reduce, all_gather, broadcast: distributed.py), for one op or all."""
+        if direction not in ("sent", "received"):
+            raise ValueError(f"profile: direction must be 'sent' or 'received', got {direction!r}")
+        i = 0 if direction == "sent" else 1
+        return sum(t[i] for name, t in self._traffic.items() if op is None or name == op)
+
     def timeline(self):
         """The events in order: [{'index', 'op', 'phase', bytes per category after it, 'total'}, ...].
 
@@ -371,4 +386,8 @@ class profile:
         for c in CATEGORIES:
             lines.append(f"{c:<13}{format_bytes(self.peak_bytes(c)):>12}{format_bytes(self.current_bytes(c)):>12}")
         lines.append(f"{'total':<13}{format_bytes(self.peak_bytes()):>12}{format_bytes(self.current_bytes()):>12}")
+        if self._traffic:
+            lines += ["", f"{'collective':<26}{'sent':>12}{'received':>12}", "-" * 50]
+            for name, (sent, received) in sorted(self._traffic.items()):
+                lines.append(f"{name:<26}{format_bytes(sent):>12}{format_bytes(received):>12}")
         return "\n".join(lines)
