@@ -198,6 +198,14 @@ def broadcast(tensor, src=0):
     return tensor
 
 
+def all_gather_object(object_list, obj):
+    """object_list[r] = rank r's obj, on every rank (torch.distributed.all_gather_object): any picklable object."""
+    if len(object_list) != get_world_size():
+        raise ValueError(f"all_gather_object: object_list needs one slot per rank ({get_world_size()}), got "
+                         f"{len(object_list)}: [None] * dist.get_world_size()")
+    object_list[:] = _all_gather_objects(obj, "all_gather_object")
+
+
 def _all_gather_objects(obj, what):
     comm = _comm()
     sizes = _all_reduce_array(_one_hot(len(pickle.dumps(obj))), what)
@@ -362,5 +370,5 @@ class ZeroRedundancyOptimizer(Optimizer):
 
 
 __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "get_rank", "get_world_size", "barrier",
-           "all_reduce", "broadcast", "shard", "DistributedDataParallel", "ZeroRedundancyOptimizer",
+           "all_reduce", "broadcast", "all_gather_object", "shard", "DistributedDataParallel", "ZeroRedundancyOptimizer",
            "accumulation_step", "DistributedError"]
