@@ -35,6 +35,7 @@ receives 2 (N - 1) / N x n on each; an all-gather sends and receives all but one
 Read next: gpt.py, the model lesson 10 trains on two processes.
 """
 import atexit
+import os
 import pickle
 import signal
 import sys
@@ -78,14 +79,14 @@ def init_process_group(backend="mpi", timeout=60.0):
         raise ImportError("init_process_group: needs mpi4py and an MPI library: pip install -e '.[mpi]' (mpi4py "
                           "and Open MPI from the package index), then launch with mpirun -n 2 python ...") from None
     _group.MPI, _group.comm, _group.timeout = MPI, MPI.COMM_WORLD.Dup(), float(timeout)
-    atexit.register(_tell_the_others)  # runs before mpi4py's own exit handler (registered earlier) ends MPI
+    atexit.register(_at_exit)  # runs before mpi4py's own exit handler (registered earlier) ends MPI
     # mpirun ends the job with SIGTERM when a process exits with an error (or dies) without telling: say so
     signal.signal(signal.SIGTERM, _terminated)
 
 
 def destroy_process_group():
     if _group.comm is not None:
-        atexit.unregister(_tell_the_others)
+        atexit.unregister(_at_exit)
         _group.comm.Free()
         _group.comm = None
 
@@ -115,16 +116,22 @@ def _comm():
 
 # ----------------------------------------------------------------------------- waiting without hanging
 
-def _tell_the_others():
-    """At exit: if this process is ending on an unhandled exception (Python keeps it in sys.last_value after printing
-    its traceback), send 'rank r failed: ...' to every other rank, which raise it in their next wait."""
+def _at_exit():
+    """At exit, on an unhandled exception (Python keeps it in sys.last_value once it has printed the traceback): tell
+    the other ranks, unless it was their failure this rank reported, then leave at once, since MPI_Finalize would
+    wait for collectives that will never complete. mpirun then stops the job."""
     comm, value = _group.comm, getattr(sys, "last_value", None)
-    if comm is not None and value is not None and not isinstance(value, DistributedError):
+    if comm is None or value is None:
+        return  # a normal exit: mpi4py's own handler finalizes MPI
+    if not isinstance(value, DistributedError):
         note = pickle.dumps(f"{type(value).__name__}: {value}")
         requests = [comm.Isend(note, dest=r, tag=ABORT) for r in range(comm.Get_size()) if r != comm.Get_rank()]
         deadline = time.monotonic() + 2.0
         while requests and time.monotonic() < deadline and not _group.MPI.Request.Testall(requests):
             time.sleep(0.001)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def _terminated(signum, frame):

@@ -1,0 +1,159 @@
+"""minigrad.distributed on 2 and 3 MPI processes (mpirun, launched by tests/mpi_harness.py; skipped without MPI).
+
+What must hold: the gradient that data parallel training with accumulation leaves on every rank equals the single
+process's full-batch gradient (float64, 1e-12 relative; uneven shards and ignored tokens included); ZeRO stage 1
+gives the unsharded optimizer's parameters over 5 steps and holds 1/N of its state per rank; the ledger counts the
+bytes a ring moves; a rank that raises, dies or hangs gives the others a clear error within a bounded time; ranks
+that built different models are told so before anything moves.
+"""
+import os
+
+import pytest
+
+from mpi_harness import ROOT, environment, missing, run_ranks
+
+COMMON = """
+import sys, numpy as np
+import minigrad as mg, minigrad.distributed as dist, minigrad.functional as F
+from minigrad.gpt import GPT, GPTConfig
+dist.init_process_group(timeout=float(sys.argv[1]) if len(sys.argv) > 1 else 60)
+rank, world = dist.get_rank(), dist.get_world_size()
+V = 23
+cfg = GPTConfig(vocab_size=V, block_size=8, n_layer=2, n_head=2, n_embd=16)
+loss_sum = lambda out, t: F.cross_entropy(out.reshape(-1, V), t.reshape(-1), reduction="sum")
+def batch(seed, rows=7):
+    mg.manual_seed(seed)
+    x, y = mg.randint(0, V, (rows, 8)), mg.randint(0, V, (rows, 8))
+    y.data[0, :3] = -100        # padding in the first shard only: the shards differ in their token counts
+    y.data[rows - 1, :] = -100  # a whole padded row in the last shard
+    return x, y
+"""
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_data_parallel_with_accumulation_gives_the_full_batch_gradient(ranks):
+    r = run_ranks(ranks, COMMON + """
+mg.manual_seed(rank)                  # a different init on each rank: DistributedDataParallel broadcasts rank 0's
+model = GPT(cfg).to("float64")
+ddp = dist.DistributedDataParallel(model, bucket_cap_mb=0.01)   # several buckets
+x, y = batch(1)                       # 7 rows: uneven shards (4 + 3, or 3 + 2 + 2)
+loss, items = dist.accumulation_step(ddp, loss_sum, mg.optim.SGD(model.parameters(), lr=0.0),
+                                     dist.shard(x), dist.shard(y), micro_batch_size=2)
+alone = GPT(cfg).to("float64")
+alone.load_state_dict(model.state_dict())
+result = mg.accumulation_step(alone, loss_sum, mg.optim.SGD(alone.parameters(), lr=0.0), x, y, steps=1)
+worst = max(float(np.abs(p.grad.numpy() - q.grad.numpy()).max() / np.abs(q.grad.numpy()).max())
+            for p, q in zip(model.parameters(), alone.parameters()))
+assert worst < 1e-12, worst
+assert items == result.items == 7 * 8 - 3 - 8, items
+assert abs(loss - result.loss) < 1e-12 * abs(result.loss)
+print("ok", worst)
+""", timeout=90).check()
+    assert all(out.startswith("ok") for out in r.stdout), r
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_zero_stage_1_equals_the_unsharded_optimizer_and_holds_a_share_of_its_state(ranks):
+    r = run_ranks(ranks, COMMON + """
+mg.manual_seed(0)
+sharded, plain = GPT(cfg).to("float64"), GPT(cfg).to("float64")
+plain.load_state_dict(sharded.state_dict())
+ddp_s, ddp_p = dist.DistributedDataParallel(sharded), dist.DistributedDataParallel(plain)
+zero = dist.ZeroRedundancyOptimizer(sharded.parameters(), mg.optim.AdamW, lr=1e-2, weight_decay=0.1)
+adamw = mg.optim.AdamW(plain.parameters(), lr=1e-2, weight_decay=0.1)
+for step in range(5):
+    x, y = batch(100 + step)
+    if step == 4:
+        with mg.profile(sharded, zero) as prof:
+            dist.accumulation_step(ddp_s, loss_sum, zero, dist.shard(x), dist.shard(y), steps=1)
+    else:
+        dist.accumulation_step(ddp_s, loss_sum, zero, dist.shard(x), dist.shard(y), steps=1)
+    dist.accumulation_step(ddp_p, loss_sum, adamw, dist.shard(x), dist.shard(y), steps=1)
+worst = max(float(np.abs(p.detach().numpy() - q.detach().numpy()).max() / np.abs(q.detach().numpy()).max())
+            for p, q in zip(sharded.parameters(), plain.parameters()))
+assert worst < 1e-12, worst
+mine = prof.peak_bytes("optimizer")                   # this rank's moments only
+everyone = [None] * world
+dist.all_gather_object(everyone, mine)
+full = 2 * sum(p.data.nbytes for p in plain.parameters())
+assert sum(everyone) == full and max(everyone) < full / world * 1.5, (everyone, full)
+# the ledger's traffic: one all-reduce of the gradients (a ring: 2 (N-1)/N of the bytes), the item count and the
+# loss (8 bytes each), and the all-gather of the updated parameters (all shares but one)
+grads = sum(p.data.nbytes for p in sharded.parameters())
+allreduce = sum(2 * (world - 1) * n // world for n in (grads, 8, 8))
+shares = [0] * world
+for p in sharded.parameters():
+    shares[zero.owner[id(p)]] += p.data.nbytes
+assert prof.communicated("sent") == allreduce + sum(shares) - shares[(rank + 1) % world]
+assert prof.communicated("received") == allreduce + sum(shares) - shares[rank]
+print("ok", worst, mine)
+""", timeout=90).check()
+    assert all(out.startswith("ok") for out in r.stdout), r
+
+
+FAILING_STEP = COMMON + """
+import os, time
+mg.manual_seed(0)
+model = GPT(cfg)
+ddp = dist.DistributedDataParallel(model)
+opt = mg.optim.AdamW(model.parameters(), lr=1e-3)
+for step in range(4):
+    if step == 2 and rank == 1:
+        how = sys.argv[2]
+        if how == "raise":
+            raise ValueError("a bad batch on rank 1")
+        if how == "die":
+            os._exit(3)
+        if how == "hang":
+            time.sleep(60)
+    x, y = batch(step)
+    dist.accumulation_step(ddp, loss_sum, opt, dist.shard(x), dist.shard(y), steps=1)
+print("finished")
+"""
+
+
+@pytest.mark.parametrize("how, others_say", [
+    ("raise", "rank 1 failed (ValueError: a bad batch on rank 1)"),
+    ("die", "was stopped by mpirun (SIGTERM): another rank exited or died"),
+    ("hang", "not every rank arrived within 3 s"),
+])
+def test_a_rank_that_fails_mid_step_stops_every_other_rank_with_a_clear_error(how, others_say):
+    r = run_ranks(3, FAILING_STEP, 3, how, timeout=45)
+    assert not r.timed_out and r.returncode != 0, r
+    assert r.seconds < 30, r                                   # bounded: well inside the harness's limit
+    for rank in (0, 2):
+        assert "finished" not in r.stdout[rank], r
+        assert "DistributedError" in r.stderr[rank] and others_say in r.stderr[rank], r
+    if how == "raise":
+        assert "ValueError: a bad batch on rank 1" in r.stderr[1], r
+
+
+def test_ranks_that_built_different_models_are_told_before_anything_moves():
+    r = run_ranks(2, COMMON + """
+model = GPT(GPTConfig(vocab_size=V, block_size=8, n_layer=2, n_head=2, n_embd=16 if rank == 0 else 24))
+dist.DistributedDataParallel(model)
+print("built")
+""", timeout=45)
+    assert r.returncode != 0, r
+    for rank in (0, 1):
+        assert "built" not in r.stdout[rank]
+        assert "the ranks built different models: rank 0 has wte.weight (23, 16) float32, rank 1 has wte.weight " \
+               "(23, 24) float32" in r.stderr[rank], r
+
+
+def test_lesson_10_runs_on_two_processes(tmp_path):
+    import subprocess
+    import sys
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    lesson = os.path.join(ROOT, "lessons", "10_data_parallel.py")
+    r = subprocess.run([sys.executable, lesson, "--quick"], cwd=tmp_path, env=environment(), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "$ mpirun -n 2 python lessons/10_data_parallel.py --quick" in out
+    worst = float(out.split("relative to the largest entry of each: ")[1].split()[0])
+    assert worst < 1e-12
+    assert (tmp_path / "out" / "10_data_parallel.png").stat().st_size > 20_000
+    assert out.strip().splitlines()[-2:] == ["Now build it:", out.strip().splitlines()[-1]]
