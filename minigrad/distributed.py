@@ -232,7 +232,7 @@ def _one_hot(value):
 
 
 def shard(tensor, dim=0):
-    """This rank's part of `tensor` along dim: contiguous rows, as even as can be (the first ranks get one more
+    """This rank's part of `tensor` along dim: contiguous rows, as even as can be (the last ranks get one more
     when the size does not divide), so that the shards of all ranks make the whole batch in order."""
     n, rank, world = tensor.shape[dim], get_rank(), get_world_size()
     bounds = [r * n // world for r in range(world + 1)]

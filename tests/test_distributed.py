@@ -157,3 +157,30 @@ def test_lesson_10_runs_on_two_processes(tmp_path):
     assert worst < 1e-12
     assert (tmp_path / "out" / "10_data_parallel.png").stat().st_size > 20_000
     assert out.strip().splitlines()[-2:] == ["Now build it:", out.strip().splitlines()[-1]]
+
+
+def test_collectives_on_tensors():
+    r = run_ranks(3, COMMON + """
+t = mg.tensor([1.0, 2.0]) * (rank + 1)
+dist.all_reduce(t)
+assert t.tolist() == [6.0, 12.0], t
+b = mg.tensor([float(rank)] * 3, dtype="float64")
+dist.broadcast(b, src=2)
+assert b.tolist() == [2.0] * 3 and b.dtype == mg.float64
+got = [None] * world
+dist.all_gather_object(got, {"rank": rank})
+assert got == [{"rank": 0}, {"rank": 1}, {"rank": 2}]
+rows = dist.shard(mg.arange(7))
+assert rows.tolist() == [[0, 1], [2, 3], [4, 5, 6]][rank], rows
+dist.barrier()
+print("ok")
+""", timeout=45).check()
+    assert r.stdout == ["ok\n"] * 3, r
+
+
+def test_without_a_process_group_the_error_says_how_to_start_one():
+    import minigrad.distributed as dist
+    with pytest.raises(RuntimeError, match=r"init_process_group\(\) first .*mpirun -n N"):
+        dist.get_rank()
+    with pytest.raises(ValueError, match="backend='mpi'"):
+        dist.init_process_group(backend="nccl")
