@@ -143,8 +143,7 @@ def part3(tok, data):
         dist.accumulation_step(ddp, loss_sum, opt, dist.shard(x), dist.shard(y), micro_batch_size=MICRO)  # warm-up
         with mg.profile(model, opt) as prof:
             dist.accumulation_step(ddp, loss_sum, opt, dist.shard(x), dist.shard(y), micro_batch_size=MICRO)
-        mine = dict(prof.bytes_at_peak(), sent=prof.communicated("sent"), received=prof.communicated("received"),
-                    optimizer_peak=prof.peak_bytes("optimizer"))
+        mine = dict(prof.bytes_at_peak(), sent=prof.communicated("sent"), received=prof.communicated("received"))
         everyone = [None] * dist.get_world_size()
         dist.all_gather_object(everyone, mine)
         rows[name] = everyone
@@ -156,12 +155,12 @@ def part3(tok, data):
     for name, ranks in rows.items():
         for r, b in enumerate(ranks):
             say(f"{name if r == 0 else '':<22}{r:>5}" + "".join(f"{b[c] / KiB:>{w}.0f}" for c, w in (
-                ("parameters", 12), ("gradients", 11), ("optimizer_peak", 11), ("activations", 13), ("sent", 10),
+                ("parameters", 12), ("gradients", 11), ("optimizer", 11), ("activations", 13), ("sent", 10),
                 ("received", 10))))
     plain, zero = rows["plain data parallel"], rows["ZeRO stage 1"]
     n = dist.get_world_size()
-    shares = ", ".join(f"{b['optimizer_peak'] / KiB:.0f}" for b in zero)
-    say(f"\nPlain: every process keeps AdamW's two moments for every parameter ({plain[0]['optimizer_peak'] / KiB:.0f} "
+    shares = ", ".join(f"{b['optimizer'] / KiB:.0f}" for b in zero)
+    say(f"\nPlain: every process keeps AdamW's two moments for every parameter ({plain[0]['optimizer'] / KiB:.0f} "
         f"KiB), and sends 2 (N - 1) / N = {2 * (n - 1) / n:.0f} x the gradients' bytes in the ring all-reduce. "
         f"ZeRO stage 1: each keeps the moments of its share "
         f"({shares} KiB: about 1/{n} each, as the parameters split), and "
@@ -176,7 +175,7 @@ def plot(rows, losses, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(15, 4.4))
-    labels, stacks = [], {c: [] for c in ("parameters", "gradients", "optimizer_peak", "activations")}
+    labels, stacks = [], {c: [] for c in ("parameters", "gradients", "optimizer", "activations")}
     for name, ranks in rows.items():
         for r, b in enumerate(ranks):
             labels.append(f"{'plain' if name.startswith('plain') else 'ZeRO-1'}\nrank {r}")
@@ -184,7 +183,7 @@ def plot(rows, losses, path):
                 stacks[c].append(b[c] / KiB)
     bottom = np.zeros(len(labels))
     for c, values in stacks.items():
-        a1.bar(labels, values, bottom=bottom, label=c.replace("_peak", ""))
+        a1.bar(labels, values, bottom=bottom, label=c)
         bottom += values
     a1.set_ylabel("bytes held at the step's peak (KiB)")
     a1.set_title("memory per process", fontsize=10)
@@ -199,6 +198,7 @@ def plot(rows, losses, path):
     a2.set_title("communication per process, one step", fontsize=10)
     a2.legend(fontsize=8)
     a3.plot(range(1, len(losses) + 1), losses)
+    a3.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     a3.set_xlabel("step")
     a3.set_ylabel("loss per token (nats)")
     a3.set_title(f"training on {dist.get_world_size()} processes", fontsize=10)
