@@ -2,6 +2,7 @@
 arguments passed, a failing rank ending the job within a bounded time, a hung job killed with every rank, and a
 skip that says why where MPI is missing. Skipped, with the reason, where mpi4py or mpirun is not installed."""
 import importlib.util
+import json
 import os
 import sys
 
@@ -92,3 +93,12 @@ def test_missing_mpi_skips_with_the_reason(monkeypatch, tmp_path):
     assert "no mpirun" in mpi_harness.missing() and "[mpi]" in mpi_harness.missing()
     with pytest.raises(pytest.skip.Exception, match="no mpirun"):
         run_ranks(2, "pass")
+
+
+def test_the_allreduce_benchmark_runs_on_two_ranks(tmp_path):
+    out = tmp_path / "allreduce.json"
+    r = run_ranks(2, "bench/allreduce.py", "--quick", "--json", out).check()
+    report = json.loads(out.read_text())
+    assert report["ranks"] == 2 and [row["bytes"] for row in report["rows"]] == [8192, 262144, 1048576]
+    assert all(row["blocking_s"] > 0 and row["polled_s"] > 0 and row["algbw_GBps"] > 0 for row in report["rows"])
+    assert "1 MiB" in r.stdout[0] and r.stdout[1] == ""             # rank 0 prints the table, alone
