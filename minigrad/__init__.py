@@ -27,7 +27,7 @@ import numpy as _np
 
 from . import functional, nn, optim
 from .accumulate import accumulate, accumulation_step
-from .checkpoint import checkpoint, checkpoint_sequential
+from .checkpoint import checkpoint, checkpoint_policies, checkpoint_sequential
 from .profiler import profile
 from .backend import cuda_is_available, default_device, device
 from .random import get_rng_state, manual_seed, set_rng_state
@@ -42,4 +42,5 @@ __all__ = ["Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like
            "arange", "cat", "stack", "where", "maximum", "minimum", "multinomial", "no_grad", "enable_grad",
            "is_grad_enabled", "manual_seed",
            "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "device", "functional", "nn", "optim",
-           "float16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential", "accumulate", "accumulation_step"]
+           "float16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential", "accumulate", "accumulation_step",
+           "checkpoint_policies"]

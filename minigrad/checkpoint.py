@@ -2,6 +2,7 @@
 
     y = mg.checkpoint(block, x)                       # one segment
     y = mg.checkpoint_sequential(layers, 4, x)        # a chain cut into 4 segments (the last runs normally)
+    y = mg.checkpoint(block, x, policy=mg.checkpoint_policies.dots_saveable)  # keep the products, recompute the rest
 
 How it works (NOTE [checkpoint]): the forward runs `function` with recording on but keeping
 nothing (`keep_saved(False)`: the tape's choke point drops each record's saved arrays and notes
@@ -14,6 +15,9 @@ and hands the inputs' gradients on; the parameters get theirs directly. The reco
 the same ops on the same numbers, and the gradients that leave it are added in the order a plain
 run adds them (NOTE [checkpoint sums]), so gradients are bit-identical to a plain run.
 
+Selective checkpointing (NOTE [selective checkpoint]): a policy picks, op by op, what the forward keeps
+anyway; the recompute hands those ops' results back instead of running them.
+
 The semantics are those of PyTorch's non-reentrant torch.utils.checkpoint (use_reentrant=False):
 keyword arguments, non-tensor arguments and results, several outputs in tuples, lists and dicts,
 gradients for the parameters used inside even when no input requires grad, nesting, retain_graph.
@@ -24,16 +28,19 @@ import functools
 import hashlib
 import math
 import numbers
+import types
 import warnings
+import weakref
 
 from . import backend, ops
 from .profiler import profile
 from .random import get_rng_state, set_rng_state
 from .schedules import Chain, check_segments, segment_bounds
-from .tensor import (Tensor, apply, backward_within, enable_grad, is_grad_enabled, is_recomputing, keep_saved, mark,
-                     records_since, recomputing)
+from .tensor import (Tensor, apply, backward_within, caching, enable_grad, is_grad_enabled, is_keeping_saved,
+                     is_recomputing, keep_saved, mark, records_since, recomputing, replaying)
 
-__all__ = ["checkpoint", "checkpoint_sequential", "checkpoint_segments", "measure_chain", "is_recomputing"]
+__all__ = ["checkpoint", "checkpoint_sequential", "checkpoint_segments", "checkpoint_policies", "measure_chain",
+           "is_recomputing"]
 
 DETERMINISM_CHECKS = ("default", "values", "none")
 _NOT_IMPLEMENTED = ("context_fn", "debug", "early_stop")  # options of PyTorch's checkpoint that minigrad lacks
@@ -83,8 +90,188 @@ def _saved_by(records):
     found = []
     for r in sorted(records, key=lambda r: r.seq):
         metas = r.saved_meta or tuple(_meta(a) for a in r.saved if backend.is_array(a))
+        if isinstance(r, Checkpoint):  # its inputs; the outputs its policy remembers are none in a forward that
+            metas = metas[:r.n_inputs]  # keeps nothing (a checkpoint inside another's forward)
         found.extend((r.name, m) for m in metas)
     return found
+
+
+# ----------------------------------------------------------------------------- policies
+
+# NOTE [selective checkpoint]: a policy decides, op by op, what a checkpoint keeps rather than recomputes:
+# policy(op_name, input_shapes, output_shape) -> True keeps the op, as JAX's checkpoint policies (whose
+# names these are) and PyTorch's selective activation checkpointing (torch.utils.checkpoint.
+# create_selective_checkpoint_contexts). In the forward (OpCache.add, then tensor.keep), a kept op keeps
+# what its backward reads, but its inputs: those come from the recompute, which makes them again or hands
+# them back. An output is remembered (saved by the Checkpoint record) when the recompute will read it: an
+# op that runs again reads it, or a kept op's backward does. In the recompute (OpCache.take, then
+# tensor._replay) the same ops come in the same order, checked by name; a kept op does not run (no FLOPs):
+# it returns the forward's output (or, when nothing reads it, a NaN placeholder of its shape) and its new
+# record takes over what the forward's kept. The same arrays, so gradients are bit-identical.
+# An op that records nothing (its inputs need no gradient: the causal mask's triu) always runs again, and
+# a nested checkpoint's record is never kept: it recomputes its own insides. Two costs of keeping it
+# simple: remembered outputs are freed when the checkpoint's backward ends, with its inputs, not op by op;
+# and a function must not read values outside minigrad's ops (.item()) of what a kept op made.
+
+def nothing_saveable(op_name, input_shapes, output_shape):
+    """Save nothing: recompute the whole function in backward (checkpoint's default)."""
+    return False
+
+
+def everything_saveable(op_name, input_shapes, output_shape):
+    """Save every op: nothing runs again in backward; the memory is the plain run's, plus the inputs."""
+    return True
+
+
+DOTS = ("matmul", "linear")
+
+
+def dots_saveable(op_name, input_shapes, output_shape):
+    """Save the matrix products (ops 'matmul' and 'linear'), where the FLOPs are; recompute the cheap rest
+    (pointwise ops, normalizations, softmax, dropout)."""
+    return op_name in DOTS
+
+
+SCORE_OPS = ("matmul", "mul", "div", "add", "sub", "masked_fill", "where", "softmax", "dropout")
+
+
+def _scores(shape):
+    """A (B, heads, T, T) array: attention scores or probabilities."""
+    return len(shape) >= 4 and shape[-1] == shape[-2]
+
+
+def save_anything_except_core_attention(op_name, input_shapes, output_shape):
+    """Korthikanti et al. 2022's selective recomputation (Megatron-LM's "core attention"): save everything
+    but the (B, heads, T, T) arrays, whose memory grows with T^2 for few FLOPs: q @ k^T, its scaling and
+    mask, softmax, dropout, and the matmul with v that reads them.
+
+    The rule, by op name and shapes: an op of attention's kinds (SCORE_OPS) whose output has at least 4
+    dims with the last two equal, or a matmul with such an input, runs again. A (B, C, H, W) map with
+    H == W would match too (minigrad has none); the fused scaled_dot_product_attention ('sdpa'), which keeps
+    no T x T array, is always saved."""
+    if op_name not in SCORE_OPS:
+        return True
+    return not (_scores(output_shape) or (op_name == "matmul" and any(_scores(s) for s in input_shapes)))
+
+
+# mg.checkpoint_policies.dots_saveable, as jax.checkpoint_policies.dots_saveable
+checkpoint_policies = types.SimpleNamespace(
+    nothing_saveable=nothing_saveable, everything_saveable=everything_saveable, dots_saveable=dots_saveable,
+    save_anything_except_core_attention=save_anything_except_core_attention)
+
+
+class _Entry:
+    """One op of a selective checkpoint's forward, in order."""
+    __slots__ = ("name", "record", "refill", "own_out", "out", "ref", "meta", "slot")
+
+    def __init__(self, name):
+        self.name = name
+        self.record = self.refill = self.own_out = self.out = self.ref = self.meta = self.slot = None
+
+
+class OpCache:
+    """What a selective checkpoint's forward keeps for its recompute (NOTE [selective checkpoint]).
+
+    The forward shows it every op (`add`, from tensor.apply) and tensor.keep asks it which records keep
+    (`saves`); `seal` ends the forward and gives the outputs to remember, which the Checkpoint record
+    saves. The recompute takes the ops back in order (`take`): for an op the policy saved, the forward's
+    record, where the inputs it saved go, and the output to return."""
+
+    def __init__(self, policy, who):
+        self.policy, self.who = policy, who
+        self.entries = []     # one _Entry per op of the forward, in order
+        self._made = {}       # id(buffer) -> [(weakref to the buffer, entry)]: saved ops' outputs (until seal)
+        self._chosen = set()  # ids of the records the policy saves (until seal)
+        self.cursor, self.remembered, self._placeholders = 0, (), []
+
+    # --- the forward
+    def add(self, name, record, arrays, out):
+        """Op `name` ran on `arrays` and gave `out`; `record` is its record, or None when it records nothing."""
+        e = _Entry(name)
+        if record is not None and name not in ("checkpoint", "checkpoint_output") \
+                and not any(out is a for a in arrays) \
+                and self.policy(name, tuple(a.shape for a in arrays), out.shape):
+            e.record = record
+            e.refill = tuple((i, k) for i, a in enumerate(record.saved)
+                             for k in [next((k for k, b in enumerate(arrays) if a is b), None)] if k is not None)
+            e.own_out = next((i for i, a in enumerate(record.saved) if a is out), None)
+            self._chosen.add(id(record))
+            reads = [arrays[k] for _, k in e.refill]  # not run again: only the inputs its backward reads
+        else:
+            reads = arrays  # run again: it reads all its inputs
+        for a in reads:
+            self._read(a)
+        if e.record is not None:
+            buffer = backend.owner(out)
+            self._made.setdefault(id(buffer), []).append((weakref.ref(buffer), e))
+            e.ref = weakref.ref(out)  # weakly: an output nobody reads again may die as in a plain run
+            e.meta = (out.shape, out.dtype, backend.xp_of(out))
+        self.entries.append(e)
+
+    def _read(self, array):
+        """The recompute will read `array`: a saved op that made it (or the buffer it views) must remember it."""
+        buffer = backend.owner(array)
+        for ref, e in self._made.get(id(buffer), ()):
+            if ref() is buffer and e.out is None and e.own_out is None:
+                e.out = e.ref()  # still alive: it is being read. None: a dead view of a live buffer
+
+    def saves(self, record):
+        """Does the policy save this record (tensor.keep asks)?"""
+        return id(record) in self._chosen
+
+    def seal(self):
+        """The forward is over: the outputs that the recompute must be handed, for the Checkpoint to save."""
+        remembered = []
+        for e in self.entries:
+            if e.out is not None:
+                e.slot = len(remembered)
+                remembered.append(e.out)
+            e.out = e.ref = None
+        self._made, self._chosen = {}, set()
+        return remembered
+
+    # --- the recompute
+    def start(self, remembered):
+        self.cursor, self.remembered, self._placeholders = 0, remembered, []
+
+    def take(self, name):
+        """The recompute runs op `name`: None if it runs again; else (the forward's record, [(position in its
+        saved arrays, input index)], the output to return)."""
+        i, again = self.cursor, "A checkpointed function must compute the same thing twice."
+        if i >= len(self.entries):
+            raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward ran more ops than its forward "
+                               f"({len(self.entries)}); the next one is '{name}'. With a policy the recompute must run "
+                               f"the same ops in the same order. {again}")
+        e = self.entries[i]
+        if e.name != name:
+            raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward ran '{name}' as its op {i}, where "
+                               f"the forward ran '{e.name}'. With a policy the recompute must run the same ops in the "
+                               f"same order. {again}")
+        self.cursor += 1
+        if e.record is None:
+            return None
+        record, e.record = e.record, None
+        if e.own_out is not None:
+            out = record.saved[e.own_out]  # its record kept its output
+        elif e.slot is not None:
+            out = self.remembered[e.slot]
+        else:  # nothing in the recompute reads it: a placeholder, NaN so that a stray read shows
+            shape, dtype, xp = e.meta
+            out = xp.broadcast_to(xp.full((), float("nan"), dtype=dtype), shape)
+            self._placeholders.append(out)
+        return record, e.refill, out
+
+    def placeholder(self, array):
+        """Is this one of the placeholders that `take` handed out?"""
+        return any(array is p for p in self._placeholders)
+
+    def finish(self):
+        """The recompute is over: every op came back."""
+        n, self.remembered = len(self.entries), ()
+        if self.cursor != n:
+            raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward ran {self.cursor} ops, its forward "
+                               f"{n}. With a policy the recompute must run the same ops in the same order. A "
+                               f"checkpointed function must compute the same thing twice.")
 
 
 class _Input:
@@ -122,13 +309,15 @@ class Checkpoint(ops.Op):
     name = "checkpoint"
     same_dtype = False  # token ids and float weights go in together
 
-    def forward(self, *arrays, out, function, nest, n_inputs, rng_state, determinism_check, outputs, saved):
-        self.function, self.nest, self.rng_state = function, nest, rng_state
+    def forward(self, *arrays, out, function, nest, n_inputs, rng_state, determinism_check, outputs, saved, cache,
+                remembered):
+        self.function, self.nest, self.rng_state, self.n_inputs = function, nest, rng_state, n_inputs
         self.determinism_check = determinism_check
         self.outputs_meta = [_meta(o) for o in outputs]
         self.fingerprints = [_fingerprint(o) for o in outputs] if determinism_check == "values" else None
         self.forward_saved = saved  # what the segment's records saved, by metadata (None: not checked)
-        self.save_for_backward(*arrays[:n_inputs])  # the inputs: all it keeps
+        self.cache = cache  # with a policy: what the recompute takes back (NOTE [selective checkpoint])
+        self.save_for_backward(*arrays[:n_inputs], *remembered)  # the inputs, and outputs the policy remembers
         return out
 
     def flops(self, inputs, out):
@@ -139,18 +328,24 @@ class Checkpoint(ops.Op):
 
     def backward(self, g):
         grads = g if isinstance(g, _OutputGrads) else {0: g}
-        inputs = [_stand_in(node, array) for node, array in zip(self.next, self.saved)]
+        inputs = [_stand_in(node, array) for node, array in zip(self.next, self.saved[:self.n_inputs])]
+        # the forward's records are taken back once; a second backward (retain_graph) recomputes everything
+        cache, self.cache = self.cache, None
+        if cache is not None:
+            cache.start(self.saved[self.n_inputs:])
         outer_rng = get_rng_state()
         if self.rng_state is not None:
             set_rng_state(self.rng_state)  # dropout draws the same masks again
         try:
-            with enable_grad(), keep_saved(True), recomputing():
+            with enable_grad(), keep_saved(True), recomputing(), caching(None), replaying(cache):
                 start = mark()
                 args, kwargs = _map(lambda v: inputs[v.i] if isinstance(v, _Input) else v, self.nest)
                 outputs = _made_inside(self.function(*args, **kwargs), start)
         finally:
             set_rng_state(outer_rng)
-        self._check_determinism(outputs, start)
+        if cache is not None:
+            cache.finish()
+        self._check_determinism(outputs, start, cache)
         slots = sorted(grads)
         roots, gradients = [outputs[i] for i in slots], [grads[i] for i in slots]
         for r, gr in zip(roots, gradients):
@@ -177,7 +372,7 @@ class Checkpoint(ops.Op):
     def _name(self):
         return getattr(self.function, "__name__", type(self.function).__name__)
 
-    def _check_determinism(self, outputs, start):
+    def _check_determinism(self, outputs, start, cache=None):
         name = self._name()
         again = "A checkpointed function must compute the same thing twice."
         if len(outputs) != len(self.outputs_meta):  # checked always: gradients could not be matched to outputs
@@ -201,7 +396,10 @@ class Checkpoint(ops.Op):
                 raise RuntimeError(f"checkpoint: recomputing '{name}' in backward saved, as its array {k} for "
                                    f"backward, {_describe(m_got)} (by '{op_got}'), but the forward saved "
                                    f"{_describe(m_want)} (by '{op_want}'). {again}")
-        if self.fingerprints is not None and [_fingerprint(o._data) for o in outputs] != self.fingerprints:
+        # an output that a selective checkpoint handed back as a placeholder is the forward's by construction
+        fresh = [(o, f) for o, f in zip(outputs, self.fingerprints or ())
+                 if cache is None or not cache.placeholder(o._data)]
+        if any(_fingerprint(o._data) != f for o, f in fresh):
             raise RuntimeError(f"checkpoint: recomputing '{name}' in backward gave different values than the "
                                f"forward (determinism_check='values'). Does it draw random numbers from "
                                f"something other than minigrad's generator (mg.manual_seed), or read state that "
@@ -250,7 +448,17 @@ def _check_options(who, use_reentrant, determinism_check):
         raise ValueError(f"{who}: determinism_check must be 'default', 'values' or 'none', got {determinism_check!r}")
 
 
-def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, determinism_check="default", **kwargs):
+def _check_policy(who, policy):
+    if policy is not None and not callable(policy):
+        named = isinstance(policy, str) and hasattr(checkpoint_policies, policy)
+        hint = f" (mg.checkpoint_policies.{policy})" if named else ""
+        raise TypeError(f"{who}: policy must be None or a function policy(op_name, input_shapes, output_shape) -> "
+                        f"bool, got {policy!r}{hint}; the ready ones are in mg.checkpoint_policies: "
+                        f"{', '.join(vars(checkpoint_policies))}")
+
+
+def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, determinism_check="default", policy=None,
+               **kwargs):
     """Run function(*args, **kwargs) keeping only its tensor inputs; recompute its insides during backward.
 
     PyTorch's signature and semantics (torch.utils.checkpoint.checkpoint, non-reentrant): the options are
@@ -270,21 +478,35 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     not offer); 'none' skips them. Under no_grad it just runs the function. A tensor the function creates
     with requires_grad=True gets no .grad (the recompute makes a new one), and a tensor requiring grad that
     was computed before the checkpoint must be an argument, not only captured by a closure.
+
+    policy: which ops to keep rather than recompute (NOTE [selective checkpoint]), a function
+    policy(op_name, input_shapes, output_shape) -> bool, such as those in mg.checkpoint_policies:
+    nothing_saveable (None, the default: recompute everything), dots_saveable, everything_saveable,
+    save_anything_except_core_attention. PyTorch's selective checkpointing passes its policy through
+    context_fn=create_selective_checkpoint_contexts(policy_fn); JAX's, as this, through policy=.
     """
     _check_options("checkpoint", use_reentrant, determinism_check)
+    _check_policy("checkpoint", policy)
     if not callable(function):
         raise TypeError(f"checkpoint: the first argument must be a callable (a function or module), "
                         f"got {type(function).__name__}")
     lacking = [k for k in _NOT_IMPLEMENTED if k in kwargs]
     if lacking:
         raise TypeError(f"checkpoint: minigrad does not implement PyTorch's {', '.join(lacking)} (it always "
-                        f"recomputes the whole function, as early_stop=False); remove the argument")
+                        f"recomputes the whole function, as early_stop=False); remove the argument"
+                        + ("; for selective checkpointing pass policy=, e.g. policy=mg.checkpoint_policies."
+                           "dots_saveable" if "context_fn" in lacking else ""))
     if not is_grad_enabled():
         return function(*args, **kwargs)
+    # inside another checkpoint's forward, which keeps nothing, a policy would keep arrays for nothing
+    cache = None if policy in (None, nothing_saveable) or not is_keeping_saved() else \
+        OpCache(policy, getattr(function, "__name__", type(function).__name__))
     rng_state = get_rng_state()
     start = mark()
-    with keep_saved(False):  # NOTE [checkpoint]: the segment's records are made, but keep nothing
+    # NOTE [checkpoint]: the segment's records are made, but keep nothing (but what a policy saves)
+    with keep_saved(False), caching(cache), replaying(None):
         result = function(*args, **kwargs)
+    remembered = cache.seal() if cache is not None else []
     outputs = _made_inside(result, start)
     if not outputs:
         return result  # nothing to recompute: no record of the function's needs a gradient
@@ -300,7 +522,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
                                               (args, kwargs)),
                  n_inputs=len(inputs), rng_state=rng_state if preserve_rng_state else None,
                  determinism_check=determinism_check, outputs=[o._data for o in outputs],
-                 saved=_saved_by(records) if determinism_check != "none" else None)
+                 saved=_saved_by(records) if determinism_check != "none" else None, cache=cache, remembered=remembered)
     leaves = _leaves_reached(records, start, inputs)
     if len(outputs) == 1:
         made = [apply(Checkpoint, *inputs, *leaves, out=outputs[0]._data, **attrs)]
@@ -330,15 +552,16 @@ def _leaves_reached(records, start, inputs):
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, preserve_rng_state=True,
-                          determinism_check="default"):
+                          determinism_check="default", policy=None):
     """Run a chain of functions in `segments` segments; all but the last are checkpointed.
 
     As torch.utils.checkpoint.checkpoint_sequential (functions, then segments, then input; use_reentrant
     None or False): the last segment runs normally, since its activations are needed right away by
     backward. segments='sqrt' picks round(sqrt(n)), the split of Chen et al. (2016) that needs O(sqrt(n))
-    activation memory. preserve_rng_state and determinism_check go to each checkpoint.
+    activation memory. preserve_rng_state, determinism_check and policy go to each checkpoint.
     """
     _check_options("checkpoint_sequential", use_reentrant, determinism_check)
+    _check_policy("checkpoint_sequential", policy)
     if isinstance(segments, Tensor):
         raise TypeError(f"checkpoint_sequential(functions, segments, input): got a Tensor of shape {segments.shape} "
                         f"as segments and {type(input).__name__} as input; the number of segments comes second and "
@@ -359,7 +582,8 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, pre
     for i, (lo, hi) in enumerate(bounds):
         run = _run_chain(functions[lo:hi])
         if i < len(bounds) - 1:
-            x = checkpoint(run, x, preserve_rng_state=preserve_rng_state, determinism_check=determinism_check)
+            x = checkpoint(run, x, preserve_rng_state=preserve_rng_state, determinism_check=determinism_check,
+                           policy=policy)
         else:
             x = run(x)
     return x

@@ -30,11 +30,13 @@ from .random import draw, generator
 
 class _Switches:
     """Everything the tape's behaviour depends on, in one place. Only the context managers below set
-    the first four; `backward` sets `taken`; each has a public query."""
+    the first six; `backward` sets `taken`; each has a public query."""
     grad_enabled = True  # record ops (no_grad turns it off)
     keep_saved = True    # records keep what their ops saved (checkpoint's forward turns it off)
     recomputing = False  # a checkpoint is re-running its forward during backward
     profiler = None      # the active mg.profile: the tape reports to it
+    caching = None       # a selective checkpoint's forward: the cache whose policy picks the ops that keep anyway
+    replaying = None     # its recompute: the cache that hands those ops' results back (NOTE [selective checkpoint])
     taken = None         # the running backward's gradient arrays that someone owns (NOTE [who owns a gradient])
 
 
@@ -112,6 +114,19 @@ class profiling(_Mode):
     switch = "profiler"
 
 
+class caching(_Mode):
+    """caching(cache): a selective checkpoint's forward (checkpoint.OpCache, or None for none). Each op is
+    shown to the cache, and a record that its policy saves keeps what its backward reads even inside
+    keep_saved(False) (NOTE [selective checkpoint])."""
+    switch = "caching"
+
+
+class replaying(_Mode):
+    """replaying(cache): a selective checkpoint's recompute. An op that the cache's policy saved in the
+    forward is not run again: it returns the forward's result and reuses what its record kept."""
+    switch = "replaying"
+
+
 def is_grad_enabled():
     return _on.grad_enabled
 
@@ -126,6 +141,11 @@ def is_recomputing():
 
 def active_profiler():
     return _on.profiler
+
+
+def active_cache():
+    """The selective checkpoint cache that the current forward fills (caching) or the recompute replays."""
+    return _on.caching if _on.caching is not None else _on.replaying
 
 
 # ----------------------------------------------------------------------------- dtypes
@@ -160,6 +180,10 @@ def apply(op_cls, *inputs, **attrs):
     if _on.profiler is not None:
         _on.profiler.on_inputs(inputs)
     op.needs_input_grad = tuple(t._requires_grad for t in inputs) if record else (False,) * len(inputs)
+    if _on.replaying is not None:
+        hit = _on.replaying.take(op_cls.name)  # None: this op runs again
+        if hit is not None:
+            return _replay(op_cls, inputs, *hit)
     try:
         out = op.forward(*arrays, **attrs)
     except (ValueError, IndexError, TypeError) as e:
@@ -171,6 +195,8 @@ def apply(op_cls, *inputs, **attrs):
     t = _wrap(out, record)
     if op.returns_view and out.base is not None:  # a view of its input shares the input's version counter
         _share_version(t, inputs)
+    if _on.caching is not None:
+        _on.caching.add(op_cls.name, op if record else None, arrays, out)  # before keep(): its policy decides
     if record:
         op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
         op.seq = next(_seq)
@@ -191,8 +217,12 @@ def keep(record, inputs, out):
     if not _on.keep_saved:
         # what it would have kept, by metadata only: a checkpoint's recompute must keep the same
         record.saved_meta = tuple((a.shape, a.dtype, backend.device_of(a)) for a in record.saved if backend.is_array(a))
-        record.saved = ()
-        return
+        if _on.caching is None or not _on.caching.saves(record):
+            record.saved = ()
+            return
+        # NOTE [selective checkpoint] (checkpoint.py): its policy keeps this op. It keeps what its backward
+        # reads but its inputs, which the recompute hands it again (made again, or remembered)
+        record.saved = tuple(None if any(a is t._data for t in inputs) else a for a in record.saved)
     if not record.saved:
         return
     versions = []
@@ -215,6 +245,30 @@ def keep(record, inputs, out):
         record.versions = versions
     if _on.profiler is not None:
         _on.profiler.on_save(record)
+
+
+# The recompute's half of NOTE [selective checkpoint] (checkpoint.py): an op that the policy kept becomes
+# a new record, a copy of the forward's op (its attributes: dim, the GELU variant, ...) whose saved arrays
+# are the forward record's, with the inputs it saved taken from this run. The forward's record hands its
+# arrays over and is released: no moment counts them twice or not at all. No FLOPs: the op did not run.
+_TAPE_FIELDS = ("saved", "next", "seq", "released", "versions", "retained", "saved_meta")
+
+
+def _replay(op_cls, inputs, forward, refill, out):
+    """The record of an op that a selective checkpoint's policy saved, again in its recompute."""
+    op = op_cls()
+    vars(op).update({k: v for k, v in vars(forward).items() if k not in _TAPE_FIELDS})
+    t = _wrap(out, True)
+    op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
+    op.seq = next(_seq)
+    t._ctx = op
+    saved = list(forward.saved)
+    for i, k in refill:  # the inputs it saved: this run's
+        saved[i] = inputs[k]._data
+    op.save_for_backward(*saved)
+    keep(op, inputs, t)
+    release(forward)
+    return t
 
 
 def release(record):
@@ -843,11 +897,15 @@ class Tensor:
                                f"requires_grad=True), and grad mode is on: an in-place change would not be part of "
                                f"any gradient. Update it under `with mg.no_grad():` (as an optimizer does), or write "
                                f"x = x ... to make a new tensor")
-        if any(step == 0 and n > 1 for step, n in zip(self._data.strides, self.shape)):
+        # a selective checkpoint's recompute repeats writes that passed these checks on the forward's arrays, and
+        # may write into a placeholder, which looks like an expanded view (NOTE [selective checkpoint])
+        replay = _on.replaying is not None
+        if not replay and any(step == 0 and n > 1 for step, n in zip(self._data.strides, self.shape)):
             raise RuntimeError(f"{name}: this tensor is an expand()ed view, in which several elements share one "
                                f"memory location, so it cannot be written in place; write to a copy (x = x * 1), "
                                f"or to the tensor it expands")
-        if recording and (self._data.base is not None or (self._vc is not None and self._vc.shared(self))):
+        aliased = self._data.base is not None or (self._vc is not None and self._vc.shared(self))
+        if recording and not replay and aliased:
             raise RuntimeError(f"{name}: in place on a view, or on a tensor that has views or detached copies, while "
                                f"grad mode records it: minigrad does not support that; write y = y ... instead, or "
                                f"do it under mg.no_grad()")
