@@ -409,9 +409,8 @@ def _new_shape(shape, size, old):
 def _nocopy_strides(old_shape, old_strides, new_shape, itemsize):
     """The strides of a reshape that can be a view, or None when NumPy has to copy
     (numpy/core/src/multiarray/shape.c: _attempt_nocopy_reshape, C order)."""
-    if math.prod(old_shape) == 0 or not new_shape:
-        return _c_strides(new_shape, itemsize) if math.prod(old_shape) == 0 or not old_shape or \
-            all(n == 1 for n in old_shape) else None if math.prod(old_shape) != 1 else _c_strides(new_shape, itemsize)
+    if math.prod(old_shape) <= 1:  # empty, or one element: any shape views it
+        return _c_strides(new_shape, itemsize)
     olddims = [n for n in old_shape if n != 1]
     oldstrides = [s for n, s in zip(old_shape, old_strides) if n != 1]
     newstrides = [0] * len(new_shape)

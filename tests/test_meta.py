@@ -90,6 +90,8 @@ def test_shapes_and_dtypes_follow_numpy():
     assert m[1:, None, ::2].shape == (3, 1, 2)
     assert np.concatenate([m, m], axis=1).shape == (4, 6)
     assert m.nbytes == 48 and m.T.base is m
+    one = MetaArray((1, 1), "float32").T
+    assert one.reshape(()).base is one.base and one.reshape(1, 1, 1).is_c_contiguous()  # one element: always a view
 
 
 # ----------------------------------------------------------------------------- the ledger: meta equals real
