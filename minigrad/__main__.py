@@ -1,4 +1,4 @@
-"""The command: python -m minigrad (or `minigrad`) tour | lesson N | check [N] | curve.
+"""The command: python -m minigrad (or `minigrad`) tour | lesson N | check [N] | curve | memory | plan.
 
     python -m minigrad tour              every lesson in order, each in its own process, then the plots they made
     python -m minigrad lesson 3          one lesson (extra arguments go to it: lesson 3 --quick)
