@@ -1,0 +1,164 @@
+"""Lesson 11: recompute only what is cheap. Checkpoint policies, measured to the byte and the FLOP.
+
+    python lessons/11_selective_recomputation.py            # about 5 s on 2 cores
+    python lessons/11_selective_recomputation.py --quick    # fewer blocks: about 3 s
+
+Checkpointing so far dropped everything inside a segment and recomputed all of it: the most memory saved, for
+a whole extra forward pass. But a transformer block's ops are not alike. Its matrix products are most of the
+FLOPs and keep arrays of (B, T, C) or (B, T, 4C); the ops on attention's scores (scale, mask, softmax, dropout)
+cost few FLOPs and keep the (B, heads, T, T) arrays that grow with the square of the sequence. So keep the
+expensive outputs, and recompute the cheap ones (Korthikanti et al. 2022, "Reducing Activation Recomputation in
+Large Transformer Models"; JAX's checkpoint policies; PyTorch's selective activation checkpointing).
+
+mg.checkpoint(block, x, policy=...) takes a policy: a function of (op name, input shapes, output shape) that says
+which ops keep what their backward reads in the forward; in backward the recompute hands those ops' results back
+instead of running them. Gradients stay bit-identical to the plain run for every policy (asserted below).
+
+Part 1: a stack of GPT blocks, each under its own checkpoint, with each policy of mg.checkpoint_policies: the peak
+        of activation memory and the FLOPs recomputed, measured with mg.profile, on one memory-versus-recompute plot.
+Part 2: where the time goes in one block: the share of its forward FLOPs that each policy recomputes.
+Plot: out/11_selective_recomputation.png.
+"""
+# %%
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+import minigrad as mg
+from minigrad import grading
+from minigrad.gpt import Block, GPTConfig
+
+# %% settings
+SEED = 0
+CFG = dict(n_embd=64, n_head=4, dropout=0.1)
+BATCH, T = 8, 64                  # T > C: attention's (B, heads, T, T) arrays outweigh the (B, T, C) ones
+BLOCKS, QUICK_BLOCKS = 8, 4
+POLICIES = ("nothing_saveable", "save_anything_except_core_attention", "dots_saveable", "everything_saveable")
+OUT = "out"
+PLOTS = {"11_selective_recomputation.png": "peak activation memory against recompute FLOPs for each checkpoint "
+                                           "policy on a stack of GPT blocks, with no checkpointing for comparison"}
+EXERCISES = (7,)
+KiB = 2**10
+
+
+def run(blocks, x, policy):
+    """One forward and backward of the stack under mg.profile: (peak activations, recompute FLOPs, forward FLOPs,
+    the input's gradient)."""
+    for b in blocks:
+        b.zero_grad()
+    x = x.detach().requires_grad_(True)
+    with mg.profile() as prof:
+        h = x
+        for b in blocks:
+            h = b(h) if policy is None else mg.checkpoint(b, h, policy=getattr(mg.checkpoint_policies, policy))
+        h.sum().backward()
+    grads = [x.grad.numpy()] + [p.grad.numpy() for b in blocks for p in b.parameters()]
+    return prof.peak_bytes("activations"), prof.flops("recompute"), prof.flops("forward"), grads
+
+
+def part1(n):
+    mg.manual_seed(SEED)
+    cfg = GPTConfig(block_size=T, **CFG)
+    blocks = [Block(cfg) for _ in range(n)]
+    x = mg.randn(BATCH, T, cfg.n_embd)
+    rows = {}
+    for policy in (None,) + POLICIES:
+        mg.manual_seed(SEED + 1)  # the same dropout masks for every run
+        rows[policy or "no checkpointing"] = run(blocks, x, policy)
+    plain = rows["no checkpointing"]
+    for name, (_, _, _, grads) in rows.items():
+        assert all(np.array_equal(a, b) for a, b in zip(grads, plain[3])), f"{name}: gradients differ"
+    print(f"Part 1: {n} GPT blocks (C = {cfg.n_embd}, {cfg.n_head} heads, dropout {cfg.dropout}), batch {BATCH} x {T} "
+          f"tokens, each block under its own checkpoint. Gradients: bit-identical to the plain run for every policy "
+          f"(asserted).\n")
+    forward = plain[2]
+    print(f"{'policy':<40}{'peak activations':>18}{'of plain':>10}{'recompute':>14}{'of a forward':>14}")
+    for name, (peak, recompute, _, _) in rows.items():
+        print(f"{name:<40}{peak / KiB:>14.0f} KiB{peak / plain[0]:>10.0%}{recompute / 1e6:>10.1f} MFLOP"
+              f"{recompute / forward:>14.1%}")
+    core, none = rows["save_anything_except_core_attention"], rows["nothing_saveable"]
+    dots = rows["dots_saveable"]
+    print(f"\nnothing_saveable is today's checkpointing: the least memory for a whole forward recomputed. dots_saveable "
+          f"keeps the products' outputs and recomputes {dots[1] / forward:.1%} of a forward for {dots[0] / plain[0]:.0%} "
+          f"of the plain run's activations. The Korthikanti split keeps everything but attention's (B, heads, T, T) "
+          f"arrays: {core[1] / forward:.1%} of a forward recomputed, for {core[0] / plain[0]:.0%} of the memory. "
+          f"everything_saveable recomputes nothing and keeps a little more than the plain run: the blocks' inputs, "
+          f"which the checkpoints keep, and the outputs it remembers until each block's backward ends.\n")
+    return rows
+
+
+def part2():
+    """The two selective policies as the sequence grows: attention's arrays grow with T^2, the rest with T."""
+    print(f"Part 2: the selective policies as the sequence grows (2 blocks, batch 4): activations kept, as a share of "
+          f"the plain run's, and FLOPs recomputed, as a share of a forward.\n")
+    print(f"{'T':>6}{'T/C':>6}{'dots_saveable':>26}{'except core attention':>30}")
+    sweep = []
+    for t in (32, 64, 128, 256):
+        mg.manual_seed(SEED)
+        cfg = GPTConfig(block_size=t, **CFG)
+        blocks = [Block(cfg) for _ in range(2)]
+        x = mg.randn(4, t, cfg.n_embd)
+        plain = run(blocks, x, None)
+        shares = []
+        for policy in ("dots_saveable", "save_anything_except_core_attention"):
+            peak, recompute, _, _ = run(blocks, x, policy)
+            shares.append((peak / plain[0], recompute / plain[2]))
+        sweep.append((t, shares))
+        print(f"{t:>6}{t / cfg.n_embd:>6.1f}" + "".join(f"{m:>14.0%} mem {r:>5.1%} re" for m, r in shares))
+    # Korthikanti et al.'s per-layer counts (16-bit activations, 1-byte masks): attention's (T, T) arrays take
+    # 5 a T / C of the s b h (34 + 5 a T / C) bytes; recomputing them costs QK^T and AV, 4 T^2 C FLOPs against the
+    # layer's 24 T C^2 + 4 T^2 C, about T / 6C
+    a, t, c = 96, 2048, 12288  # GPT-3 175B
+    kept = 5 * a * t / c / (34 + 5 * a * t / c)
+    cost = 4 * t * t * c / (24 * t * c * c + 4 * t * t * c)
+    print(f"\nBoth columns of the split grow with T: attention's arrays are about (heads x T) / C of a layer's "
+          f"activations against the rest, and recomputing them costs about T / 6C of its FLOPs. Here C = "
+          f"{CFG['n_embd']} is small, so at T = 256 the split already recomputes {sweep[-1][1][1][1]:.0%} of a forward. "
+          f"In GPT-3 (96 heads, T = 2048, C = 12288) the same formulas give {kept:.0%} of a layer's activations for "
+          f"{cost:.1%} of its FLOPs: why the split became standard for large models. dots_saveable barely moves: "
+          f"it keeps every product's output, and the (T, T) products are among them.\n")
+    return sweep
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    forward = rows["no checkpointing"][2]
+    for name, (peak, recompute, _, _) in rows.items():
+        ax.plot(recompute / forward, peak / KiB, "o", ms=9)
+        ax.annotate(name, (recompute / forward, peak / KiB), xytext=(6, 4), textcoords="offset points", fontsize=8)
+    ax.set_xlabel("FLOPs recomputed in backward (forward passes of the stack)")
+    ax.set_ylabel("peak activation memory (KiB)")
+    ax.set_xlim(-0.05, 1.25)
+    ax.set_ylim(0, max(r[0] for r in rows.values()) / KiB * 1.15)
+    ax.set_title("Checkpoint policies on a stack of GPT blocks", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"plot: {path}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help=f"{QUICK_BLOCKS} blocks instead of {BLOCKS}")
+    ap.add_argument("--no-plot", action="store_true", help="print only")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    rows = part1(QUICK_BLOCKS if args.quick else BLOCKS)
+    part2()
+    if not args.no_plot:
+        plot(rows, os.path.join(OUT, "11_selective_recomputation.png"))
+    print(f"(the lesson took {time.perf_counter() - t0:.1f} s)\n")
+    grading.now_build_it(EXERCISES)
+
+
+# %%
+if __name__ == "__main__":
+    main([] if "ipykernel" in sys.argv[0] or "ipykernel" in sys.modules else None)

@@ -1,0 +1,26 @@
+"""Lesson 11 (selective recomputation) runs; gradients are asserted bit-identical inside it; what it prints holds."""
+import os
+import re
+
+from test_lessons_07_08 import ROOT, assert_ends_with_exercises, assert_plot, run
+
+LESSON = os.path.join(ROOT, "lessons", "11_selective_recomputation.py")
+
+
+def test_lesson_11_runs_and_each_policy_trades_as_it_says(tmp_path):
+    r = run([LESSON, "--quick"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert_plot(tmp_path / "out" / "11_selective_recomputation.png")
+    assert_ends_with_exercises(out, [7])
+    rows = {m.group(1): (int(m.group(2)), float(m.group(3))) for m in re.finditer(
+        r"^(\w[\w ]+?)\s+(\d+) KiB\s+\d+%\s+[\d.]+ MFLOP\s+([\d.]+)%$", out, re.M)}
+    assert len(rows) == 5, rows
+    assert rows["nothing_saveable"][1] == 100.0 and rows["everything_saveable"][1] == 0.0
+    assert rows["nothing_saveable"][0] == min(m for m, _ in rows.values())
+    assert 0 < rows["dots_saveable"][1] < rows["save_anything_except_core_attention"][1] < 100
+    sweep = [tuple(map(float, m)) for m in re.findall(r"^\s+\d+\s+[\d.]+\s+(\d+)% mem\s+([\d.]+)% re\s+(\d+)% mem\s+"
+                                                      r"([\d.]+)% re$", out, re.M)]
+    assert len(sweep) == 4
+    core_memory = [s[2] for s in sweep]
+    assert core_memory == sorted(core_memory, reverse=True)  # the split saves more as T grows
