@@ -456,11 +456,12 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
         kept = op.retained() if op.retained is not None else None  # a tensor that asked retain_grad()
         if kept is not None:
             _accumulate(kept, g, taken)
-        # NumPy hands back a 0-d result as a scalar: made an array here, the ledger counts the one the tape holds
-        input_grads = tuple(backend.as_array(gi) for gi in op.backward(g))
+        input_grads = op.backward(g)
         if not retain_graph:
             release(op)
         if _on.profiler is not None:
+            # NumPy hands back a 0-d result as a scalar: made an array here, the ledger counts the one the tape holds
+            input_grads = tuple(backend.as_array(gi) for gi in input_grads)
             _on.profiler.on_backward(op, g, input_grads)
         for nxt, gi in zip(op.next, input_grads):
             if nxt is None or gi is None:
