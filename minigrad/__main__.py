@@ -450,7 +450,9 @@ def main(argv=None):
         examples:
           python -m minigrad memory --model bert-large-uncased --batch-size 4 --seq-len 512
           python -m minigrad memory --model bert-large-uncased --batch-size 1 --grad-accum 4 --seq-len 512 --checkpointing
-          python -m minigrad memory --model gpt2-xl --batch-size 1 --seq-len 1024 --json"""))
+          python -m minigrad memory --model gpt2-xl --batch-size 1 --seq-len 1024 --json
+          python -m minigrad memory --model gpt2-xl --batch-size 4 --seq-len 1024 --checkpointing \
+              --policy save_anything_except_core_attention     (recompute only attention's T x T arrays)"""))
     _step_arguments(p)
     p.add_argument("--batch-size", type=_at_least_one, required=True, help="the micro-batch that runs at once")
     p.add_argument("--grad-accum", type=_at_least_one, default=1, help="micro-batches per optimizer step (default 1)")
