@@ -10,7 +10,10 @@
     where the engine should add almost nothing over the NumPy calls it makes;
 (b) a 16x16 tanh MLP at batch 1: tiny tensors, where per-op Python overhead is everything.
 'profiled' is minigrad inside `with mg.profile():` (one profile per step): the ledger's cost;
-'sqrt-ckpt' is minigrad with checkpoint_sequential(model, 'sqrt', x): checkpointing's time cost.
+'sqrt-ckpt' is minigrad with checkpoint_sequential(model, 'sqrt', x): checkpointing's time cost;
+in (a), 'sqrt-dots', 'sqrt-core' and 'sqrt-all' are the same under policy=dots_saveable,
+save_anything_except_core_attention (in an MLP, which has no attention, it keeps every op) and
+everything_saveable (mg.checkpoint_policies): what keeping rather than recomputing buys in time.
 (c) a training step (forward, backward, AdamW) of the small GPT in minigrad/gpt.py against the
     same model, with the same weights, written in PyTorch.
 (f) how cost grows: step time and peak activation memory against depth and against batch,
@@ -73,9 +76,14 @@ def profiled_step(model, x):
         minigrad_step(model, x)
 
 
-def sqrt_checkpointed_step(model, x):
+def sqrt_checkpointed_step(model, x, policy=None):
     model.zero_grad()
-    mg.checkpoint_sequential(model, "sqrt", x).sum().backward()
+    mg.checkpoint_sequential(model, "sqrt", x, policy=policy).sum().backward()
+
+
+# (a)'s sqrt(n) checkpointing under each policy but nothing_saveable ('sqrt-ckpt'): contender -> policy
+POLICIES = {"sqrt-dots": "dots_saveable", "sqrt-core": "save_anything_except_core_attention",
+            "sqrt-all": "everything_saveable"}
 
 
 def numpy_step(params, x):
@@ -101,7 +109,7 @@ def torch_step(model, x):
     model(x).sum().backward()
 
 
-def build(depth, width, batch):
+def build(depth, width, batch, policies=False):
     mg.manual_seed(0)
     layers = []
     for _ in range(depth):
@@ -113,6 +121,10 @@ def build(depth, width, batch):
     contenders = {"minigrad": lambda: minigrad_step(model, x), by_hand: lambda: numpy_step(params, x.data),
                   "profiled": lambda: profiled_step(model, x), "sqrt-ckpt": lambda: sqrt_checkpointed_step(model, x),
                   "forward": lambda: forward_only(model, x)}
+    if policies:
+        for k, name in POLICIES.items():
+            policy = getattr(mg.checkpoint_policies, name)
+            contenders[k] = lambda policy=policy: sqrt_checkpointed_step(model, x, policy)
     device = torch_device()
     if device is None:
         return contenders
@@ -300,8 +312,11 @@ def main():
     if "a" in args.only:
         depth, width, batch = (4, 64, 16) if q else (32, 512, 256)
         name = f"(a) {depth}-layer {width}-wide tanh MLP, batch {batch}, float32, forward+backward{tag}"
-        times = compare(name, build(depth, width, batch), *((3, 2) if q else (15, 3)), report)
+        times = compare(name, build(depth, width, batch, policies=True), *((3, 2) if q else (15, 3)), report)
         recompute_estimate(report[name], times, depth)
+        for k, policy in POLICIES.items():
+            report[name][k]["policy"] = policy
+        print("  " + "; ".join(f"{k}: policy={v}" for k, v in POLICIES.items()) + " (sqrt-ckpt: nothing_saveable)")
     if "b" in args.only:
         compare(f"(b) 16x16 tanh MLP (2 layers), batch 1: per-op overhead{tag}", build(2, 16, 1),
                 *((3, 20) if q else (15, 2000)), report)

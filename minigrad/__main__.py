@@ -312,7 +312,7 @@ def _plot_curve(rows, front, sqrt_k, n, forward, what, path):
 
 def memory(args):
     setup = plan.Setup(args.model, args.batch_size, args.seq_len, args.grad_accum, args.checkpointing, args.optimizer,
-                       args.dtype, _software(args))
+                       args.dtype, _software(args), policy=args.policy)
     prediction = plan.predict(setup)
     if args.json:
         print(json.dumps(prediction.as_json()))
@@ -327,7 +327,7 @@ def plan_command(args):
     software = _software(args)
     from_bar = None if args.quiet else _progress("plan")
     fits, tried = plan.search(args.model, budget, args.batch_size, args.seq_len, args.optimizer, args.dtype, software,
-                              top=args.top, progress=from_bar)
+                              top=args.top, progress=from_bar, policy=args.policy)
     if not fits:
         least = min(tried, key=lambda p: p.bytes["total"])
         fixed = sum(least.bytes[c] for c in ("parameters", "gradients", "optimizer"))
@@ -338,7 +338,8 @@ def plan_command(args):
         return 1
     plain = {p.setup.checkpointing: p for p in tried if p.setup.checkpointing == "none"}.get("none")
     print(f"\n{args.model}, optimizer batch {args.batch_size} x {args.seq_len} tokens, {args.optimizer}, {args.dtype}: "
-          f"the {len(fits)} best of {len(tried)} steps run on 'meta'\n")
+          f"the {len(fits)} best of {len(tried)} steps run on 'meta'"
+          + (f"; checkpoints keep {args.policy}" if args.policy != "nothing_saveable" else "") + "\n")
     print(f"{'rank':<6}{'micro-batch':>12}{'accumulation':>14}{'checkpointing':>15}{'peak':>12}"
           f"{'FLOPs/sample':>15}{'recompute':>11}")
     for i, p in enumerate(fits, 1):
@@ -376,6 +377,11 @@ def _step_arguments(p):
     p.add_argument("--dtype", choices=sorted(plan.DTYPES), default="fp32",
                    help="fp32, or fp16: parameters, activations, gradients and optimizer state in float16 "
                         "(model.half(); not mixed precision) (default fp32)")
+    p.add_argument("--policy", choices=plan.POLICIES, default="nothing_saveable",
+                   help="what each checkpoint keeps rather than recomputes (mg.checkpoint_policies): "
+                        "nothing_saveable (recompute the whole block, the default), dots_saveable (keep the matrix "
+                        "products), save_anything_except_core_attention (Korthikanti et al. 2022's selective "
+                        "recomputation: recompute only attention's T x T arrays), everything_saveable")
     g = p.add_argument_group("software of the day (defaults: PyTorch today)")
     g.add_argument("--zero-grad", choices=("none", "zeros"), default="none",
                    help="none: zero_grad(set_to_none=True), PyTorch >= 2.0; zeros: filled in place, so the gradients "
@@ -444,7 +450,9 @@ def main(argv=None):
         examples:
           python -m minigrad memory --model bert-large-uncased --batch-size 4 --seq-len 512
           python -m minigrad memory --model bert-large-uncased --batch-size 1 --grad-accum 4 --seq-len 512 --checkpointing
-          python -m minigrad memory --model gpt2-xl --batch-size 1 --seq-len 1024 --json"""))
+          python -m minigrad memory --model gpt2-xl --batch-size 1 --seq-len 1024 --json
+          python -m minigrad memory --model gpt2-xl --batch-size 4 --seq-len 1024 --checkpointing \
+              --policy save_anything_except_core_attention     (recompute only attention's T x T arrays)"""))
     _step_arguments(p)
     p.add_argument("--batch-size", type=_at_least_one, required=True, help="the micro-batch that runs at once")
     p.add_argument("--grad-accum", type=_at_least_one, default=1, help="micro-batches per optimizer step (default 1)")

@@ -195,11 +195,13 @@ class BertEncoder(nn.Module):
         self.layer = nn.ModuleList(BertLayer(cfg, device) for _ in range(cfg.num_hidden_layers))
         self.gradient_checkpointing = False  # True: recompute each layer in backward instead of keeping its insides;
                                              # or the segments of layers to checkpoint, [(lo, hi), ...]
+        self.checkpoint_policy = None  # what each checkpoint keeps rather than recomputes (mg.checkpoint_policies)
 
     def forward(self, hidden_states, attention_mask):
         # as Hugging Face: only in training, where a backward follows whose memory the recompute saves
         segments = self.gradient_checkpointing if self.training else False
-        return checkpoint_blocks(self.layer, hidden_states, segments, attention_mask)  # (B, T, C)
+        return checkpoint_blocks(self.layer, hidden_states, segments, attention_mask,
+                                 policy=self.checkpoint_policy)  # (B, T, C)
 
 
 class BertPooler(nn.Module):

@@ -621,17 +621,18 @@ def _run_segments(functions, segments, children, x, kwargs):
         x = checkpoint(run, x, **kwargs)
 
 
-def checkpoint_blocks(blocks, x, segments, *args):
+def checkpoint_blocks(blocks, x, segments, *args, policy=None):
     """x through blocks in turn (block(x, *args)), the model's way of checkpointing its transformer blocks:
     segments False: plainly; True: every block under its own checkpoint (Hugging Face's gradient_checkpointing);
-    a list [(lo, hi), ...]: each listed segment of blocks under one checkpoint, the others plainly."""
+    a list [(lo, hi), ...]: each listed segment of blocks under one checkpoint, the others plainly.
+    policy: what each checkpoint keeps rather than recomputes (NOTE [selective checkpoint]); None recomputes all."""
     if segments is True:
         segments = [(i, i + 1) for i in range(len(blocks))]
     ends = dict(segments or ())
     i = 0
     while i < len(blocks):
         if i in ends:
-            x = checkpoint(functools.partial(_run_blocks, blocks[i:ends[i]]), x, *args)
+            x = checkpoint(functools.partial(_run_blocks, blocks[i:ends[i]]), x, *args, policy=policy)
             i = ends[i]
         else:
             x = blocks[i](x, *args)

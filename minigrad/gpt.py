@@ -33,6 +33,8 @@ class GPTConfig:
     bias: bool = True
     gradient_checkpointing: object = False  # True: recompute each block in backward instead of keeping its insides;
                                             # or the segments of blocks to checkpoint, [(lo, hi), ...]
+    checkpoint_policy: object = None      # what each checkpoint keeps rather than recomputes: one of
+                                          # mg.checkpoint_policies (None: nothing, recompute the whole block)
     tie_word_embeddings: bool = False     # GPT-2: lm_head.weight is wte.weight, one Parameter
     gelu_approximate: str = "none"        # GPT-2: 'tanh' (Hugging Face's "gelu_new")
     # what the framework of the day kept (plan.Software): today's PyTorch by default
@@ -133,7 +135,8 @@ class GPT(nn.Module):
             raise ValueError(f"GPT: sequence length {T} is longer than block_size {self.config.block_size}")
         pos = arange(T, device=idx.device)                                    # (T,)
         x = self.drop(self.wte(idx) + self.wpe(pos))                          # (B, T, C)
-        x = checkpoint_blocks(self.h, x, self.config.gradient_checkpointing)  # (B, T, C)
+        x = checkpoint_blocks(self.h, x, self.config.gradient_checkpointing,
+                              policy=self.config.checkpoint_policy)                   # (B, T, C)
         logits = self.lm_head(self.ln_f(x))                                   # (B, T, V)
         if targets is None:
             return logits

@@ -99,12 +99,14 @@ def build(name, device=None, dtype=None, gradient_checkpointing=False, **config_
     return model.to(dtype=dtype) if dtype is not None else model
 
 
-def set_checkpointing(model, segments):
-    """Checkpoint the model's transformer blocks: False, True (every block) or segments [(lo, hi), ...]."""
+def set_checkpointing(model, segments, policy=None):
+    """Checkpoint the model's transformer blocks: False, True (every block) or segments [(lo, hi), ...], each
+    keeping what `policy` (one of mg.checkpoint_policies; None: nothing) says rather than recomputing it."""
     if isinstance(model, BertForSequenceClassification):
         model.bert.encoder.gradient_checkpointing = segments
+        model.bert.encoder.checkpoint_policy = policy
     else:
-        model.config = dataclasses.replace(model.config, gradient_checkpointing=segments)
+        model.config = dataclasses.replace(model.config, gradient_checkpointing=segments, checkpoint_policy=policy)
 
 
 def blocks_and_input(model, batch):

@@ -26,12 +26,13 @@ import re
 from dataclasses import dataclass, field
 
 from . import models, optim, schedules
-from .checkpoint import measure_chain
+from .checkpoint import checkpoint_policies, measure_chain
 from .profiler import profile
 from .random import manual_seed
 from .tensor import no_grad, zeros_like
 
 STRATEGIES = ("none", "every", "sqrt", "budget")
+POLICIES = tuple(vars(checkpoint_policies))  # what each checkpoint keeps; the first, nothing_saveable, is the default
 ORDER = ("parameters", "gradients", "optimizer", "activations", "transient")  # the profiler's categories, as printed
 OPTIMIZERS = {"adamw": lambda params: optim.AdamW(params, lr=1e-4), "sgd": lambda params: optim.SGD(params, lr=1e-3)}
 DTYPES = {"fp32": "float32", "fp16": "float16"}
@@ -66,6 +67,8 @@ class Setup:
     dtype: str = "fp32"
     software: Software = field(default_factory=Software)
     overrides: dict = field(default_factory=dict)  # changes to the model's config: {'n_layer': 2} for a small one
+    policy: str = "nothing_saveable"   # what each checkpoint keeps rather than recomputes: a name in
+                                       # mg.checkpoint_policies ('save_anything_except_core_attention': Korthikanti's)
 
     def __post_init__(self):
         models.spec(self.model)  # an unknown name lists the known ones
@@ -82,6 +85,12 @@ class Setup:
         if isinstance(self.checkpointing, str) and self.checkpointing not in STRATEGIES:
             raise ValueError(f"checkpointing must be one of {', '.join(STRATEGIES)}, or a list of segments; got "
                              f"{self.checkpointing!r}")
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)} (mg.checkpoint_policies); got "
+                             f"{self.policy!r}")
+        if self.policy != "nothing_saveable" and self.checkpointing == "none":
+            raise ValueError(f"policy {self.policy}: a policy chooses what a checkpoint keeps, and with checkpointing "
+                             f"'none' there is no checkpoint; add --checkpointing (every block) or another strategy")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
         if self.dtype not in DTYPES:
@@ -137,7 +146,7 @@ def predict(setup, exact_accumulation=True, device="meta"):
     model = models.build(setup.model, device=device, dtype=DTYPES[setup.dtype], **_software_config(setup.software, DTYPES[setup.dtype]),
                          **setup.overrides)
     batch = models.example_batch(setup.model, setup.batch_size, setup.seq_len, device=device, **setup.overrides)
-    segments = _checkpointing(model, setup.checkpointing, batch)
+    segments = _checkpointing(model, setup.checkpointing, batch, setup.policy)
     opt = OPTIMIZERS[setup.optimizer](list(model.parameters()))
     set_to_none = setup.software.zero_grad == "none"
     runs = setup.grad_accum if exact_accumulation else min(setup.grad_accum, 2)
@@ -174,26 +183,28 @@ def _software_config(software, dtype):
                 dropout_mask=None if software.dropout_mask == "bool" else dtype)
 
 
-def _checkpointing(model, how, batch):
-    """Set the model's block checkpointing for `how`; returns the segments."""
+def _checkpointing(model, how, batch, policy):
+    """Set the model's block checkpointing for `how` under the named policy; returns the segments. ('sqrt' and
+    'budget' cut where a whole-segment recompute would: schedules.py knows no policies.)"""
     if not isinstance(how, str):
         segments = [tuple(s) for s in how]
     else:
         with no_grad():
             blocks, x = models.blocks_and_input(model, batch)
         segments = block_segments(how, blocks, x)
-    models.set_checkpointing(model, segments)
+    models.set_checkpointing(model, segments, getattr(checkpoint_policies, policy))
     return segments
 
 
 # ----------------------------------------------------------------------------- the planner
 
 def search(model, memory, batch_size, seq_len, optimizer="adamw", dtype="fp32", software=None, strategies=STRATEGIES,
-           top=5, progress=None):
+           top=5, progress=None, policy="nothing_saveable"):
     """Every (micro-batch, strategy) whose step fits in `memory` bytes, for an optimizer batch of `batch_size`:
     micro-batches that divide it, accumulation making up the rest. Ranked by FLOPs per sample (least recompute
     first), then by the larger micro-batch (fewer, larger kernels). Per strategy, the largest micro-batch that
-    fits is found by bisection (memory grows with the micro-batch)."""
+    fits is found by bisection (memory grows with the micro-batch). Every checkpoint keeps what `policy` (a name
+    in mg.checkpoint_policies) says."""
     software = software or Software()
     sizes = [b for b in range(1, batch_size + 1) if batch_size % b == 0]
     fits, tried = [], []
@@ -201,8 +212,8 @@ def search(model, memory, batch_size, seq_len, optimizer="adamw", dtype="fp32", 
         lo, hi, best = 0, len(sizes) - 1, None
         while lo <= hi:
             mid = (lo + hi) // 2
-            p = predict(Setup(model, sizes[mid], seq_len, batch_size // sizes[mid], how, optimizer, dtype, software),
-                        exact_accumulation=False)
+            p = predict(Setup(model, sizes[mid], seq_len, batch_size // sizes[mid], how, optimizer, dtype, software,
+                              policy=policy if how != "none" else "nothing_saveable"), exact_accumulation=False)
             tried.append(p)
             if progress is not None:
                 progress(p.setup)
@@ -242,6 +253,8 @@ def describe(setup, software=True):
     how = {"none": "no checkpointing", "every": "every block checkpointed", "sqrt": "sqrt(n) segments of blocks",
            "budget": "the budgeted schedule"}.get(s.checkpointing, f"segments {s.checkpointing}") \
         if isinstance(s.checkpointing, str) else f"segments {list(s.checkpointing)}"
+    if s.policy != "nothing_saveable":
+        how += f", keeping {s.policy}"
     sw = s.software
     step = (f"{s.model}: micro-batch {s.batch_size} x {s.seq_len} tokens, {s.grad_accum} per optimizer step (batch "
             f"{s.batch_size * s.grad_accum}), {how}, {s.optimizer}, {s.dtype}")

@@ -143,7 +143,9 @@ def test_bench_smoke(tmp_path):
     assert r.returncode == 0, r.stderr
     report = json.loads(out.read_text())
     assert [name[:3] for name in report] == ["(a)", "(b)", "(c)", "(f)"]
-    assert {"minigrad", "numpy", "profiled", "sqrt-ckpt"} <= set(report[next(iter(report))])
+    a = report[next(iter(report))]
+    assert {"minigrad", "numpy", "profiled", "sqrt-ckpt", "sqrt-dots", "sqrt-core", "sqrt-all"} <= set(a)
+    assert a["sqrt-dots"]["policy"] == "dots_saveable"  # each policy's time, and which policy it is
     for name, rows in report.items():
         if name.startswith("(f)"):
             continue

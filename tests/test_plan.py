@@ -164,3 +164,54 @@ def test_each_switch_keeps_what_it_says():
     # (the next linear keeps a reshaped copy) and a log-sum-exp per row; compared at each step's peak, to 0.1%
     fused_keeps = B * T * 1024 * 4 + B * H * T * 4
     assert -more(attention="sdpa") == pytest.approx(L * ((4 + 1 + 4) * scores - fused_keeps), rel=1e-3)
+
+
+# ----------------------------------------------------------------------------- checkpoint policies
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("policy", plan.POLICIES[1:])
+def test_meta_predicts_the_real_step_exactly_under_a_policy(name, policy):
+    for checkpointing, grad_accum in (("every", 1), ("sqrt", 2)):
+        setup = plan.Setup(name, 2, 32, grad_accum, checkpointing, overrides=SMALL[name], policy=policy)
+        meta, real = plan.predict(setup), plan.predict(setup, device="cpu")
+        assert (meta.bytes, meta.flops, meta.segments) == (real.bytes, real.flops, real.segments)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_the_policies_order_memory_against_recompute(name):
+    def run(checkpointing, policy="nothing_saveable"):
+        return plan.predict(plan.Setup(name, 2, 32, 1, checkpointing, overrides=SMALL[name], policy=policy))
+    plain, full = run("none"), run("every")
+    assert (full.bytes, full.flops) == (run("every", "nothing_saveable").bytes, run("every", "nothing_saveable").flops)
+    core, dots, every = (run("every", p) for p in ("save_anything_except_core_attention", "dots_saveable",
+                                                   "everything_saveable"))
+    assert full.flops["recompute"] > core.flops["recompute"] > dots.flops["recompute"] > 0 == every.flops["recompute"]
+    assert full.bytes["activations"] < core.bytes["activations"] <= every.bytes["activations"]
+    assert plain.flops["forward"] == core.flops["forward"] and plain.flops["backward"] == core.flops["backward"]
+
+
+def test_gpt2_xl_selective_recompute_keeps_most_of_the_saving_for_a_tenth_of_the_recompute():
+    def run(checkpointing, policy="nothing_saveable"):
+        return plan.predict(plan.Setup("gpt2-xl", 4, 1024, 1, checkpointing, policy=policy))
+    plain, full, core = run("none"), run("every"), run("every", "save_anything_except_core_attention")
+    assert core.flops["recompute"] < 0.12 * full.flops["recompute"]
+    assert plain.bytes["total"] - core.bytes["total"] > 0.5 * (plain.bytes["total"] - full.bytes["total"])
+
+
+@pytest.mark.parametrize("kwargs, message", [(dict(policy="dots"), "dots_saveable"),
+                                             (dict(policy="dots_saveable"), "--checkpointing")])
+def test_a_bad_policy_says_what_to_do(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        plan.Setup("gpt2", 1, 32, **kwargs)
+
+
+def test_memory_and_plan_take_a_policy(capsys):
+    argv = ["--model", "gpt2", "--seq-len", "256", "--policy", "save_anything_except_core_attention"]
+    assert main(["memory", "--batch-size", "2", "--checkpointing", "every", "--json"] + argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    expected = plan.predict(plan.Setup("gpt2", 2, 256, 1, "every", policy="save_anything_except_core_attention"))
+    assert out["total"] == expected.bytes["total"] and out["flops"] == expected.flops
+    assert main(["memory", "--batch-size", "2", "--checkpointing"] + argv) == 0
+    assert "keeping save_anything_except_core_attention" in capsys.readouterr().out
+    assert main(["plan", "--memory", "4GiB", "--batch-size", "8", "--quiet"] + argv) == 0
+    assert "checkpoints keep save_anything_except_core_attention" in capsys.readouterr().out
