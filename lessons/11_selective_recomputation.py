@@ -16,7 +16,9 @@ instead of running them. Gradients stay bit-identical to the plain run for every
 
 Part 1: a stack of GPT blocks, each under its own checkpoint, with each policy of mg.checkpoint_policies: the peak
         of activation memory and the FLOPs recomputed, measured with mg.profile, on one memory-versus-recompute plot.
-Part 2: where the time goes in one block: the share of its forward FLOPs that each policy recomputes.
+Part 2: the selective split as the sequence grows, and what Korthikanti et al.'s formulas give for GPT-3.
+Part 3: full size, on the 'meta' device (lesson 9): gpt2-xl's training step with every block checkpointed under
+        each policy, from python -m minigrad memory --checkpointing --policy NAME.
 Plot: out/11_selective_recomputation.png.
 """
 # %%
@@ -28,7 +30,7 @@ import time
 import numpy as np
 
 import minigrad as mg
-from minigrad import grading
+from minigrad import grading, plan
 from minigrad.gpt import Block, GPTConfig
 
 # %% settings
@@ -123,6 +125,27 @@ def part2():
     return sweep
 
 
+def part3():
+    name, batch, seq = "gpt2-xl", 4, 1024
+    print(f"Part 3: {name}, batch {batch} x {seq} tokens, AdamW, fp32, on 'meta': one training step with every block "
+          f"checkpointed, under each policy (GiB at the step's peak; recompute as a share of forward + backward).\n")
+    print(f"{'checkpointing':<52}{'activations':>12}{'total':>8}{'recompute':>11}")
+    rows = [("none", "nothing_saveable")] + [("every", p) for p in POLICIES]
+    results = {}
+    for how, policy in rows:
+        p = plan.predict(plan.Setup(name, batch, seq, checkpointing=how, policy=policy))
+        label = "no checkpointing" if how == "none" else f"every block, {policy}"
+        results[label] = p
+        print(f"{label:<52}{p.bytes['activations'] / 2**30:>12.2f}{p.bytes['total'] / 2**30:>8.2f}{p.overhead:>11.1%}")
+    plain, full = results["no checkpointing"], results["every block, nothing_saveable"]
+    split = results["every block, save_anything_except_core_attention"]
+    saved = (plain.bytes["total"] - split.bytes["total"]) / (plain.bytes["total"] - full.bytes["total"])
+    print(f"\nThe split keeps {saved:.0%} of full recompute's saving of the total for {split.overhead:.1%} extra FLOPs "
+          f"instead of {full.overhead:.1%}. The same from the command line: python -m minigrad memory --model {name} "
+          f"--batch-size {batch} --seq-len {seq} --checkpointing --policy save_anything_except_core_attention; "
+          f"docs/will_it_fit.md compares these with the paper's formulas.\n")
+
+
 def plot(rows, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -153,6 +176,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     rows = part1(QUICK_BLOCKS if args.quick else BLOCKS)
     part2()
+    part3()
     if not args.no_plot:
         plot(rows, os.path.join(OUT, "11_selective_recomputation.png"))
     print(f"(the lesson took {time.perf_counter() - t0:.1f} s)\n")

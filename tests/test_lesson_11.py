@@ -24,3 +24,8 @@ def test_lesson_11_runs_and_each_policy_trades_as_it_says(tmp_path):
     assert len(sweep) == 4
     core_memory = [s[2] for s in sweep]
     assert core_memory == sorted(core_memory, reverse=True)  # the split saves more as T grows
+    full = {m.group(1): (float(m.group(2)), float(m.group(4))) for m in re.finditer(
+        r"^(no checkpointing|every block, \w+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)%$", out, re.M)}
+    assert len(full) == 5, full
+    split, whole = full["every block, save_anything_except_core_attention"], full["every block, nothing_saveable"]
+    assert whole[0] < split[0] < full["no checkpointing"][0] and split[1] < whole[1] / 5
