@@ -91,7 +91,7 @@ def main():
     if comm.rank != 0:
         return
     print(f"Allreduce(SUM) of float64 on {n} rank{'s' if n > 1 else ''}, {library()}, mpi4py {mpi4py.__version__}")
-    print(f"median of rounds, each the slowest rank's time; algbw = bytes/time, busbw = algbw*2(n-1)/n")
+    print("median of rounds, each the slowest rank's time; algbw = bytes/time, busbw = algbw*2(n-1)/n")
     print(f"{'size':>8} {'rounds':>6} {'blocking':>11} {'polled':>11} {'algbw':>10} {'busbw':>10}")
     for r in rows:
         print(f"{size_text(r['bytes']):>8} {r['rounds']:>6} {r['blocking_s'] * 1e6:>8.1f} us "

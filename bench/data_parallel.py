@@ -13,14 +13,11 @@ thread, so that 2 processes on 2 cores do not fight over them. A benchmark, neve
 import argparse
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -77,15 +74,13 @@ def rank_main(steps, out):
 
 
 def launch(ranks, steps, out):
-    mpirun = shutil.which("mpirun", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    if mpirun is None:
-        raise SystemExit("bench/data_parallel.py needs MPI: pip install -e '.[mpi]'")
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    if hasattr(os, "geteuid") and os.geteuid() == 0:  # Open MPI refuses root unless told twice (containers)
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    subprocess.run([mpirun, "-n", str(ranks), "--oversubscribe", "--bind-to", "none", sys.executable,
-                    os.path.abspath(__file__), "--rank", "--steps", str(steps), "--out", out], env=env, check=True)
+    try:
+        status = dist.launch(ranks, os.path.abspath(__file__), ["--rank", "--steps", steps, "--out", out],
+                             env=dict(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1"))
+    except ImportError as e:
+        raise SystemExit(f"bench/data_parallel.py: {e}") from None
+    if status:
+        raise SystemExit(f"bench/data_parallel.py: mpirun -n {ranks} failed (exit status {status})")
     with open(out) as f:
         return json.load(f)
 

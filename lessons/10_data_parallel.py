@@ -20,8 +20,6 @@ Plot: out/10_data_parallel.png (bytes per process by category; bytes sent per st
 # %%
 import argparse
 import os
-import shutil
-import subprocess
 import sys
 import time
 
@@ -48,24 +46,12 @@ KiB = 2**10
 
 def relaunch(argv):
     """Run this file under mpirun with RANKS processes (the lesson was started alone)."""
-    mpirun = shutil.which("mpirun", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    try:
-        import mpi4py  # noqa: F401  (only to say clearly that it is missing)
-    except ImportError:
-        mpirun = None
-    if mpirun is None:
-        print("Lesson 10 needs MPI: pip install -e '.[mpi]' (mpi4py and Open MPI from the package index), then "
-              "mpirun -n 2 python lessons/10_data_parallel.py", file=sys.stderr)
-        return 1
-    env = dict(os.environ)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        # Open MPI refuses to start as root unless told twice; containers often run as root
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    command = [mpirun, "-n", str(RANKS), "--oversubscribe", "--bind-to", "none", sys.executable,
-               os.path.abspath(__file__)] + argv
     print("$ " + " ".join(["mpirun", "-n", str(RANKS), "python", "lessons/10_data_parallel.py"] + argv), flush=True)
-    return subprocess.run(command, env=env).returncode
+    try:
+        return dist.launch(RANKS, os.path.abspath(__file__), argv)
+    except ImportError as e:
+        print(f"Lesson 10: {e}; then mpirun -n 2 python lessons/10_data_parallel.py", file=sys.stderr)
+        return 1
 
 
 def say(*args, **kwargs):

@@ -81,7 +81,7 @@ def part1(n):
     for name, (peak, recompute, _, _) in rows.items():
         print(f"{name:<40}{peak / KiB:>14.0f} KiB{peak / plain[0]:>10.0%}{recompute / 1e6:>10.1f} MFLOP"
               f"{recompute / forward:>14.1%}")
-    core, none = rows["save_anything_except_core_attention"], rows["nothing_saveable"]
+    core = rows["save_anything_except_core_attention"]
     dots = rows["dots_saveable"]
     print(f"\nnothing_saveable is today's checkpointing: the least memory for a whole forward recomputed. dots_saveable "
           f"keeps the products' outputs and recomputes {dots[1] / forward:.1%} of a forward for {dots[0] / plain[0]:.0%} "
@@ -94,8 +94,8 @@ def part1(n):
 
 def part2():
     """The two selective policies as the sequence grows: attention's arrays grow with T^2, the rest with T."""
-    print(f"Part 2: the selective policies as the sequence grows (2 blocks, batch 4): activations kept, as a share of "
-          f"the plain run's, and FLOPs recomputed, as a share of a forward.\n")
+    print("Part 2: the selective policies as the sequence grows (2 blocks, batch 4): activations kept, as a share of "
+          "the plain run's, and FLOPs recomputed, as a share of a forward.\n")
     print(f"{'T':>6}{'T/C':>6}{'dots_saveable':>26}{'except core attention':>30}")
     sweep = []
     for t in (32, 64, 128, 256):

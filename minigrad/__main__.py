@@ -336,7 +336,6 @@ def plan_command(args):
               f"are {plan.gib(fixed)}. Try --optimizer sgd (no moments), --dtype fp16, a shorter --seq-len, or a "
               f"GPU with at least {plan.gib(least.bytes['total'])}.", file=sys.stderr)
         return 1
-    plain = {p.setup.checkpointing: p for p in tried if p.setup.checkpointing == "none"}.get("none")
     print(f"\n{args.model}, optimizer batch {args.batch_size} x {args.seq_len} tokens, {args.optimizer}, {args.dtype}: "
           f"the {len(fits)} best of {len(tried)} steps run on 'meta'"
           + (f"; checkpoints keep {args.policy}" if args.policy != "nothing_saveable" else "") + "\n")

@@ -35,9 +35,12 @@ receives 2 (N - 1) / N x n on each; an all-gather sends and receives all but one
 Read next: gpt.py, the model lesson 10 trains on two processes.
 """
 import atexit
+import importlib.util
 import os
 import pickle
+import shutil
 import signal
+import subprocess
 import sys
 import time
 
@@ -112,6 +115,22 @@ def _comm():
         raise RuntimeError("minigrad.distributed: call dist.init_process_group() first (and launch the script with "
                            "mpirun -n N python ...)")
     return _group.comm
+
+
+def launch(n, script, args=(), env=None):
+    """Run `python script args` on n processes under the mpirun beside this Python (the `mpi` extra's) and return
+    its exit status: how lesson 10 and bench/data_parallel.py start themselves when they are run alone. env adds to
+    this process's environment. Raises ImportError, saying what to install, where mpi4py or mpirun is missing."""
+    mpirun = shutil.which("mpirun", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    if mpirun is None or importlib.util.find_spec("mpi4py") is None:
+        raise ImportError("this needs MPI: pip install -e '.[mpi]' (mpi4py and Open MPI from the package index)")
+    env = {**os.environ, **(env or {})}
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        # Open MPI refuses to start as root unless told twice; containers often run as root
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    command = [mpirun, "-n", str(n), "--oversubscribe", "--bind-to", "none", sys.executable, script, *map(str, args)]
+    return subprocess.run(command, env=env).returncode
 
 
 # ----------------------------------------------------------------------------- waiting without hanging
@@ -214,9 +233,8 @@ def all_gather_object(object_list, obj):
 
 
 def _all_gather_objects(obj, what):
-    comm = _comm()
-    sizes = _all_reduce_array(_one_hot(len(pickle.dumps(obj))), what)
-    blob = pickle.dumps(obj)
+    comm, blob = _comm(), pickle.dumps(obj)
+    sizes = _all_reduce_array(_one_hot(len(blob)), what)
     out = np.empty(int(sizes.sum()), np.uint8)
     counts = sizes.astype(int)
     _wait(comm.Iallgatherv(np.frombuffer(blob, np.uint8), [out, counts]), what)
@@ -376,6 +394,6 @@ class ZeroRedundancyOptimizer(Optimizer):
                 at[r] += p.numel()
 
 
-__all__ = ["init_process_group", "destroy_process_group", "is_initialized", "get_rank", "get_world_size", "barrier",
+__all__ = ["launch", "init_process_group", "destroy_process_group", "is_initialized", "get_rank", "get_world_size", "barrier",
            "all_reduce", "broadcast", "all_gather_object", "shard", "DistributedDataParallel", "ZeroRedundancyOptimizer",
            "accumulation_step", "DistributedError"]

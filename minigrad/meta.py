@@ -317,10 +317,9 @@ _DTYPES = {}
 
 
 def _ufunc_dtypes_of(ufunc, inputs, dtype):
-    stand_ins = [np.ones((), x.dtype) if isinstance(x, (MetaArray, np.ndarray)) else x for x in inputs]
+    shape = (1, 1) if ufunc is np.matmul else ()  # matmul wants matrices
+    stand_ins = [np.ones(shape, x.dtype) if isinstance(x, (MetaArray, np.ndarray)) else x for x in inputs]
     with np.errstate(all="ignore"):
-        if ufunc.__name__ == "matmul":
-            stand_ins = [np.ones((1, 1), x.dtype) if isinstance(x, (MetaArray, np.ndarray)) else x for x in inputs]
         result = ufunc(*stand_ins, **({"dtype": dtype} if dtype is not None else {}))
     return tuple(np.asarray(r).dtype for r in (result if isinstance(result, tuple) else (result,)))
 

@@ -21,7 +21,6 @@ through the next forward; with 'none' (today's default) they are freed after the
 Read next: formulas.py, the closed forms that the ledger's measurements must equal; __main__.py, whose
 `memory` and `plan` commands print these predictions.
 """
-import math
 import re
 from dataclasses import dataclass, field
 
