@@ -38,9 +38,13 @@ minigrad.schedules.Chain describes one by what each function keeps when it runs 
 Check your numbers against measurement yourself, as the grader does:
 
     chain = measure_chain(functions, x)                  # from minigrad.checkpoint
-    with mg.profile() as prof:
+    with mg.profile() as prof, set_checkpoint_early_stop(False):
         checkpoint_segments(functions, segments, x).sum().backward()
     prof.peak_bytes("activations"), prof.flops("recompute")
+
+(set_checkpoint_early_stop(False) makes every op of a recomputed segment run again, the model above. By
+default minigrad's recompute skips the ops whose results backward does not read, such as a segment's last
+Linear and Tanh: NOTE [recompute what backward reads] in minigrad/checkpoint.py, and chain.reruns.)
 
 (minigrad/schedules.py holds the answer: segment_bounds, _normal, predict; read it after.)
 Grade it:  python -m minigrad check 9

@@ -144,7 +144,8 @@ def tradeoff(depth):
           f"one function has nothing inside it to forget.")
     far = [k for k in range(n // 2, n) if equal[k].peak_bytes >= none.peak_bytes / 2]
     if far:
-        print(f"k = {far[0]} .. {far[-1]}: two segments, the first recomputed whole in backward while it keeps "
+        print(f"k = {far[0]} .. {far[-1]}: two segments, the first recomputed in backward (all but the ops whose "
+              f"results backward does not read again: NOTE [recompute what backward reads]) while it keeps "
               f"everything it saves: {equal[far[0]].recompute_flops / forward:.2f} to "
               f"{equal[far[-1]].recompute_flops / forward:.2f} forward passes to save at most "
               f"{format_bytes(none.peak_bytes - equal[far[0]].peak_bytes)}.")

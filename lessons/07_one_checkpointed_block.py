@@ -19,6 +19,11 @@ measured here on a small block, each against the same block run plainly:
   4. nesting: a checkpoint inside a checkpoint. mg.profile measures the activation bytes and
      the recompute FLOPs, and its timeline shows the memory of the whole step (the plot).
 
+This lesson recomputes whole blocks, as the checkpoint you build in exercise 7 does: it runs under
+set_checkpoint_early_stop(False) (PyTorch's name). By default minigrad's recompute also skips the ops whose
+results backward does not read, such as a block's last Linear and Tanh (lesson 11, NOTE [recompute what
+backward reads] in minigrad/checkpoint.py); the lesson prints what that default saves at the end.
+
 Plot: out/07_checkpointed_block.png (activation memory over one step, event by event: plain,
 one checkpoint, nested).
 """
@@ -36,6 +41,7 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import grading, nn
+from minigrad.checkpoint import set_checkpoint_early_stop
 from minigrad.profiler import format_bytes, format_flops
 from minigrad.tensor import is_recomputing
 
@@ -355,16 +361,34 @@ def plot(rows, path):
     print(f"plot: {path}\n")
 
 
+def early_stop_note():
+    """What the default recompute (early stop on) runs of part 4's block, against the whole block."""
+    block = pairs(8, 128)
+    x = mg.randn(64, 128)
+    runs = {}
+    for early in (False, True):
+        with set_checkpoint_early_stop(early), mg.profile() as prof:
+            sq_loss(mg.checkpoint(block, x)).backward()
+        runs[early] = prof
+    print(f"With minigrad's default, early stop on, one checkpoint of part 4's block recomputes "
+          f"{format_flops(runs[True].flops('recompute'))}FLOP ({runs[True].calls('recompute', 'linear')} Linears) "
+          f"instead of {format_flops(runs[False].flops('recompute'))}FLOP "
+          f"({runs[False].calls('recompute', 'linear')}): its last Tanh's output is the checkpoint's, which it keeps, "
+          f"and then nothing reads its last Linear's output (lesson 11).\n")
+
+
 # %%
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-plot", action="store_true", help="skip writing out/07_checkpointed_block.png")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    part1_rng()
-    part2_batchnorm()
-    part3_frozen()
-    rows = part4_nesting()
+    with set_checkpoint_early_stop(False):  # whole blocks run again, as in exercise 7
+        part1_rng()
+        part2_batchnorm()
+        part3_frozen()
+        rows = part4_nesting()
+    early_stop_note()
     if not args.no_plot:
         plot(rows, os.path.join(OUT, "07_checkpointed_block.png"))
     print(f"(the lesson took {time.perf_counter() - t0:.1f} s)\n")

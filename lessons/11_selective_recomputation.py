@@ -83,12 +83,15 @@ def part1(n):
               f"{recompute / forward:>14.1%}")
     core = rows["save_anything_except_core_attention"]
     dots = rows["dots_saveable"]
-    print(f"\nnothing_saveable is today's checkpointing: the least memory for a whole forward recomputed. dots_saveable "
-          f"keeps the products' outputs and recomputes {dots[1] / forward:.1%} of a forward for {dots[0] / plain[0]:.0%} "
+    nothing = rows["nothing_saveable"]
+    print(f"\nnothing_saveable is plain checkpointing: the least memory, for {nothing[1] / forward:.1%} of a forward "
+          f"recomputed, not all of it: the recompute runs only what backward reads (NOTE [recompute what backward "
+          f"reads] in minigrad/checkpoint.py), and nothing reads the output of a block's MLP projection again (its "
+          f"dropout reads only its mask, the residual add nothing). dots_saveable keeps the products' outputs and recomputes {dots[1] / forward:.1%} of a forward for {dots[0] / plain[0]:.0%} "
           f"of the plain run's activations. The Korthikanti split keeps everything but attention's (B, heads, T, T) "
           f"arrays: {core[1] / forward:.1%} of a forward recomputed, for {core[0] / plain[0]:.0%} of the memory. "
           f"everything_saveable recomputes nothing and keeps a little more than the plain run: the blocks' inputs, "
-          f"which the checkpoints keep, and the outputs it remembers until each block's backward ends.\n")
+          f"which the checkpoints keep.\n")
     return rows
 
 

@@ -16,7 +16,8 @@ the same ops on the same numbers, and the gradients that leave it are added in t
 run adds them (NOTE [checkpoint sums]), so gradients are bit-identical to a plain run.
 
 Selective checkpointing (NOTE [selective checkpoint]): a policy picks, op by op, what the forward keeps
-anyway; the recompute hands those ops' results back instead of running them.
+anyway; the recompute hands those ops' results back instead of running them. And with or without a policy,
+the recompute runs only the ops whose results backward will read (NOTE [recompute what backward reads]).
 
 The semantics are those of PyTorch's non-reentrant torch.utils.checkpoint (use_reentrant=False):
 keyword arguments, non-tensor arguments and results, several outputs in tuples, lists and dicts,
@@ -24,6 +25,7 @@ gradients for the parameters used inside even when no input requires grad, nesti
 
 Read next: accumulate.py, the other trick.
 """
+import contextlib
 import functools
 import hashlib
 import math
@@ -35,15 +37,30 @@ import weakref
 from . import backend, ops
 from .profiler import profile
 from .random import get_rng_state, set_rng_state
-from .schedules import Chain, check_segments, segment_bounds
-from .tensor import (Tensor, apply, backward_within, caching, enable_grad, is_grad_enabled, is_keeping_saved,
-                     is_recomputing, keep_saved, mark, records_since, recomputing, replaying)
+from .schedules import Chain, Rerun, check_segments, segment_bounds
+from .tensor import (Tensor, active_profiler, apply, backward_within, caching, enable_grad, is_grad_enabled,
+                     is_keeping_saved, is_recomputing, keep_saved, mark, records_since, recomputing, replaying)
 
 __all__ = ["checkpoint", "checkpoint_sequential", "checkpoint_segments", "checkpoint_policies", "measure_chain",
-           "is_recomputing"]
+           "is_recomputing", "set_checkpoint_early_stop"]
 
 DETERMINISM_CHECKS = ("default", "values", "none")
 _NOT_IMPLEMENTED = ("context_fn", "debug", "early_stop")  # options of PyTorch's checkpoint that minigrad lacks
+_early_stop = True  # set_checkpoint_early_stop's switch
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable):
+    """`with set_checkpoint_early_stop(False):` checkpoints made inside recompute every op of their function in
+    backward, not only what backward reads (NOTE [recompute what backward reads]). PyTorch's name: its early stop
+    (on by default) ends a recompute once every saved tensor is back; minigrad's skips the same tail ops and
+    also the last ops whose outputs the checkpoint keeps."""
+    global _early_stop
+    before, _early_stop = _early_stop, bool(enable)
+    try:
+        yield
+    finally:
+        _early_stop = before
 
 
 def _fingerprint(array):
@@ -112,6 +129,19 @@ def _saved_by(records):
 # a nested checkpoint's record is never kept: it recomputes its own insides. Two costs of keeping it
 # simple: remembered outputs are freed when the checkpoint's backward ends, with its inputs, not op by op;
 # and a function must not read values outside minigrad's ops (.item()) of what a kept op made.
+#
+# NOTE [recompute what backward reads]: with any policy, nothing_saveable too, the recompute runs an op again
+# only if something needs what only running it makes. Backward needs of each op what it saved; an op whose
+# saved arrays are all its inputs (a linear: x and W; a matmul; a dropout: its mask, drawn again by the
+# caller) or nothing (an add, a view) can be replayed, its record rebuilt from the inputs, if nothing that
+# runs again reads its output; an op that saved its output (tanh, exp, softmax) can be replayed if that
+# output is one of the function's results, which the Checkpoint record then keeps (when the next segment
+# keeps it as its input, as in a chain, that costs nothing). So `seal` decides last op first (`plan`): a
+# chain of Linear and Tanh skips its last Linear and Tanh, a GPT block its MLP's c_proj, dropout and
+# residual add. An op that keeps arrays of its own (LayerNorm's x-hat) runs again, and so does what it reads.
+# The generator: an op that drew in its forward (sdpa's dropout notes rng_state) sets it, when replayed, to
+# where the forward left it. set_checkpoint_early_stop(False) (PyTorch's name) and determinism_check='values'
+# turn this off: every op runs again (the values check then compares a full recompute).
 
 def nothing_saveable(op_name, input_shapes, output_shape):
     """Save nothing: recompute the whole function in backward (checkpoint's default)."""
@@ -161,97 +191,170 @@ checkpoint_policies = types.SimpleNamespace(
 
 
 class _Entry:
-    """One op of a selective checkpoint's forward, in order."""
-    __slots__ = ("name", "record", "refill", "own_out", "out", "ref", "meta", "slot")
+    """One op of a checkpoint's forward, in order."""
+    __slots__ = ("name", "index", "record", "kept", "producers", "refill", "own_out", "extra", "n_saved", "out", "ref",
+                 "meta", "slot", "flops", "rng_after")
 
-    def __init__(self, name):
-        self.name = name
-        self.record = self.refill = self.own_out = self.out = self.ref = self.meta = self.slot = None
+    def __init__(self, name, index):
+        self.name, self.index, self.record, self.kept, self.refill, self.own_out = name, index, None, False, (), None
+        self.extra, self.producers = False, ()
+        self.n_saved = self.out = self.ref = self.meta = self.slot = self.flops = self.rng_after = None
+
+
+def _position(array, arrays, attrs):
+    """Where `array` was handed to an op: its index among `arrays`, the name of the keyword argument, or None."""
+    k = next((k for k, b in enumerate(arrays) if array is b), None)
+    return k if k is not None else next((name for name, b in attrs.items() if array is b), None)
 
 
 class OpCache:
-    """What a selective checkpoint's forward keeps for its recompute (NOTE [selective checkpoint]).
+    """What a checkpoint's forward notes for its recompute (NOTE [selective checkpoint], NOTE [recompute
+    what backward reads]).
 
     The forward shows it every op (`add`, from tensor.apply) and tensor.keep asks it which records keep
-    (`saves`); `seal` ends the forward and gives the outputs to remember, which the Checkpoint record
-    saves. The recompute takes the ops back in order (`take`): for an op the policy saved, the forward's
-    record, where the inputs it saved go, and the output to return."""
+    (`saves`); `seal` ends the forward: it decides which ops run again and gives the outputs to remember,
+    which the Checkpoint record saves. The recompute takes the ops back in order (`take`): for an op that
+    does not run again, the forward's record, its saved arrays with the inputs left to fill in, and the
+    output to return."""
 
-    def __init__(self, policy, who):
-        self.policy, self.who = policy, who
+    def __init__(self, policy, who, count_flops=False, reads_only=True):
+        self.policy, self.who, self.count_flops = policy, who, count_flops
+        self.reads_only = reads_only  # False: every op the policy does not keep runs again (determinism 'values')
         self.entries = []     # one _Entry per op of the forward, in order
-        self._made = {}       # id(buffer) -> [(weakref to the buffer, entry)]: saved ops' outputs (until seal)
-        self._chosen = set()  # ids of the records the policy saves (until seal)
-        self.cursor, self.remembered, self._placeholders = 0, (), []
+        self._out_of = {}     # id(output array) -> (weakref to it, its entry's index) (until seal)
+        self._made = {}       # id(buffer) -> [(weakref to the buffer, entry)]: kept ops' outputs (until seal)
+        self._chosen = set()  # ids of the records the policy keeps (until seal)
+        self.cursor, self.remembered, self._placeholders, self.diverged = 0, (), [], False
 
     # --- the forward
-    def add(self, name, record, arrays, out):
-        """Op `name` ran on `arrays` and gave `out`; `record` is its record, or None when it records nothing."""
-        e = _Entry(name)
-        if record is not None and name not in ("checkpoint", "checkpoint_output") \
-                and not any(out is a for a in arrays) \
-                and self.policy(name, tuple(a.shape for a in arrays), out.shape):
-            e.record = record
-            e.refill = tuple((i, k) for i, a in enumerate(record.saved)
-                             for k in [next((k for k, b in enumerate(arrays) if a is b), None)] if k is not None)
-            e.own_out = next((i for i, a in enumerate(record.saved) if a is out), None)
-            self._chosen.add(id(record))
-            reads = [arrays[k] for _, k in e.refill]  # not run again: only the inputs its backward reads
-        else:
-            reads = arrays  # run again: it reads all its inputs
+    def add(self, op, record, arrays, out, attrs):
+        """`op` ran on `arrays` (and keyword arguments `attrs`) and gave `out`; `record` is op if it records,
+        else None."""
+        name = op.name
+        e = _Entry(name, len(self.entries))
+        if self.count_flops:
+            e.flops = sum(op.flops(arrays, out).values())
+        e.producers = tuple(self._producer(a) for a in arrays)
+        reads = arrays  # what the recompute may read: all its inputs, if it runs again
+        if record is not None and name not in ("checkpoint", "checkpoint_output") and not any(out is a for a in arrays):
+            saved = record.saved
+            e.record, e.n_saved = record, len(saved)
+            # where each saved array came from: an input (its index) or a keyword argument (its name: a dropout mask)
+            e.refill = tuple((i, k) for i, a in enumerate(saved) if a is not None
+                             for k in [_position(a, arrays, attrs)] if k is not None)
+            e.own_out = next((i for i, a in enumerate(saved) if a is out), None)
+            e.extra = len(e.refill) + (e.own_out is not None) < sum(a is not None for a in saved)
+            if getattr(op, "rng_state", None) is not None:  # it drew from the generator (sdpa's dropout): a replay
+                e.rng_after = get_rng_state()                 # moves the generator on as the forward did
+            if self.policy is not nothing_saveable and self.policy(name, tuple(a.shape for a in arrays), out.shape):
+                e.kept = True
+                self._chosen.add(id(record))
+                reads = [arrays[k] for _, k in e.refill if isinstance(k, int)]  # not run again: what backward reads
+                buffer = backend.owner(out)
+                self._made.setdefault(id(buffer), []).append((weakref.ref(buffer), e))
+                e.ref = weakref.ref(out)  # weakly: an output nobody reads again may die as in a plain run
         for a in reads:
             self._read(a)
-        if e.record is not None:
-            buffer = backend.owner(out)
-            self._made.setdefault(id(buffer), []).append((weakref.ref(buffer), e))
-            e.ref = weakref.ref(out)  # weakly: an output nobody reads again may die as in a plain run
-            e.meta = (out.shape, out.dtype, backend.xp_of(out))
+        self._out_of[id(out)] = (weakref.ref(out), len(self.entries))
+        e.meta = (out.shape, out.dtype, backend.xp_of(out))
         self.entries.append(e)
 
+    def _producer(self, array):
+        """The index of the entry whose output `array` is, or None (an input, a parameter, a new array)."""
+        hit = self._out_of.get(id(array))
+        return hit[1] if hit is not None and hit[0]() is array else None
+
     def _read(self, array):
-        """The recompute will read `array`: a saved op that made it (or the buffer it views) must remember it."""
+        """The recompute may read `array`: a kept op that made it (or the buffer it views) remembers it, until
+        seal knows whether the reader runs again."""
         buffer = backend.owner(array)
         for ref, e in self._made.get(id(buffer), ()):
             if ref() is buffer and e.out is None and e.own_out is None:
                 e.out = e.ref()  # still alive: it is being read. None: a dead view of a live buffer
 
     def saves(self, record):
-        """Does the policy save this record (tensor.keep asks)?"""
+        """Does the policy keep this record (tensor.keep asks)?"""
         return id(record) in self._chosen
 
-    def seal(self):
-        """The forward is over: the outputs that the recompute must be handed, for the Checkpoint to save."""
+    def seal(self, outputs):
+        """The forward is over, and `outputs` are the arrays of the function's results that its ops made.
+        Decide which ops run again (NOTE [recompute what backward reads]); return the outputs that the
+        recompute must be handed, for the Checkpoint record to save."""
+        results = {self._producer(o): o for o in outputs}
+        results.pop(None, None)
+        runs, needed, _ = self.plan(results)
+        for e, run, read in zip(self.entries, runs, needed):
+            if run:
+                e.record = e.out = None
+            elif not e.kept:
+                e.out = results.get(e.index) if e.own_out is not None or read else None  # the Checkpoint keeps it
+            elif not read:
+                e.out = None  # remembered while the forward ran, but no reader runs again after all
         remembered = []
         for e in self.entries:
             if e.out is not None:
                 e.slot = len(remembered)
                 remembered.append(e.out)
             e.out = e.ref = None
-        self._made, self._chosen = {}, set()
+        self._out_of, self._made, self._chosen = {}, {}, set()
         return remembered
+
+    def plan(self, results, read_after=()):
+        """NOTE [recompute what backward reads], last op first. `results`: {entry index: array} of the outputs
+        that the Checkpoint record can keep; `read_after`: entry indices whose outputs something after the
+        function reads. Returns (runs again?, output read in the recompute?) per entry, and the set of entry
+        indices (-1: the input, see `note_input`) whose outputs the recompute reads."""
+        n = len(self.entries)
+        needed = set(read_after)
+        runs, read = [False] * n, [False] * n
+        for i in range(n - 1, -1, -1):
+            e = self.entries[i]
+            read[i] = i in needed
+            wants_out = e.own_out is not None or read[i]
+            runs[i] = e.record is None or (not e.kept and (not self.reads_only or e.extra or
+                                                           (wants_out and i not in results)))
+            needed.update(p for p in (e.producers if runs[i] else [e.producers[k] for _, k in e.refill
+                                                                   if isinstance(k, int)]) if p is not None)
+        return runs, read, needed
+
+    def note_input(self, array):
+        """Let `plan` say whether the recompute reads `array` (as entry -1): measure_chain asks."""
+        self._out_of[id(array)] = (weakref.ref(array), -1)
+
+    def reruns(self):
+        """[(op name, runs again?)] for each op of the forward, once sealed: what the recompute will do."""
+        return [(e.name, e.record is None) for e in self.entries]
 
     # --- the recompute
     def start(self, remembered):
-        self.cursor, self.remembered, self._placeholders = 0, remembered, []
+        self.cursor, self.remembered, self._placeholders, self.diverged = 0, remembered, [], False
 
     def take(self, name):
-        """The recompute runs op `name`: None if it runs again; else (the forward's record, [(position in its
-        saved arrays, input index)], the output to return)."""
+        """The recompute runs op `name`: None if it runs again; else (the forward's record, the arrays its new
+        record saves, with None where its inputs go, [(position in them, input index)], the output to return)."""
         i, again = self.cursor, "A checkpointed function must compute the same thing twice."
+        if self.diverged:
+            return None
+        if self.policy is nothing_saveable and (i >= len(self.entries) or self.entries[i].name != name):
+            # no policy: run the rest again, and let the determinism check say what differs, in PyTorch's terms
+            self.diverged = True
+            return None
         if i >= len(self.entries):
             raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward ran more ops than its forward "
-                               f"({len(self.entries)}); the next one is '{name}'. With a policy the recompute must run "
-                               f"the same ops in the same order. {again}")
+                               f"({len(self.entries)}); the next one is '{name}'. The recompute must run the same ops "
+                               f"in the same order. {again}")
         e = self.entries[i]
         if e.name != name:
             raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward ran '{name}' as its op {i}, where "
-                               f"the forward ran '{e.name}'. With a policy the recompute must run the same ops in the "
-                               f"same order. {again}")
+                               f"the forward ran '{e.name}'. The recompute must run the same ops in the same order. "
+                               f"{again}")
         self.cursor += 1
         if e.record is None:
             return None
         record, e.record = e.record, None
-        if e.own_out is not None:
+        if e.rng_after is not None:
+            set_rng_state(e.rng_after)
+        if e.kept and e.own_out is not None:
             out = record.saved[e.own_out]  # its record kept its output
         elif e.slot is not None:
             out = self.remembered[e.slot]
@@ -259,7 +362,10 @@ class OpCache:
             shape, dtype, xp = e.meta
             out = xp.broadcast_to(xp.full((), float("nan"), dtype=dtype), shape)
             self._placeholders.append(out)
-        return record, e.refill, out
+        saved = list(record.saved) if e.kept else [None] * e.n_saved
+        if not e.kept and e.own_out is not None:
+            saved[e.own_out] = out
+        return record, saved, e.refill, out
 
     def placeholder(self, array):
         """Is this one of the placeholders that `take` handed out?"""
@@ -268,10 +374,10 @@ class OpCache:
     def finish(self):
         """The recompute is over: every op came back."""
         n, self.remembered = len(self.entries), ()
-        if self.cursor != n:
+        if self.cursor != n and self.policy is not nothing_saveable:
             raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward ran {self.cursor} ops, its forward "
-                               f"{n}. With a policy the recompute must run the same ops in the same order. A "
-                               f"checkpointed function must compute the same thing twice.")
+                               f"{n}. The recompute must run the same ops in the same order. A checkpointed function "
+                               f"must compute the same thing twice.")
 
 
 class _Input:
@@ -332,7 +438,12 @@ class Checkpoint(ops.Op):
         # the forward's records are taken back once; a second backward (retain_graph) recomputes everything
         cache, self.cache = self.cache, None
         if cache is not None:
-            cache.start(self.saved[self.n_inputs:])
+            # the outputs it kept go to the recompute's records, which keep them only as long as they need them
+            remembered = self.saved[self.n_inputs:]
+            cache.start(remembered)
+            if active_profiler() is not None:
+                active_profiler().on_hand_over(self, remembered)
+            self.saved = self.saved[:self.n_inputs]
         outer_rng = get_rng_state()
         if self.rng_state is not None:
             set_rng_state(self.rng_state)  # dropout draws the same masks again
@@ -498,16 +609,19 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
                            "dots_saveable" if "context_fn" in lacking else ""))
     if not is_grad_enabled():
         return function(*args, **kwargs)
-    # inside another checkpoint's forward, which keeps nothing, a policy would keep arrays for nothing
-    cache = None if policy in (None, nothing_saveable) or not is_keeping_saved() else \
-        OpCache(policy, getattr(function, "__name__", type(function).__name__))
+    # inside another checkpoint's forward, which keeps nothing, nothing is noted: that one recomputes this whole
+    # and determinism_check='values' (or early stop off) runs every op that the policy does not keep again
+    reads_only = _early_stop and determinism_check != "values"
+    cache = None if not is_keeping_saved() or (policy is None and not reads_only) else \
+        OpCache(policy or nothing_saveable, getattr(function, "__name__", type(function).__name__),
+                reads_only=reads_only)
     rng_state = get_rng_state()
     start = mark()
     # NOTE [checkpoint]: the segment's records are made, but keep nothing (but what a policy saves)
     with keep_saved(False), caching(cache), replaying(None):
         result = function(*args, **kwargs)
-    remembered = cache.seal() if cache is not None else []
     outputs = _made_inside(result, start)
+    remembered = cache.seal([o._data for o in outputs]) if cache is not None else []
     if not outputs:
         return result  # nothing to recompute: no record of the function's needs a gradient
     if not preserve_rng_state and get_rng_state() != rng_state:
@@ -649,19 +763,39 @@ def _run_blocks(blocks, x, *args):
 def measure_chain(functions, input):
     """A schedules.Chain for these functions, measured by running each once on `input` (a forward
     with recording on, under mg.profile): its input's bytes, whether it saves its input or output,
-    what else it saves, its forward FLOPs."""
-    sizes, saves_in, saves_out, other, flops = [], [], [], [], []
+    what else it saves, its forward FLOPs, and what a recompute runs of it (a schedules.Rerun, from the
+    same rule as the checkpoint's, NOTE [recompute what backward reads])."""
+    sizes, saves_in, saves_out, other, flops, reruns = [], [], [], [], [], []
     x = input
     with profile() as prof:
         for f in functions:
             start, flops_before = mark(), prof.flops("forward")
-            y = f(x)
+            cache = OpCache(nothing_saveable, getattr(f, "__name__", type(f).__name__), count_flops=True)
+            cache.note_input(x._data)
+            with caching(cache):
+                y = f(x)
             kept = prof.activations_kept(records_since(y, start))  # a saved weight stays a parameter
             sizes.append(x._data.nbytes)
             saves_in.append(kept.pop(prof.buffer_id(x._data), None) is not None)
             saves_out.append(kept.pop(prof.buffer_id(y._data), None) is not None)
             other.append(sum(kept.values()))
             flops.append(prof.flops("forward") - flops_before)
+            reruns.append(_rerun_of(cache, y._data))
             x = y
     sizes.append(x._data.nbytes)
-    return Chain(sizes, saves_in, saves_out, other, flops)
+    return Chain(sizes, saves_in, saves_out, other, flops, reruns)
+
+
+def _rerun_of(cache, out):
+    """The Rerun of one function whose ops `cache` noted and whose output is `out`."""
+    last = cache._producer(out)
+    results = {} if last in (None, -1) else {last: out}
+
+    def cost(results, read_after):
+        runs, read, needed = cache.plan(results, read_after)
+        flops = sum(e.flops for e, run in zip(cache.entries, runs) if run)
+        keeps = last in results and not runs[last] and (cache.entries[last].own_out is not None or read[last])
+        return flops, -1 in needed, keeps
+
+    read_after = () if last in (None, -1) else (last,)
+    return Rerun(last=cost(results, ()), unread=cost({}, ())[:2], read=cost({}, read_after)[:2])

@@ -242,6 +242,19 @@ class profile:
         self._hold_saved(record)
         self._saved[record.name] = self._saved.get(record.name, 0) + sum(self.activations_kept([record]).values())
 
+    def on_hand_over(self, record, arrays):
+        """A record gave up some of its saved arrays before its backward (a checkpoint hands the outputs it kept
+        to the records of its recompute, which keep them as long as they need them): no longer counted for it."""
+        ref = self._records.get(id(record))
+        if ref is None:
+            return
+        keys = self._refs[id(ref)][1][1]
+        for a in arrays:
+            key = id(backend.owner(a))
+            if key in keys:
+                keys.remove(key)
+                self._remove(key, ACTIVATIONS)
+
     def on_inputs(self, inputs):
         """Before an op runs: the parameters it reads are in use (NOTE [what a profile counts])."""
         for t in inputs:

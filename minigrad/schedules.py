@@ -8,17 +8,31 @@ when it runs normally (measure one with checkpoint.measure_chain, or write one b
     saves_output[i]  does f_i save x_{i+1}? (a tanh does: d tanh = 1 - y^2)
     other_bytes[i]   bytes of everything else it saves
     flops[i]         its forward FLOPs
+    reruns[i]        what recomputing it costs (a Rerun; optional): without them, a recompute runs every
+                     function of a segment again, whole
 
 A plan cuts the chain into segments [(lo, hi), ...] and, as checkpoint_sequential does, runs
 every segment but the last under mg.checkpoint: it keeps the inputs x_lo of those segments
 and recomputes each one's insides in backward. predict() simulates what the engine then
 holds, buffer by buffer, so that running the plan under mg.profile measures exactly the
-predicted peak of activation bytes and recompute FLOPs.
+predicted peak of activation bytes and recompute FLOPs. The recompute runs only what backward reads
+(NOTE [recompute what backward reads], checkpoint.py): a Rerun says, per function, what that leaves of it.
 
 Read next: checkpoint.py, which runs a plan (and measures a chain).
 """
 import math
 from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """What a checkpoint's recompute runs of one function, which depends on who reads its output: each field
+    is (FLOPs it runs again, does it read its input?), and `last` has a third: does the checkpoint keep its
+    output? (It does when the function ends a checkpointed segment and its last op's backward reads its
+    output: a tanh, not a linear.)"""
+    last: tuple    # it ends a checkpointed segment: its output is the checkpoint's
+    unread: tuple  # nothing recomputed after it reads its output
+    read: tuple    # something recomputed after it reads its output
 
 
 @dataclass
@@ -28,14 +42,16 @@ class Chain:
     saves_output: list
     other_bytes: list
     flops: list
+    reruns: list = None
 
     def __post_init__(self):
         n = len(self.flops)
         if not (len(self.input_bytes) == n + 1 and len(self.saves_input) == len(self.saves_output)
-                == len(self.other_bytes) == n):
+                == len(self.other_bytes) == n and (self.reruns is None or len(self.reruns) == n)):
             raise ValueError(f"Chain: for n = {n} functions, input_bytes needs n + 1 entries and the other "
                              f"lists n; got {len(self.input_bytes)}, {len(self.saves_input)}, "
-                             f"{len(self.saves_output)}, {len(self.other_bytes)}")
+                             f"{len(self.saves_output)}, {len(self.other_bytes)}"
+                             + (f", {len(self.reruns)} reruns" if self.reruns is not None else ""))
 
     def __len__(self):
         return len(self.flops)
@@ -84,26 +100,45 @@ def predict(chain, segments, children=None):
     return Plan(list(segments), peak, recompute, [lo for lo, _ in segments[:-1]], children)
 
 
+def _rerun(chain, lo, hi):
+    """(FLOPs, does the checkpoint keep x_hi?) of recomputing f_lo .. f_{hi-1}, the end of a checkpointed
+    segment: last function first, each one running what is read of it (NOTE [recompute what backward reads])."""
+    if chain.reruns is None:
+        return sum(chain.flops[lo:hi]), False
+    flops, read = 0, None
+    for i in range(hi - 1, lo - 1, -1):
+        r = chain.reruns[i]
+        f, read = (r.last[:2] if i == hi - 1 else r.read if read else r.unread)
+        flops += f
+    return flops, chain.reruns[hi - 1].last[2]
+
+
 def _simulate(chain, segments, children, held):
     """(peak bytes, recompute FLOPs) of running `segments` while the buffers `held` are alive."""
     kept = {lo: chain.input_bytes[lo] for lo, _ in segments[:-1]}
+    reruns = [_rerun(chain, (children[k].segments[-1][0] if k in children else lo), hi)
+              for k, (lo, hi) in enumerate(segments[:-1])]
+    # a checkpoint that keeps its output (for its last function's backward) holds it until its own backward
+    kept.update({hi: chain.input_bytes[hi] for (_, hi), (_, keeps) in zip(segments, reruns) if keeps})
     # end of forward: the kept inputs, plus everything the last segment saved running normally
     peak = sum({**held, **kept, **_normal(chain, *segments[-1])}.values())
     recompute = 0
     # backward: each checkpointed segment, last first, is recomputed while the kept inputs of it and
-    # of the segments before it are still held (its own input is the same buffer it recomputes from);
-    # a nested cut runs its own forward and backward inside that recompute
+    # of the segments before it are still held (its own input is the same buffer it recomputes from; an
+    # output it kept goes to its recompute's records, as if made again); a nested cut runs its own forward
+    # and backward inside that recompute: its checkpointed segments run whole, its last as this one's end
     for k in range(len(segments) - 2, -1, -1):
         lo, hi = segments[k]
         held_k = {**held, **{i: b for i, b in kept.items() if i <= lo}}
         child = children.get(k)
         if child is None:
-            p, r = sum({**held_k, **_normal(chain, lo, hi)}.values()), 0
+            p, r, whole = sum({**held_k, **_normal(chain, lo, hi)}.values()), 0, 0
         else:
             check_segments(child.segments, lo, hi)
             p, r = _simulate(chain, child.segments, child.children, held_k)
+            whole = sum(chain.flops[lo:child.segments[-1][0]])
         peak = max(peak, p)
-        recompute += sum(chain.flops[lo:hi]) + r
+        recompute += whole + reruns[k][0] + r
     return peak, recompute
 
 

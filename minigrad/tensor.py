@@ -183,7 +183,7 @@ def apply(op_cls, *inputs, **attrs):
     if _on.replaying is not None:
         hit = _on.replaying.take(op_cls.name)  # None: this op runs again
         if hit is not None:
-            return _replay(op_cls, inputs, *hit)
+            return _replay(op_cls, inputs, attrs, *hit)
     try:
         out = op.forward(*arrays, **attrs)
     except (ValueError, IndexError, TypeError) as e:
@@ -196,7 +196,7 @@ def apply(op_cls, *inputs, **attrs):
     if op.returns_view and out.base is not None:  # a view of its input shares the input's version counter
         _share_version(t, inputs)
     if _on.caching is not None:
-        _on.caching.add(op_cls.name, op if record else None, arrays, out)  # before keep(): its policy decides
+        _on.caching.add(op, op if record else None, arrays, out, attrs)  # before keep(): its policy decides
     if record:
         op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
         op.seq = next(_seq)
@@ -247,24 +247,24 @@ def keep(record, inputs, out):
         _on.profiler.on_save(record)
 
 
-# The recompute's half of NOTE [selective checkpoint] (checkpoint.py): an op that the policy kept becomes
-# a new record, a copy of the forward's op (its attributes: dim, the GELU variant, ...) whose saved arrays
-# are the forward record's, with the inputs it saved taken from this run. The forward's record hands its
-# arrays over and is released: no moment counts them twice or not at all. No FLOPs: the op did not run.
+# The recompute's half of NOTE [selective checkpoint] and NOTE [recompute what backward reads] (checkpoint.py):
+# an op that does not run again becomes a new record, a copy of the forward's op (its attributes: dim, the GELU
+# variant, ...) whose saved arrays are what the forward's record kept (if the policy kept it), with the inputs it
+# saved taken from this run. The forward's record hands its arrays over and is released: no moment counts them
+# twice or not at all. No FLOPs: the op did not run.
 _TAPE_FIELDS = ("saved", "next", "seq", "released", "versions", "retained", "saved_meta")
 
 
-def _replay(op_cls, inputs, forward, refill, out):
-    """The record of an op that a selective checkpoint's policy saved, again in its recompute."""
+def _replay(op_cls, inputs, attrs, forward, saved, refill, out):
+    """The record of an op that a checkpoint's recompute does not run again."""
     op = op_cls()
     vars(op).update({k: v for k, v in vars(forward).items() if k not in _TAPE_FIELDS})
     t = _wrap(out, True)
     op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
     op.seq = next(_seq)
     t._ctx = op
-    saved = list(forward.saved)
-    for i, k in refill:  # the inputs it saved: this run's
-        saved[i] = inputs[k]._data
+    for i, k in refill:  # the inputs it saved (by index), or keyword arguments (by name): this run's
+        saved[i] = inputs[k]._data if isinstance(k, int) else attrs[k]
     op.save_for_backward(*saved)
     keep(op, inputs, t)
     release(forward)

@@ -150,8 +150,13 @@ def test_checkpoint_output_is_a_new_record_that_replaces_the_segment():
     # its edges: the input, then every parameter used inside (6 of them), and nothing of the insides
     assert y.grad_fn.next[0] is x
     assert {id(t) for t in y.grad_fn.next[1:]} == {id(p) for p in block.parameters()}
-    assert len(y.grad_fn.saved) == 1 and y.grad_fn.saved[0] is x.data  # it keeps its input only
+    # it keeps its input, and its output: the last op, a Tanh, reads its output in backward, and the recompute
+    # hands it this one rather than running it again (NOTE [recompute what backward reads])
+    assert len(y.grad_fn.saved) == 2 and y.grad_fn.saved[0] is x.data and y.grad_fn.saved[1] is y.data
     assert np.array_equal(y.detach().numpy(), block(x).detach().numpy())
+    # ending on a Linear, whose backward reads only its input: the checkpoint keeps its input only
+    z = mg.checkpoint(nn.Sequential(*make_mlp(3))[:-1], x)
+    assert len(z.grad_fn.saved) == 1 and z.grad_fn.saved[0] is x.data
 
 
 def test_residual_input_used_inside_and_outside_the_checkpoint():
@@ -403,36 +408,46 @@ def test_memory_and_flops_of_checkpoint_sequential():
         # and that is the peak: recomputing a segment (no longer than the last) never holds more
         assert prof.peak_bytes("activations") == after_forward, segments
 
-        # the recompute is exactly one more forward of every checkpointed segment
+        # the recompute is one more forward of every checkpointed segment but its end (NOTE [recompute what
+        # backward reads]): a last Tanh's output is the checkpoint's, which it keeps (the next segment's input
+        # anyway), and the Linear before it has no reader left; a last Linear reads only its input
+        rerun = [f for lo, hi in bounds[:-1] for f in layers[lo:hi - (2 if isinstance(layers[hi - 1], nn.Tanh) else 1)]]
         with mg.profile() as fwd:
-            chain(layers[:last_lo], x)
+            chain(rerun, x)
         assert prof.flops("recompute") == fwd.flops("forward"), segments
         assert prof.flops("recompute") < plain.flops("forward") or k == 1
-        assert prof.calls("recompute", "linear") == sum(isinstance(f, nn.Linear) for f in layers[:last_lo])
+        assert prof.calls("recompute", "linear") == sum(isinstance(f, nn.Linear) for f in rerun)
+        if k in (n // 2, n):  # (Linear, Tanh) pairs, or each alone: nothing runs again
+            assert prof.flops("recompute") == 0
         # nothing else changes: the forward and the backward do the same work as the plain run
         assert prof.flops("forward") == plain.flops("forward")
         assert prof.flops("backward") == plain.flops("backward")
         assert prof.calls("forward", "checkpoint") == k - 1
 
 
-def test_one_checkpoint_keeps_only_its_input_in_forward():
+def test_one_checkpoint_keeps_only_its_input_and_output_in_forward():
     """Inside the checkpoint's forward nothing is saved, not even for a moment; the backward's recompute
-    peaks at exactly what the plain run keeps."""
+    peaks at exactly what the plain run keeps, and runs all but the last Linear and Tanh again."""
     block = nn.Sequential(*make_mlp(DEEP, WIDTH))
     x = mg.randn(BATCH, WIDTH)
     g = mg.randn(BATCH, WIDTH)
     one_output = BATCH * WIDTH * 4
     with mg.profile() as plain:
         block(x).backward(g)
+    with mg.profile() as tail:
+        block[-2:](x)
     with mg.profile() as prof:
         y = mg.checkpoint(block, x)
-        assert prof.peak_bytes("activations") == one_output  # x, saved by the checkpoint record
-        assert prof.current_bytes("activations") == one_output
+        # x and y, saved by the checkpoint record: the last Tanh's backward reads y (NOTE [recompute what
+        # backward reads])
+        assert prof.peak_bytes("activations") == 2 * one_output
+        assert prof.current_bytes("activations") == 2 * one_output
         y.backward(g)
         assert prof.current_bytes("activations") == 0
     assert plain.peak_bytes("activations") == (DEEP + 1) * one_output
-    assert prof.peak_bytes("activations") == plain.peak_bytes("activations")  # x is one buffer, kept by both
-    assert prof.flops("recompute") == plain.flops("forward") == prof.flops("forward")
+    assert prof.peak_bytes("activations") == plain.peak_bytes("activations")  # x and y: one buffer each
+    assert prof.flops("forward") == plain.flops("forward")
+    assert prof.flops("recompute") == plain.flops("forward") - tail.flops("forward") > 0
 
 
 def test_gpt_peak_activations_lower_with_checkpointed_blocks():
@@ -446,7 +461,10 @@ def test_gpt_peak_activations_lower_with_checkpointed_blocks():
             assert prof.current_bytes("activations") == 0
         peaks[ckpt] = prof.peak_bytes("activations")
         if ckpt:
-            assert prof.calls("recompute", "linear") == 4 * 3  # c_attn, c_proj, c_fc, c_proj per block
+            # c_attn, c_proj and c_fc per block; the MLP's c_proj runs once: only the residual add reads its
+            # output, and an add's backward reads nothing (NOTE [recompute what backward reads])
+            assert prof.calls("recompute", "linear") == 3 * 3
+            assert prof.calls("forward", "linear") == 4 * 3 + 1  # and the LM head
     assert peaks[True] < peaks[False]
 
 

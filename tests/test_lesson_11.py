@@ -16,9 +16,11 @@ def test_lesson_11_runs_and_each_policy_trades_as_it_says(tmp_path):
     rows = {m.group(1): (int(m.group(2)), float(m.group(3))) for m in re.finditer(
         r"^(\w[\w ]+?)\s+(\d+) KiB\s+\d+%\s+[\d.]+ MFLOP\s+([\d.]+)%$", out, re.M)}
     assert len(rows) == 5, rows
-    assert rows["nothing_saveable"][1] == 100.0 and rows["everything_saveable"][1] == 0.0
+    assert rows["everything_saveable"][1] == 0.0
     assert rows["nothing_saveable"][0] == min(m for m, _ in rows.values())
-    assert 0 < rows["dots_saveable"][1] < rows["save_anything_except_core_attention"][1] < 100
+    # nothing_saveable runs all but each block's MLP projection, dropout and residual add: under 100%
+    assert 0 < rows["dots_saveable"][1] < rows["save_anything_except_core_attention"][1] < \
+        rows["nothing_saveable"][1] < 100
     sweep = [tuple(map(float, m)) for m in re.findall(r"^\s+\d+\s+[\d.]+\s+(\d+)% mem\s+([\d.]+)% re\s+(\d+)% mem\s+"
                                                       r"([\d.]+)% re$", out, re.M)]
     assert len(sweep) == 4

@@ -670,10 +670,12 @@ OP_CASES = {
     "sdpa": (None, lambda a, w: F.scaled_dot_product_attention(a, w, w), "a w"),
     "sdpa-causal-dropout": (None, lambda a, w: F.scaled_dot_product_attention(a, w, w, dropout_p=0.5, is_causal=True),
                             "a w"),
-    "checkpoint": (None, lambda a: mg.checkpoint(lambda t: t.tanh(), a), "a"),
+    # the tanh runs again, the scaling after it (which reads nothing in backward) does not (NOTE [recompute what
+    # backward reads])
+    "checkpoint": (None, lambda a: mg.checkpoint(lambda t: t.tanh() * 2.0, a), "a"),
     # two outputs: a record per output on the checkpoint's (NOTE [checkpoint outputs]), multiplied
-    "checkpoint_output": (None, lambda a: (lambda y: y[0] * y[1])(mg.checkpoint(lambda t: (t.tanh(), t.exp()), a)),
-                          "a"),
+    "checkpoint_output": (None, lambda a: (lambda y: y[0] * y[1])(mg.checkpoint(lambda t: (t.tanh() * 2.0,
+                                                                                            t.exp() * 3.0), a)), "a"),
 }
 
 
@@ -703,11 +705,13 @@ EXACT_FLOPS = {
                             ("backward", "sdpa"): (3 + 2) * 15 + (3 + 2) * 15 + 2 * 3 * 4},
     # the checkpoint record counts nothing itself: its tanh runs in forward, again in recompute, then backward
     "checkpoint": {("forward", "checkpoint"): 0, ("forward", "tanh"): 12, ("recompute", "tanh"): 12,
-                   ("backward", "tanh"): 3 * 12, ("backward", "checkpoint"): 0},
+                   ("backward", "tanh"): 3 * 12, ("backward", "checkpoint"): 0, ("forward", "mul"): 12,
+                   ("recompute", "mul"): 0},
     "checkpoint_output": {("forward", "checkpoint_output"): 0, ("backward", "checkpoint_output"): 0,
                           ("forward", "checkpoint"): 0, ("backward", "checkpoint"): 0,
                           ("forward", "tanh"): 12, ("recompute", "tanh"): 12, ("backward", "tanh"): 3 * 12,
-                          ("forward", "exp"): 12, ("recompute", "exp"): 12, ("backward", "exp"): 12},
+                          ("forward", "exp"): 12, ("recompute", "exp"): 12, ("backward", "exp"): 12,
+                          ("recompute", "mul"): 0},
 }
 
 
