@@ -31,7 +31,8 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import backend
-from minigrad.schedules import segment_bounds
+from minigrad.checkpoint import measure_chain
+from minigrad.schedules import sqrt_n
 
 DEVICE = "cpu"  # set by --device; every tensor below is made on it (the default device)
 
@@ -109,13 +110,18 @@ def torch_step(model, x):
     model(x).sum().backward()
 
 
-def build(depth, width, batch, policies=False):
+def mlp(depth, width, batch):
+    """(a)'s and (b)'s model, depth (Linear, Tanh) pairs in one Sequential, and its input batch: the same every call."""
     mg.manual_seed(0)
     layers = []
     for _ in range(depth):
         layers += [mg.nn.Linear(width, width), mg.nn.Tanh()]
-    model = mg.nn.Sequential(*layers)
-    x = mg.randn(batch, width)
+    return mg.nn.Sequential(*layers), mg.randn(batch, width)
+
+
+def build(depth, width, batch, policies=False):
+    model, x = mlp(depth, width, batch)
+    layers = list(model)
     params = [(m.weight.data, m.bias.data) for m in layers[::2]]
     by_hand = "numpy" if DEVICE == "cpu" else "cupy"
     contenders = {"minigrad": lambda: minigrad_step(model, x), by_hand: lambda: numpy_step(params, x.data),
@@ -273,18 +279,20 @@ def compare(name, contenders, rounds, inner, report):
     return times
 
 
-def recompute_estimate(rows, times, depth):
+def recompute_estimate(rows, times, depth, width, batch):
     """What sqrt(n) checkpointing must cost on this machine, from the forward's measured share of a step.
 
-    checkpoint_sequential recomputes every segment but the last: that fraction of the forward, once
-    more. So sqrt-ckpt / minigrad >= 1 + fraction * forward / step, give or take that the checkpointed
-    forward keeps nothing (a little faster) and that the clock is noisy."""
-    n = 2 * depth  # Linear, Tanh, Linear, Tanh, ...
-    lo, _ = segment_bounds(n, max(1, round(n ** 0.5)))[-1]
-    fraction = lo / n
+    checkpoint_sequential recomputes every segment but the last, less each one's last Linear and Tanh (NOTE
+    [recompute what backward reads] in minigrad/checkpoint.py): schedules.sqrt_n predicts that fraction of
+    the forward's FLOPs from the measured chain. So sqrt-ckpt / minigrad >= 1 + fraction * forward / step,
+    give or take the checkpoint's bookkeeping and the clock's noise."""
+    model, x = mlp(depth, width, batch)
+    chain = measure_chain(list(model), x)
+    fraction = sqrt_n(chain).recompute_flops / sum(chain.flops)
     estimate = statistics.median(1 + fraction * f / m for f, m in zip(times["forward"], times["minigrad"]))
     rows["sqrt-ckpt"]["recompute_estimate"] = estimate
-    print(f"  sqrt-ckpt recomputes {lo} of {n} functions: 1 + {lo}/{n} x forward / step = {estimate:.3f} here")
+    print(f"  sqrt-ckpt recomputes {fraction:.1%} of the forward's FLOPs (schedules.sqrt_n): 1 + {fraction:.3f} x "
+          f"forward / step = {estimate:.3f} here")
 
 
 def main():
@@ -313,7 +321,7 @@ def main():
         depth, width, batch = (4, 64, 16) if q else (32, 512, 256)
         name = f"(a) {depth}-layer {width}-wide tanh MLP, batch {batch}, float32, forward+backward{tag}"
         times = compare(name, build(depth, width, batch, policies=True), *((3, 2) if q else (15, 3)), report)
-        recompute_estimate(report[name], times, depth)
+        recompute_estimate(report[name], times, depth, width, batch)
         for k, policy in POLICIES.items():
             report[name][k]["policy"] = policy
         print("  " + "; ".join(f"{k}: policy={v}" for k, v in POLICIES.items()) + " (sqrt-ckpt: nothing_saveable)")
@@ -331,7 +339,8 @@ def main():
         else:
             scaling(report, depths=[4, 8, 16, 32, 64], batches=[16, 32, 64, 128, 256], width=256)
     print("\ngoals (issue [bench]): (a) minigrad / numpy <= 1.05 and minigrad / torch <= 0.95; (b) minigrad / "
-          "torch <= 0.7; profiled / minigrad <= 1.10; sqrt-ckpt / minigrad <= 1.25 (see bench/NOTES.md)")
+          "torch <= 0.7; profiled / minigrad <= 1.10; (issue [selective]) sqrt-ckpt / minigrad <= 1.20 (see "
+          "bench/NOTES.md)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
