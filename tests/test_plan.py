@@ -186,7 +186,9 @@ def test_the_policies_order_memory_against_recompute(name):
     core, dots, every = (run("every", p) for p in ("save_anything_except_core_attention", "dots_saveable",
                                                    "everything_saveable"))
     assert full.flops["recompute"] > core.flops["recompute"] > dots.flops["recompute"] > 0 == every.flops["recompute"]
-    assert full.bytes["activations"] < core.bytes["activations"] <= every.bytes["activations"]
+    # memory at the step's peak (what must fit): the categories at that moment shift with the policy, as an output a
+    # checkpoint kept counts as transient once handed to its recompute's records, until one of them saves it
+    assert full.bytes["total"] < core.bytes["total"] <= every.bytes["total"]
     assert plain.flops["forward"] == core.flops["forward"] and plain.flops["backward"] == core.flops["backward"]
 
 
