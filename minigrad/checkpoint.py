@@ -38,7 +38,7 @@ from . import backend, ops
 from .profiler import profile
 from .random import get_rng_state, set_rng_state
 from .schedules import Chain, Rerun, check_segments, segment_bounds
-from .tensor import (Tensor, active_profiler, apply, backward_within, caching, enable_grad, is_grad_enabled,
+from .tensor import (Tensor, apply, backward_within, caching, enable_grad, hand_over, is_grad_enabled,
                      is_keeping_saved, is_recomputing, keep_saved, mark, records_since, recomputing, replaying)
 
 __all__ = ["checkpoint", "checkpoint_sequential", "checkpoint_segments", "checkpoint_policies", "measure_chain",
@@ -439,11 +439,7 @@ class Checkpoint(ops.Op):
         cache, self.cache = self.cache, None
         if cache is not None:
             # the outputs it kept go to the recompute's records, which keep them only as long as they need them
-            remembered = self.saved[self.n_inputs:]
-            cache.start(remembered)
-            if active_profiler() is not None:
-                active_profiler().on_hand_over(self, remembered)
-            self.saved = self.saved[:self.n_inputs]
+            cache.start(hand_over(self, self.n_inputs))
         outer_rng = get_rng_state()
         if self.rng_state is not None:
             set_rng_state(self.rng_state)  # dropout draws the same masks again

@@ -271,6 +271,17 @@ def _replay(op_cls, inputs, attrs, forward, saved, refill, out):
     return t
 
 
+def hand_over(record, keep):
+    """NOTE [one choke point]: a record gives up its saved arrays but the first `keep` before its backward runs,
+    and returns them: a checkpoint hands the outputs it kept to the records of its recompute, which keep them as
+    long as they need them. The profiler stops counting them for this record."""
+    given = record.saved[keep:]
+    if _on.profiler is not None:
+        _on.profiler.on_hand_over(record, given)
+    record.saved = record.saved[:keep]
+    return given
+
+
 def release(record):
     """NOTE [memory drains]: drop a record's saved arrays once its backward has run, so that activation
     memory falls during backward as it rose during forward."""

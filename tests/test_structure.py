@@ -111,7 +111,8 @@ def assignments_to(attr):
 
 
 def test_only_the_choke_point_sets_what_a_record_keeps():
-    assert assignments_to("saved") == [("ops", "save_for_backward"), ("tensor", "keep"), ("tensor", "release")]
+    assert assignments_to("saved") == [("ops", "save_for_backward"), ("tensor", "hand_over"), ("tensor", "keep"),
+                                       ("tensor", "release")]
 
 
 def test_a_record_made_under_keep_saved_false_keeps_nothing():
