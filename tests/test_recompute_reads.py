@@ -6,13 +6,17 @@ of op; gradients bit-identical to the plain run's throughout (float64 too); what
 generator moved on by a replayed op that drew (sdpa's dropout) so that later dropouts draw the forward's masks;
 determinism_check='values' running every op again; and measure_chain's Rerun for each function.
 """
+import importlib
+
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import minigrad as mg
 from minigrad import functional as F
 from minigrad import nn
-from minigrad.checkpoint import measure_chain
+from minigrad import schedules as S
+from minigrad.checkpoint import checkpoint_segments, measure_chain, set_checkpoint_early_stop
 from minigrad.gpt import Block, GPTConfig
 from minigrad.schedules import Rerun
 
@@ -106,3 +110,57 @@ def test_measure_chain_says_what_a_recompute_runs_of_each_function():
     assert chain.reruns[1] == Rerun(last=(0, False, True), unread=(chain.flops[1], True), read=(chain.flops[1], True))
     assert chain.reruns[3].last == (chain.flops[3], True, False)  # a LayerNorm keeps arrays of its own: it runs
     assert all(np.isscalar(f) for r in chain.reruns for f in (r.last[0], r.unread[0], r.read[0]))
+
+
+def test_early_stop_off_recomputes_every_op_and_is_restored():
+    ckpt_module = importlib.import_module("minigrad.checkpoint")  # mg.checkpoint is the function
+    mg.manual_seed(0)
+    block = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh())
+    x = mg.randn(4, 8)
+    with pytest.raises(ZeroDivisionError), set_checkpoint_early_stop(False):
+        with mg.profile() as prof:
+            mg.checkpoint(block, x).sum().backward()
+        assert prof.calls("recompute", "linear") == 2 and prof.calls("recompute", "tanh") == 2
+        1 / 0
+    assert ckpt_module._early_stop is True  # restored, even after an error
+    with mg.profile() as prof:
+        mg.checkpoint(block, x).sum().backward()
+    assert prof.calls("recompute", "linear") == prof.calls("recompute", "tanh") == 1
+
+
+class Residual(nn.Module):
+    """x + W x: the add reads nothing in backward, so the Linear inside need not run again at a segment's end."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + self.lin(x)
+
+
+def mixed_chain():
+    mg.manual_seed(5)
+    return [nn.Linear(12, 16), nn.Tanh(), Residual(16), nn.LayerNorm(16), nn.Linear(16, 16), nn.GELU(),
+            nn.Dropout(0.3), nn.Linear(16, 8), Residual(8), nn.ReLU(), nn.Linear(8, 8), nn.Sigmoid(), Residual(8)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sets(st.integers(1, 12), max_size=6), st.booleans())
+def test_any_plan_on_a_mixed_chain_is_predicted_exactly(keep, nested):
+    """Every kind of end (a Linear, a Tanh, a residual add, a LayerNorm, a dropout, ...) and every cut: the
+    schedule's prediction from measure_chain's Reruns is what mg.profile measures."""
+    functions, x = mixed_chain(), mg.randn(5, 12)
+    chain = measure_chain(functions, x)
+    segments = S.bounds_of(len(chain), keep)
+    children = {}
+    if nested:  # cut the longest checkpointed segment again, once, in halves
+        k, (lo, hi) = max(enumerate(segments[:-1]), key=lambda s: s[1][1] - s[1][0], default=(None, (0, 0)))
+        if k is not None and hi - lo >= 2:
+            mid = (lo + hi) // 2
+            children = {k: S.Plan([(lo, mid), (mid, hi)], keep=[lo])}
+    plan = S.predict(chain, segments, children)
+    mg.manual_seed(9)
+    with mg.profile() as prof:
+        checkpoint_segments(functions, segments, x, plan.children).sum().backward()
+    assert (prof.peak_bytes("activations"), prof.flops("recompute")) == (plan.peak_bytes, plan.recompute_flops)
