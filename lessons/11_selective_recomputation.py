@@ -3,8 +3,9 @@
     python lessons/11_selective_recomputation.py            # about 5 s on 2 cores
     python lessons/11_selective_recomputation.py --quick    # fewer blocks: about 3 s
 
-Checkpointing so far dropped everything inside a segment and recomputed all of it: the most memory saved, for
-a whole extra forward pass. But a transformer block's ops are not alike. Its matrix products are most of the
+Checkpointing so far dropped everything inside a segment and recomputed it, all but the ops whose results
+backward does not read (NOTE [recompute what backward reads] in minigrad/checkpoint.py): the most memory saved,
+for most of an extra forward pass. But a transformer block's ops are not alike. Its matrix products are most of the
 FLOPs and keep arrays of (B, T, C) or (B, T, 4C); the ops on attention's scores (scale, mask, softmax, dropout)
 cost few FLOPs and keep the (B, heads, T, T) arrays that grow with the square of the sequence. So keep the
 expensive outputs, and recompute the cheap ones (Korthikanti et al. 2022, "Reducing Activation Recomputation in
