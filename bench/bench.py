@@ -3,6 +3,7 @@
     python bench/bench.py            # full run
     python bench/bench.py --quick    # a smoke run (CI)
     python bench/bench.py --only c   # just the GPT step
+    python bench/bench.py --only c --breakdown   # and where its time goes: mg.profile's table of one step
     python bench/bench.py --device cuda   # minigrad on CuPy, against the same math in CuPy and PyTorch CUDA
     make bench                       # installs PyTorch's CPU build if missing, writes out/bench.json and plots
 
@@ -18,7 +19,9 @@ everything_saveable (mg.checkpoint_policies): what keeping rather than recomputi
     same model, with the same weights, written in PyTorch.
 (f) how cost grows: step time and peak activation memory against depth and against batch,
     plain and with sqrt(n) checkpointing (log-log in the plot).
-Prints a table; --json and --plot write the results.
+Prints a table; --json and --plot write the results. --breakdown prints, for (c), mg.profile's table of one
+minigrad step (the median of several, each profiled alone): self time by op and phase (NOTE [self time] in
+minigrad/profiler.py), the breakdown in bench/NOTES.md.
 Contenders run interleaved in one process; we report the median of per-round ratios.
 """
 import argparse
@@ -149,8 +152,8 @@ def build(depth, width, batch, policies=False):
 GPT_CFG = dict(vocab_size=64, block_size=64, n_layer=4, n_head=4, n_embd=128)
 
 
-def build_gpt(batch, cfg=GPT_CFG):
-    """The GPT training step in minigrad and, with the same weights, in PyTorch."""
+def build_gpt(batch, cfg=GPT_CFG, against_torch=True):
+    """The GPT training step in minigrad and, with the same weights, in PyTorch (unless against_torch=False)."""
     from minigrad.gpt import GPT, GPTConfig
     mg.manual_seed(0)
     model = GPT(GPTConfig(**cfg))
@@ -165,7 +168,7 @@ def build_gpt(batch, cfg=GPT_CFG):
         opt.step()
     contenders = {"minigrad": step}
     device = torch_device()
-    if device is None:
+    if device is None or not against_torch:
         return contenders
     import torch
     tmodel = torch_gpt(cfg, model.state_dict()).to(device)
@@ -184,6 +187,22 @@ def build_gpt(batch, cfg=GPT_CFG):
         topt.step()
     contenders["torch"] = torch_step_gpt
     return contenders
+
+
+def breakdown(step, steps=7):
+    """mg.profile's table of the step whose profiled wall time is the median of `steps` (after a warm-up):
+    where one step's time goes, op by op and phase by phase."""
+    step()
+    profiles = []
+    for _ in range(steps):
+        with mg.profile() as prof:
+            step()
+        profiles.append(prof)
+    profiles.sort(key=lambda p: p.wall_seconds())
+    prof = profiles[len(profiles) // 2]
+    print(f"\n(c) the minigrad GPT step under mg.profile (the median of {steps} by wall time, "
+          f"{', '.join(f'{p.wall_seconds() * 1e3:.1f}' for p in profiles)} ms):\n")
+    print(prof.table())
 
 
 def torch_gpt(cfg, state):
@@ -302,6 +321,8 @@ def main():
     ap.add_argument("--plot", metavar="PATH", help="also plot each contender's time relative to minigrad (PNG)")
     ap.add_argument("--only", metavar="PARTS", default="abcf",
                     help="which parts to run, for example --only c or --only ab (default: abcf, all of them)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="with part (c): also print mg.profile's table (time by op and phase) of one minigrad step")
     ap.add_argument("--device", choices=["cpu", "cuda"], default=mg.default_device().split(":")[0],
                     help="where minigrad, the by-hand version and PyTorch run (default: $MINIGRAD_DEVICE, else cpu)")
     args = ap.parse_args()
@@ -330,6 +351,8 @@ def main():
                 *((3, 20) if q else (15, 2000)), report)
     if "c" in args.only:
         cfg, batch = (dict(GPT_CFG, n_layer=1, block_size=16, n_embd=32), 2) if q else (GPT_CFG, 8)
+        if args.breakdown:  # before PyTorch's steps, whose allocations change the allocator's (bench/NOTES.md)
+            breakdown(build_gpt(batch, cfg, against_torch=False)["minigrad"], steps=3 if q else 7)
         compare(f"(c) GPT training step (AdamW), {cfg['n_layer']} layer{'s' * (cfg['n_layer'] > 1)}, {cfg['n_embd']} wide, {cfg['n_head']} "
                 f"heads, batch {batch} x {cfg['block_size']} tokens, vocabulary {cfg['vocab_size']}{tag}",
                 build_gpt(batch, cfg), *((3, 1) if q else (10, 2)), report)

@@ -23,15 +23,18 @@ from .tensor import Tensor, active_profiler, mark_written, zero_grads
 
 
 def _reported(step):
-    """step(), bracketed by the active profile's on_step (NOTE [what a profile counts], profiler.py), and
-    followed by a version bump of every parameter it may have written (NOTE [version counters], tensor.py)."""
+    """step(), bracketed by the active profile's on_step (NOTE [what a profile counts], profiler.py) and timed
+    by it (NOTE [self time]), and followed by a version bump of every parameter it may have written (NOTE
+    [version counters], tensor.py)."""
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
         profiler = active_profiler()
         if profiler is not None:
             profiler.on_step(self, done=False)
+            clock = profiler.start_clock()
         out = step(self, *args, **kwargs)
         if profiler is not None:
+            profiler.stop_clock(clock, type(self).__name__, "step")
             profiler.on_step(self, done=True)
         mark_written(p for p in self.params if p.grad is not None)
         return out

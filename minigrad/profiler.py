@@ -27,8 +27,13 @@ CuPy's pool) to bound them.
 
 FLOPs follow NOTE [FLOP convention] in ops.py, by phase ('forward', 'backward', 'recompute').
 
+Time: each op's wall time by phase, as PyTorch's profiler reports it: self time, less the ops that ran
+inside it and less the profiler's own bookkeeping (NOTE [self time]); prof.seconds("backward", op="matmul").
+
 Read next: schedules.py and checkpoint.py, which trade these bytes for recompute FLOPs.
 """
+import functools
+import time
 import weakref
 
 from . import backend, nn, optim
@@ -37,6 +42,7 @@ from .tensor import Tensor, active_profiler, is_recomputing, profiling
 CATEGORIES = ("parameters", "optimizer", "gradients", "activations", "transient")
 PARAMETERS, OPTIMIZER, GRADIENTS, ACTIVATIONS, TRANSIENT = range(5)
 PHASES = ("forward", "backward", "recompute")
+TIMED_PHASES = PHASES + ("step",)  # time also counts optimizer steps, by optimizer (AdamW, SGD, ...)
 
 
 def format_bytes(n):
@@ -51,6 +57,12 @@ def format_flops(n):
         if abs(n) < 1000 or unit == "T":
             return f"{n:.0f}" if unit == "" else f"{n:.2f} {unit}"
         n /= 1000
+
+
+def format_seconds(s):
+    if abs(s) < 1e-3:
+        return f"{s * 1e6:.0f} µs"
+    return f"{s * 1e3:.2f} ms" if abs(s) < 1 else f"{s:.2f} s"
 
 
 def _check_scope(x):
@@ -69,8 +81,38 @@ def _state_arrays(optimizer):
                 yield value
 
 
+# NOTE [self time]: an op's clock runs while the tape works on it: in `apply`, from just before its forward to
+# just after its record kept what it saved (the forward, wrapping the output, `keep`); in `_run_tape`, for one
+# record's turn (its version checks, its backward, the release of what it saved, and handing its gradients on:
+# the sums into other records' gradients and into leaves' .grad); an optimizer's whole step. Its total
+# (PyTorch's 'CPU total') includes the ops that ran inside it: a checkpoint's backward runs its segment's
+# recompute and that recompute's backward. Its self time (PyTorch's 'Self CPU') leaves them out. Neither counts
+# the profiler's own bookkeeping: each hook the tape calls times itself (_bookkeeping), as the profiler's
+# overhead. So the self times of all ops and the overhead add up to at most the block's wall time; the rest is
+# Python between the ops (the user's code, Tensor methods before they apply an op, backward() sorting the tape).
+# Reading the clock costs a fraction of a microsecond per op, which stays in the ops' times. The running clocks
+# are a stack, and each op knows its place in it: a clock that an error left running inside an op is dropped
+# when that op's clock stops.
+def _bookkeeping(hook):
+    """A hook of the tape, timed as the profiler's overhead: out of the time of the op that is running."""
+    @functools.wraps(hook)
+    def timed(self, *args, **kwargs):
+        if self._busy:  # a hook inside a hook (a weak reference's callback): the outer one times both
+            return hook(self, *args, **kwargs)
+        self._busy = True
+        start = time.perf_counter_ns()
+        try:
+            return hook(self, *args, **kwargs)
+        finally:
+            ns = time.perf_counter_ns() - start
+            self._busy = False
+            self._overhead_ns += ns
+            self._clocks[-1][2] += ns
+    return timed
+
+
 class profile:
-    """Context manager that records bytes by category and FLOPs by phase and op (see module doc)."""
+    """Context manager that records bytes by category, FLOPs and time by phase and op (see module doc)."""
 
     def __init__(self, *scope):
         # NOTE [one buffer, one category]: each buffer (the array that owns the memory, so a view
@@ -89,6 +131,13 @@ class profile:
         self._calls = {}                   # (phase, op name) -> calls
         self._saved = {}                   # op name -> bytes saved for backward (summed over calls)
         self._events = []                  # [op name, phase, bytes per category after it]
+        self._self_ns = {}                 # (phase, op name) -> nanoseconds, less the ops inside (NOTE [self time])
+        self._total_ns = {}                # (phase, op name) -> nanoseconds, the ops inside included
+        self._clocks = [[0, 0, 0]]         # the clocks running, the block's at the bottom: [start, ns of the ops
+                                           # inside it, ns of bookkeeping inside it] (NOTE [self time])
+        self._overhead_ns = 0              # the profiler's own bookkeeping while the block ran
+        self._busy = False                 # in a hook (_bookkeeping)
+        self._wall_ns = None               # the block's wall time, once it has ended
         self._traffic = {}                 # collective's name -> [bytes sent, bytes received] by this process
         self._used = {}                    # id -> weakref of each parameter, module, optimizer counted (NOTE [what
                                            # a profile counts]); by id, as tensors' == is elementwise
@@ -108,9 +157,11 @@ class profile:
             self._use(x, since_start=False)
         self._event("start", "start")
         self._mode.__enter__()
+        self._clocks = [[time.perf_counter_ns(), 0, 0]]
         return self
 
     def __exit__(self, *exc):
+        self._wall_ns = time.perf_counter_ns() - self._clocks[0][0]
         self._mode.__exit__(*exc)
         self._event("end", "end")
         self._open = False
@@ -204,6 +255,7 @@ class profile:
         ref = weakref.ref(array, self._on_death)  # arrays are unhashable: the dict is keyed by the ref's id
         self._refs[id(ref)] = (ref, (key, category))
 
+    @_bookkeeping
     def _on_death(self, ref):
         _, held = self._refs.pop(id(ref), (None, None))
         if held is not None:
@@ -216,6 +268,7 @@ class profile:
         self._refs[id(ref)] = (ref, (id(record), keys))
         self._records[id(record)] = ref
 
+    @_bookkeeping
     def _on_record_death(self, ref):
         _, (record_id, keys) = self._refs.pop(id(ref), (None, (None, ())))
         self._records.pop(record_id, None)
@@ -236,12 +289,36 @@ class profile:
         """'recompute' while a checkpoint re-runs its forward (tensor.recomputing), else 'forward'."""
         return "recompute" if is_recomputing() else "forward"
 
-    # --- what the tape (tensor.py) reports while this profile is active
+    # --- the clocks (NOTE [self time]): the tape starts one as an op begins and stops it as the op ends
+    def start_clock(self):
+        """Start timing an op; returns the clock, for stop_clock."""
+        self._clocks.append([time.perf_counter_ns(), 0, 0])
+        return len(self._clocks) - 1
+
+    def stop_clock(self, clock, op=None, phase=None):
+        """Stop the clock of `op` (its name) in `phase` (None: 'forward' or 'recompute', as now) and count its time.
+        op=None: count it for no op, so that it stays in the time of the op around it (a checkpoint's recompute
+        that replays an op rather than run it)."""
+        end = time.perf_counter_ns()
+        start, inside, bookkeeping = self._clocks[clock]
+        del self._clocks[clock:]  # and any clock that an error left running inside it
+        total = end - start - bookkeeping
+        outer = self._clocks[-1]
+        outer[1] += total
+        outer[2] += bookkeeping
+        if op is not None:
+            key = (phase or self.phase, op)
+            self._total_ns[key] = self._total_ns.get(key, 0) + total
+            self._self_ns[key] = self._self_ns.get(key, 0) + total - inside
+
+    # --- what the tape (tensor.py) reports while this profile is active; each hook's time is the profiler's
+    @_bookkeeping
     def on_save(self, record):
         """A record keeps its saved arrays (tensor.keep): activations until on_release."""
         self._hold_saved(record)
         self._saved[record.name] = self._saved.get(record.name, 0) + sum(self.activations_kept([record]).values())
 
+    @_bookkeeping
     def on_hand_over(self, record, arrays):
         """A record gave up some of its saved arrays before its backward (a checkpoint hands the outputs it kept
         to the records of its recompute, which keep them as long as they need them): no longer counted for it."""
@@ -255,12 +332,14 @@ class profile:
                 keys.remove(key)
                 self._remove(key, ACTIVATIONS)
 
+    @_bookkeeping
     def on_inputs(self, inputs):
         """Before an op runs: the parameters it reads are in use (NOTE [what a profile counts])."""
         for t in inputs:
             if isinstance(t, nn.Parameter) and not self._counted(t):
                 self._use(t)
 
+    @_bookkeeping
     def on_forward(self, op, inputs, out):
         """After op ran (and its record, if any, kept what it saved)."""
         phase = self.phase
@@ -268,6 +347,7 @@ class profile:
         self._hold(out, TRANSIENT)
         self._event(op.name, phase)
 
+    @_bookkeeping
     def on_release(self, record):
         """The tape is about to drop record.saved (tensor.release): before the arrays can die, while
         each buffer's id is still its own."""
@@ -275,6 +355,7 @@ class profile:
         if ref is not None:
             self._on_record_death(ref)
 
+    @_bookkeeping
     def on_backward(self, op, grad, input_grads):
         """After op.backward ran (and its record was released, unless retain_graph)."""
         self._count("backward", op, op.backward_flops(grad, input_grads))
@@ -284,13 +365,16 @@ class profile:
                 self._hold(gi, TRANSIENT)
         self._event(op.name, "backward")
 
+    @_bookkeeping
     def on_grad(self, array):
         """A .grad was set (Tensor.grad's setter)."""
         self._hold(array, GRADIENTS)
 
+    @_bookkeeping
     def on_new_tensor(self, t):
         self._hold(t._data, PARAMETERS if isinstance(t, nn.Parameter) else TRANSIENT)
 
+    @_bookkeeping
     def on_step(self, optimizer, done):
         """Before (done=False) and after (done=True) optimizer.step() (optim.Optimizer wraps every step):
         before, what it holds was alive all along; after, the state it made is new."""
@@ -301,6 +385,7 @@ class profile:
             if self._hold_new(array, OPTIMIZER, since_start=False):
                 self._event("optimizer_state", "step")
 
+    @_bookkeeping
     def on_communication(self, op, sent, received):
         """A collective ran (distributed.py): the bytes this process sent to and received from the others."""
         traffic = self._traffic.setdefault(op, [0, 0])
@@ -360,6 +445,26 @@ class profile:
         return sum(n for (ph, name), n in self._calls.items()
                    if (phase is None or ph == phase) and (op is None or name == op))
 
+    def seconds(self, phase=None, op=None, inclusive=False):
+        """Wall time in seconds that `op` (an op's name, or an optimizer's: 'AdamW') took in `phase` ('forward',
+        'backward', 'recompute', 'step'); None = all. Self time, as PyTorch's 'Self CPU': less the ops that ran
+        inside it and the profiler's bookkeeping (NOTE [self time]); inclusive=True: with the ops inside it
+        ('CPU total'; summed over ops, a nested op then counts twice)."""
+        if phase is not None and phase not in TIMED_PHASES:
+            raise ValueError(f"profile: unknown phase {phase!r}; time is kept for {', '.join(TIMED_PHASES)}")
+        times = self._total_ns if inclusive else self._self_ns
+        return sum(n for (ph, name), n in times.items()
+                   if (phase is None or ph == phase) and (op is None or name == op)) / 1e9
+
+    def wall_seconds(self):
+        """The block's wall time in seconds (so far, while it runs), the profiler's bookkeeping included."""
+        ns = self._wall_ns if self._wall_ns is not None else time.perf_counter_ns() - self._clocks[0][0]
+        return ns / 1e9
+
+    def overhead_seconds(self):
+        """The profiler's own bookkeeping during the block, in seconds: the time it adds to the block."""
+        return self._overhead_ns / 1e9
+
     def communicated(self, direction="sent", op=None):
         """Bytes this process sent ('sent') to or received ('received') from the other processes in collectives
         (all_reduce, all_gather, broadcast: distributed.py), for one op or all."""
@@ -378,8 +483,9 @@ class profile:
         return [dict(index=i, op=op, phase=phase, **dict(zip(CATEGORIES, current)), total=sum(current))
                 for i, (op, phase, current) in enumerate(self._events)]
 
-    def table(self):
-        """Three small tables: ops (calls, bytes saved), FLOPs by kind and phase, bytes by category."""
+    def table(self, times=True):
+        """Small tables: ops (calls, bytes saved), their self time by phase (time=False leaves it out: it differs
+        from run to run), FLOPs by kind and phase, bytes by category, and bytes sent by collective if any."""
         ops_run = sorted({name for _, name in self._calls})
         head = f"{'op':<13}{'forward':>9}{'backward':>10}{'recompute':>11}{'saved':>12}"
         lines = [head, "-" * len(head)]
@@ -388,6 +494,8 @@ class profile:
                          + f"{format_bytes(self._saved.get(name, 0)):>12}")
         lines.append("(calls per phase; saved: bytes the op kept for backward, summed over its calls: a buffer "
                      "that two ops save shows in both rows)")
+        if times:
+            lines += [""] + self._time_table()
         kinds = sorted({name for _, name in self._flops})
         head = f"{'FLOPs':<13}" + "".join(f"{p:>14}" for p in PHASES)
         lines += ["", head, "-" * len(head)]
@@ -404,3 +512,26 @@ class profile:
             for name, (sent, received) in sorted(self._traffic.items()):
                 lines.append(f"{name:<26}{format_bytes(sent):>12}{format_bytes(received):>12}")
         return "\n".join(lines)
+
+    def _time_table(self):
+        """Self time by op and phase, slowest op first; shares of the block's time less the profiler's."""
+        block = self.wall_seconds() - self.overhead_seconds()  # what the block takes without a profile, roughly
+        names = sorted({name for _, name in self._self_ns}, key=lambda name: -self.seconds(op=name))
+        head = f"{'self time':<13}" + "".join(f"{p:>11}" for p in TIMED_PHASES) + f"{'total':>11}{'share':>8}"
+        lines = [head, "-" * len(head)]
+
+        def row(label, cells, total):
+            share = f"{total / block:.1%}" if block > 0 else "-"
+            return f"{label:<13}" + "".join(f"{c:>11}" for c in cells) + f"{format_seconds(total):>11}{share:>8}"
+        for name in names:
+            lines.append(row(name, [format_seconds(self.seconds(p, name)) if (p, name) in self._self_ns else "-"
+                                    for p in TIMED_PHASES], self.seconds(op=name)))
+        ran = {p for p, _ in self._self_ns}
+        lines.append(row("all ops", [format_seconds(self.seconds(p)) if p in ran else "-" for p in TIMED_PHASES],
+                         self.seconds()))
+        lines.append(row("not in ops", [""] * len(TIMED_PHASES), block - self.seconds()))
+        lines.append("(self time: an op's wall time less the ops that ran inside it (a checkpoint's recompute) and "
+                     "the profiler's bookkeeping; not in ops: Python between them)")
+        lines.append(f"(share: of the block's {format_seconds(self.wall_seconds())} less the profiler's own "
+                     f"bookkeeping, {format_seconds(self.overhead_seconds())}: {format_seconds(block)})")
+        return lines

@@ -179,11 +179,15 @@ def apply(op_cls, *inputs, **attrs):
     record = _on.grad_enabled and any(t._requires_grad for t in inputs)
     if _on.profiler is not None:
         _on.profiler.on_inputs(inputs)
+        clock = _on.profiler.start_clock()  # NOTE [self time] (profiler.py)
     op.needs_input_grad = tuple(t._requires_grad for t in inputs) if record else (False,) * len(inputs)
     if _on.replaying is not None:
         hit = _on.replaying.take(op_cls.name)  # None: this op runs again
         if hit is not None:
-            return _replay(op_cls, inputs, attrs, *hit)
+            t = _replay(op_cls, inputs, attrs, *hit)
+            if _on.profiler is not None:
+                _on.profiler.stop_clock(clock)  # not run: its time is the checkpoint's that replays it
+            return t
     try:
         out = op.forward(*arrays, **attrs)
     except (ValueError, IndexError, TypeError) as e:
@@ -203,6 +207,7 @@ def apply(op_cls, *inputs, **attrs):
         t._ctx = op
         keep(op, inputs, t)
     if _on.profiler is not None:
+        _on.profiler.stop_clock(clock, op_cls.name)
         _on.profiler.on_forward(op, inputs, out)
     return t
 
@@ -454,6 +459,8 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
         g = grads.pop(op, None)
         if g is None:
             continue
+        if _on.profiler is not None:
+            clock = _on.profiler.start_clock()  # NOTE [self time] (profiler.py): until its gradients are handed on
         if op.released:
             raise RuntimeError(f"backward: trying to backward through the graph a second time: the arrays that "
                                f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
@@ -486,6 +493,8 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
             else:
                 for part in parts:
                     grads[nxt] = grads[nxt] + part if nxt in grads else part
+        if _on.profiler is not None:
+            _on.profiler.stop_clock(clock, op.name, "backward")
 
 
 class _Owned:

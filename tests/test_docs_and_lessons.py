@@ -158,9 +158,11 @@ def test_bench_smoke(tmp_path):
 
 def test_bench_runs_only_the_parts_asked_for(tmp_path):
     out = tmp_path / "bench.json"
-    r = run(["bench/bench.py", "--quick", "--only", "c", "--json", str(out)])
+    r = run(["bench/bench.py", "--quick", "--only", "c", "--json", str(out), "--breakdown"])
     assert r.returncode == 0, r.stderr
     assert [name[:3] for name in json.loads(out.read_text())] == ["(c)"]
+    times = r.stdout[r.stdout.index("self time"):].splitlines()  # --breakdown: the profile's time table
+    assert any(line.startswith("linear ") for line in times) and any(line.startswith("AdamW ") for line in times)
     r = run(["bench/bench.py", "--quick", "--only", "z"])
     assert r.returncode != 0 and "--only takes letters from 'abcf'" in r.stderr
 

@@ -124,7 +124,7 @@ def test_meta_gives_the_real_runs_ledger_event_by_event(checkpointing, dropout):
     assert meta.bytes_at_peak() == real.bytes_at_peak()
     for phase in ("forward", "backward", "recompute"):
         assert meta.flops(phase) == real.flops(phase)
-    assert meta.table() == real.table()
+    assert meta.table(times=False) == real.table(times=False)  # times differ from run to run
 
 
 def test_meta_gives_the_real_ledger_with_accumulation():
