@@ -13,7 +13,7 @@ from minigrad import nn, ops, optim
 from minigrad.profiler import TIMED_PHASES, format_seconds
 from minigrad.tensor import apply
 
-NAP = 0.02  # seconds that the slow op sleeps
+NAP = 0.1  # seconds that the slow op sleeps: far above any tiny op, even on a loaded machine
 
 
 class Slow(ops.Op):
