@@ -321,10 +321,6 @@ class OpCache:
         """Let `plan` say whether the recompute reads `array` (as entry -1): measure_chain asks."""
         self._out_of[id(array)] = (weakref.ref(array), -1)
 
-    def reruns(self):
-        """[(op name, runs again?)] for each op of the forward, once sealed: what the recompute will do."""
-        return [(e.name, e.record is None) for e in self.entries]
-
     # --- the recompute
     def start(self, remembered):
         self.cursor, self.remembered, self._placeholders, self.diverged = 0, remembered, [], False
