@@ -402,11 +402,11 @@ def interleave(contenders, rounds, inner):
 def sizes(part, quick):
     """Each part's sizes, and its rounds: (config, process rounds, rounds per process, steps per round)."""
     if part == "a":
-        return ((4, 64, 16), 1, 3, 2) if quick else ((32, 512, 256), 3, 5, 3)
+        return ((4, 64, 16), 1, 3, 2) if quick else ((32, 512, 256), 5, 3, 3)
     if part == "b":
-        return ((2, 16, 1), 1, 3, 20) if quick else ((2, 16, 1), 3, 5, 2000)
+        return ((2, 16, 1), 1, 3, 20) if quick else ((2, 16, 1), 5, 3, 2000)
     cfg, batch = (dict(GPT_CFG, n_layer=1, block_size=16, n_embd=32), 2) if quick else (GPT_CFG, 8)
-    return ((cfg, batch), 1, 3, 1) if quick else ((cfg, batch), 5, 3, 2)
+    return ((cfg, batch), 1, 3, 1) if quick else ((cfg, batch), 7, 3, 2)
 
 
 def contenders_of(part, engine, quick):
@@ -542,6 +542,11 @@ def recompute_estimate(rows, times, depth, width, batch):
           f"forward / step = {estimate:.3f} here")
 
 
+def load():
+    """The 1, 5 and 15 minute load averages: on a 2-core machine, above 1 means another job competes for the cores."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="tiny sizes, few rounds, one process per engine: checks that it runs")
@@ -568,6 +573,7 @@ def main():
     if args.worker:
         return worker(*args.worker, args.quick)
     print(f"device: {DEVICE}; each engine timed alone in its own process" + (f"; {missing_note()}" * bool(missing_note())))
+    print(f"load average at the start: {load()} (this machine's other work slows every contender; compare ratios)")
     report, q = {}, args.quick  # --quick: tiny sizes and few rounds, the same parts
     tag = " (quick)" if q else ""
     names = {"a": "(a) {}-layer {}-wide tanh MLP, batch {}, float32, forward+backward",
@@ -596,7 +602,8 @@ def main():
             scaling(report, depths=[2, 4], batches=[4, 8], width=16, rounds=1)
         else:
             scaling(report, depths=[4, 8, 16, 32, 64], batches=[16, 32, 64, 128, 256], width=256)
-    print("\ngoals (issue [bench]): (a) minigrad / numpy <= 1.05 and minigrad / torch <= 0.95; (b) minigrad / "
+    print(f"\nload average at the end: {load()}")
+    print("goals (issue [bench]): (a) minigrad / numpy <= 1.05 and minigrad / torch <= 0.95; (b) minigrad / "
           "torch <= 0.7; profiled / minigrad <= 1.10; (issue [selective]) sqrt-ckpt / minigrad <= 1.20 (see "
           "bench/NOTES.md)")
     if args.json:
