@@ -24,15 +24,16 @@ Prints a table; --json and --plot write the results.
 Each engine is timed alone, in its own fresh Python process (this script, run with --worker):
 minigrad, the NumPy by hand, PyTorch and JAX. Engines in one process share glibc's malloc, whose
 mmap and trim thresholds adapt to what the process has allocated and freed so far: minigrad alone
-took thousands of page faults per GPT step and only a handful after PyTorch had run in the same
-process (issue [speed]), so a figure from one process depends on the neighbours and on their order.
+took thousands of page faults per GPT step and none after PyTorch had run in the same process
+(issue [speed]); they also share the cores between their thread pools (NumPy's OpenBLAS and
+PyTorch's OpenMP). So a figure from one process depends on the neighbours and on their order.
 Each worker warms up, times rounds of several steps and reports its median (and best) and its
-minor page faults per step (getrusage). The engines' processes alternate, round after round, so that a slow
-moment of this 2-core machine hits each of them; ratios between engines are medians of per-round
-ratios of the processes' medians. minigrad's own variants (profiled, sqrt-ckpt, the policies,
-forward) are the same engine and run interleaved in minigrad's process, their ratios per round
-within it. --in-one-process adds the old figure, every engine interleaved in this one process, as
-a labelled secondary column.
+minor page faults per step (getrusage). The engines' processes alternate, round after round, so
+that a slow moment of this 2-core machine hits each of them; ratios between engines are medians of
+per-round ratios of the processes' medians. minigrad's own variants (profiled, sqrt-ckpt, the
+policies, forward) are the same engine and run interleaved in minigrad's process, their ratios per
+round within it. --in-one-process adds the old figure, every engine interleaved in this one
+process, as a labelled secondary table. bench/NOTES.md (2026-11-30) has how far the two differ.
 """
 import argparse
 import json
@@ -517,12 +518,13 @@ def compare(name, part, quick, report):
 def compare_in_one_process(name, part, quick, report):
     """The old figure, for comparison only: every engine's contenders interleaved in this one process, so
     that they share its allocator (NOTE [one engine per process]). Adds a column to the table of compare()."""
-    contenders, _, rounds, inner = {}, *sizes(part, quick)[1:]
+    _, _, rounds, inner = sizes(part, quick)
+    contenders = {}
     for engine in engines_for(part):
         contenders.update(contenders_of(part, engine, quick)[0] or {})
     result = interleave(contenders, rounds, inner)
     mine = result["minigrad"][0]
-    print(f"  in one process, for comparison (every engine interleaved here, sharing one allocator):")
+    print("  in one process, for comparison (every engine interleaved here, sharing one allocator and the cores' threads):")
     print(f"  {'':10}{'median':>12}{'best':>12}{'minigrad / it':>16}{'faults / step':>15}")
     for k, (times, faults) in result.items():
         ratio = statistics.median(a / b for a, b in zip(mine, times))
