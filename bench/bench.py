@@ -67,7 +67,10 @@ DEVICE = "cpu"  # set by --device; every tensor below is made on it (the default
 # with minigrad's initialisation (the same weights everywhere, and the same allocator history before the
 # timing starts) and is then timed on its own steps only. The faults per step printed beside each time
 # show what the allocator did.
-ENGINES = ("minigrad", "by-hand", "torch", "jax")
+ENGINES = ("minigrad", "kept-mem", "by-hand", "torch", "jax")
+# 'kept-mem' is minigrad's plain step in a process that asked malloc to keep freed memory
+# (backend.keep_freed_host_memory, opt-in: NOTE [host memory between steps]): what the page faults cost.
+KEPT = "kept-mem"
 
 
 def by_hand_name():
@@ -433,6 +436,11 @@ def sizes(part, quick):
 def contenders_of(part, engine, quick):
     """{name: step} of one engine for one part, and (c)'s loss before any step; ({} or None, None) if none."""
     config = sizes(part, quick)[0]
+    if engine == KEPT:  # minigrad's plain step alone, malloc asked to keep what is freed before anything is made
+        if not backend.keep_freed_host_memory():
+            return None, None
+        contenders, loss = contenders_of(part, "minigrad", quick)
+        return {KEPT: contenders["minigrad"]}, loss
     if part == "c":
         return gpt_contenders(engine, config[1], config[0])
     return mlp_contenders(engine, *config, policies=part == "a"), None
@@ -448,6 +456,8 @@ def engine_note(engine):
         return f"JAX {jax.__version__} jit on {jax_device()}"
     if engine == "by-hand":
         return f"NumPy {np.__version__}" + (" (CuPy's arrays)" if DEVICE == "cuda" else "")
+    if engine == KEPT:
+        return f"{KEPT}: minigrad with malloc keeping freed host memory (backend.keep_freed_host_memory)"
     return f"minigrad on {DEVICE}"
 
 
@@ -474,8 +484,8 @@ def spawn(part, engine, quick):
 
 def engines_for(part):
     """The engines that can run this part here: each is looked for, not imported (its worker imports it)."""
-    wanted = ENGINES if part != "c" else ("minigrad", "torch", "jax")  # nobody wrote the GPT's backward by hand
-    return [e for e in wanted if e in ("minigrad", "by-hand") or util.find_spec(e) is not None]
+    wanted = ENGINES if part != "c" else ("minigrad", KEPT, "torch", "jax")  # nobody wrote the GPT's backward by hand
+    return [e for e in wanted if e in ("minigrad", KEPT, "by-hand") or util.find_spec(e) is not None]
 
 
 def missing_note():
@@ -541,7 +551,8 @@ def compare_in_one_process(name, part, quick, report):
     _, _, rounds, inner = sizes(part, quick)
     contenders = {}
     for engine in engines_for(part):
-        contenders.update(contenders_of(part, engine, quick)[0] or {})
+        if engine != KEPT:  # its malloc setting is the whole process's: it runs only in a process of its own
+            contenders.update(contenders_of(part, engine, quick)[0] or {})
     result = interleave(contenders, rounds, inner)
     mine = result["minigrad"][0]
     print("  in one process, for comparison (every engine interleaved here, sharing one allocator and the cores' threads):")

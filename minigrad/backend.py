@@ -2,10 +2,12 @@
 shape-only arrays of meta.py ('meta').
 
 Everything above this layer (ops, the tape, nn) asks this module for an array module
-(`xp`) instead of importing NumPy or CuPy itself, so the same ops run on all three.
+(`xp`) instead of importing NumPy or CuPy itself, so the same ops run on all three. It also
+holds the one opt-in setting of where host arrays' memory comes from (keep_freed_host_memory).
 
 Read next: random.py, then special.py and ops.py, the differentiable ops written only in these primitives.
 """
+import ctypes
 import os
 
 import numpy as np
@@ -158,3 +160,30 @@ def index_add(target, key, values):
         np.add.at(target, key, values)
     else:
         _cupyx.scatter_add(target, key, values)
+
+
+# NOTE [host memory between steps]: NumPy takes each array's memory from glibc's malloc. For blocks of a few
+# hundred KiB and up, malloc hands memory back to the system when they are freed (munmap, or trimming the top
+# of the heap) and asks for it again at the next step, which costs a page fault per 4 KiB page touched: about
+# 10,700 faults (42 MiB) per step of the benchmark's 32 x 512 MLP, a fifth of its time (bench/NOTES.md).
+# CuPy's memory pool keeps freed GPU memory for the next request; this asks malloc to do the same on the host,
+# for the whole process, so it is opt-in: RSS stays at the step's peak instead of falling between steps.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+
+
+def keep_freed_host_memory(mmap_threshold=64 * 2**20, trim_threshold=128 * 2**20):
+    """Ask glibc's malloc to keep freed host memory for reuse (NOTE [host memory between steps]): blocks below
+    `mmap_threshold` bytes come from the heap, and the heap's free top is returned to the system only above
+    `trim_threshold`. The same as starting Python with MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ set.
+    Returns True if malloc took both settings; False where the C library is not glibc (macOS, musl), which
+    leaves the process as it was. Or set MINIGRAD_KEEP_HOST_MEMORY=1 before importing minigrad."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, int(mmap_threshold))) and bool(mallopt(M_TRIM_THRESHOLD, int(trim_threshold)))
+
+
+if os.environ.get("MINIGRAD_KEEP_HOST_MEMORY", "") not in ("", "0"):
+    keep_freed_host_memory()
