@@ -1,6 +1,6 @@
 """Lesson 2: where the memory of a training step goes, byte by byte.
 
-    python lessons/02_where_the_memory_goes.py       # about 1 s on 2 cores (measured 2026-11-30)
+    python lessons/02_where_the_memory_goes.py       # about 3 s on 2 cores (measured 2026-11-30)
 
 An MLP trains for one warm-up step (that step makes AdamW's two moments), then one more step
 runs under mg.profile(model, opt): a steady-state step, as every step after the first is. The
@@ -12,12 +12,21 @@ Then the same step runs again with one line moved: opt.zero_grad() after the for
 instead of before it (as many training loops write it, lesson 1 among them). zero_grad() drops
 the last step's gradients (set_to_none, as PyTorch); called late, they are still alive during
 the whole forward pass, on top of the activations, and the peak rises by about their size.
+Last, what the ledger does not decide: where freed bytes go. NumPy takes each array from the C library's
+malloc, which gives large freed blocks back to the system, so the next step touches fresh pages again (page
+faults). CuPy's memory pool keeps freed GPU memory for the next request; MINIGRAD_KEEP_HOST_MEMORY=1 asks malloc
+to do the same on the host (opt-in: it is the whole process's). Two fresh processes run the same steps of a small
+GPT, one with it, and count the page faults and the time per step.
 Plot: out/02_memory_timeline.png, the two steps event by event.
 """
 # %%
 import argparse
+import json
 import os
+import resource
+import subprocess
 import sys
+import time
 
 import matplotlib
 matplotlib.use("Agg")
@@ -25,6 +34,7 @@ import matplotlib.pyplot as plt
 
 import minigrad as mg
 from minigrad import formulas, grading
+from minigrad.gpt import GPT, GPTConfig
 from minigrad.profiler import CATEGORIES, format_bytes, format_flops
 
 # settings
@@ -90,6 +100,56 @@ def profiled_step(zero_grad_first):
     return prof, points, model, sizes
 
 
+# %% [markdown]
+# ## Between steps: what the allocator does with freed bytes
+
+# %%
+STEPS = 12
+
+
+GPT_CFG = dict(vocab_size=64, block_size=64, n_layer=4, n_head=4, n_embd=128)  # the benchmark's (c), batch 8
+
+
+def steps_alone():
+    """--steps-alone: STEPS steady training steps of a small GPT (its arrays of a few hundred KiB to a few MiB are
+    where malloc's choices show; this lesson's MLP is too regular) in this process; print page faults and
+    milliseconds per step."""
+    mg.manual_seed(SEED)
+    model = GPT(GPTConfig(**GPT_CFG))
+    opt = mg.optim.AdamW(model.parameters(), lr=1e-4)
+    idx, targets = (mg.randint(0, GPT_CFG["vocab_size"], (8, GPT_CFG["block_size"])) for _ in range(2))
+    step = lambda: (opt.zero_grad(), model(idx, targets)[1].backward(), opt.step())  # noqa: E731
+    step(), step()
+    faults, t0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter()
+    for _ in range(STEPS):
+        step()
+    print(json.dumps(dict(faults=(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / STEPS,
+                          ms=(time.perf_counter() - t0) / STEPS * 1e3)))
+
+
+def between_steps():
+    """The same steps in two fresh processes: malloc as it comes, and asked to keep freed memory."""
+    runs = {}
+    for kept in (False, True):
+        env = {k: v for k, v in os.environ.items() if k != "MINIGRAD_KEEP_HOST_MEMORY"}
+        env.update({"MINIGRAD_KEEP_HOST_MEMORY": "1"} if kept else {})
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--steps-alone"], env=env,
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(r.stderr)
+        runs[kept] = json.loads(r.stdout.splitlines()[-1])
+    print(f"\nBetween steps: a small GPT's training step ({GPT_CFG['n_layer']} layers, {GPT_CFG['n_embd']} wide, batch 8 x "
+          f"{GPT_CFG['block_size']} tokens), {STEPS} times in a fresh process (page faults from getrusage):")
+    for kept, run in runs.items():
+        label = "MINIGRAD_KEEP_HOST_MEMORY=1" if kept else "malloc as it comes"
+        print(f"  {label:<30}{run['faults']:>9.0f} page faults per step ({format_bytes(run['faults'] * 4096)} of "
+              f"fresh pages)  {run['ms']:.1f} ms per step")
+    print("The ledger counts what the engine holds; freed bytes go back to malloc, which returns large blocks to "
+          "the system and faults them in again at the next step. CuPy's pool keeps them on the GPU; on the host "
+          "keeping them is opt-in, as the process then holds its peak between steps (NOTE [host memory between "
+          "steps] in minigrad/backend.py; where glibc is not the C library, the setting does nothing).")
+
+
 def at(points, label):
     return next(p for p in points if p["op"] == label)
 
@@ -107,7 +167,10 @@ def when(points, prof):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-plot", action="store_true", help="skip writing out/02_memory_timeline.png")
+    ap.add_argument("--steps-alone", action="store_true", help=argparse.SUPPRESS)  # between_steps' worker
     args = ap.parse_args(argv)
+    if args.steps_alone:
+        return steps_alone()
 
     prof, points, model, sizes = profiled_step(zero_grad_first=True)
     print(f"An MLP of {DEPTH} Linear -> Tanh layers, sizes {IN} -> {WIDTH} ... -> {WIDTH}, batch {BATCH}, float32.")
@@ -145,6 +208,7 @@ def main(argv=None):
           f"of its forward, last step's gradients ({format_bytes(at(late_points, 'forward done')['gradients'])}) "
           f"are still alive beside the activations ({format_bytes(at(late_points, 'forward done')['activations'])})")
 
+    between_steps()
     if not args.no_plot:
         plot([(points, prof, "opt.zero_grad() first: the forward runs without gradients"),
               (late_points, late, "opt.zero_grad() after the forward: last step's gradients ride through it")])

@@ -82,6 +82,11 @@ def test_lesson_02_measures_a_steady_step_and_the_late_zero_grad(tmp_path):
     grads = mib(re.search(r"gradients after backward: ([\d.]+ \w+)", out).group(1))
     assert mib(late.group(3)) == grads  # at the late peak, all of last step's gradients are alive
     assert mib(late.group(1)) - mib(early.group(1)) > grads / 2
+    faults = [float(m) for m in re.findall(r"^  (?:malloc as it comes|MINIGRAD_KEEP_HOST_MEMORY=1)\s+([\d.]+) page faults "
+                                           r"per step", out, re.M)]
+    assert len(faults) == 2 and faults[1] <= faults[0]  # between steps: malloc as it comes, then keeping freed memory
+    if platform.libc_ver()[0] == "glibc":
+        assert faults[1] < 100
 
 
 def test_lesson_03_predictions_match_measurements(tmp_path):
