@@ -276,14 +276,14 @@ def _replay(op_cls, inputs, attrs, forward, saved, refill, out):
     return t
 
 
-def hand_over(record, keep):
-    """NOTE [one choke point]: a record gives up its saved arrays but the first `keep` before its backward runs,
+def hand_over(record, first):
+    """NOTE [one choke point]: a record gives up its saved arrays but the `first` ones before its backward runs,
     and returns them: a checkpoint hands the outputs it kept to the records of its recompute, which keep them as
     long as they need them. The profiler stops counting them for this record."""
-    given = record.saved[keep:]
+    given = record.saved[first:]
     if _on.profiler is not None:
         _on.profiler.on_hand_over(record, given)
-    record.saved = record.saved[:keep]
+    record.saved = record.saved[:first]
     return given
 
 
