@@ -12,7 +12,6 @@ What is checked, and against what:
   errors           a recompute that runs other ops, a bad policy, the determinism checks kept
   PyTorch          gradients against torch's selective checkpointing with the same policy
 """
-import math
 
 import numpy as np
 import pytest
