@@ -239,6 +239,7 @@ class OpCache:
         if record is not None and name not in ("checkpoint", "checkpoint_output") and not any(out is a for a in arrays):
             saved = record.saved
             e.record, e.n_saved = record, len(saved)
+            e.meta = (out.shape, out.dtype, backend.xp_of(out))  # for a placeholder, if it does not run again
             # where each saved array came from: an input (its index) or a keyword argument (its name: a dropout mask)
             e.refill = tuple((i, k) for i, a in enumerate(saved) if a is not None
                              for k in [_position(a, arrays, attrs)] if k is not None)
@@ -253,10 +254,10 @@ class OpCache:
                 buffer = backend.owner(out)
                 self._made.setdefault(id(buffer), []).append((weakref.ref(buffer), e))
                 e.ref = weakref.ref(out)  # weakly: an output nobody reads again may die as in a plain run
-        for a in reads:
-            self._read(a)
+        if self._made:  # a kept op's output may be among them (none without a policy)
+            for a in reads:
+                self._read(a)
         self._out_of[id(out)] = (weakref.ref(out), len(self.entries))
-        e.meta = (out.shape, out.dtype, backend.xp_of(out))
         self.entries.append(e)
 
     def _producer(self, array):

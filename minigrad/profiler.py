@@ -325,7 +325,7 @@ class profile:
         ref = self._records.get(id(record))
         if ref is None:
             return
-        keys = self._refs[id(ref)][1][1]
+        _, (_, keys) = self._refs[id(ref)]  # as _hold_saved stored them
         for a in arrays:
             key = id(backend.owner(a))
             if key in keys:
