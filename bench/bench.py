@@ -67,10 +67,13 @@ DEVICE = "cpu"  # set by --device; every tensor below is made on it (the default
 # with minigrad's initialisation (the same weights everywhere, and the same allocator history before the
 # timing starts) and is then timed on its own steps only. The faults per step printed beside each time
 # show what the allocator did.
-ENGINES = ("minigrad", "kept-mem", "by-hand", "torch", "jax")
-# 'kept-mem' is minigrad's plain step in a process that asked malloc to keep freed memory
-# (backend.keep_freed_host_memory, opt-in: NOTE [host memory between steps]): what the page faults cost.
-KEPT = "kept-mem"
+ENGINES = ("minigrad", "no-pool", "kept-mem", "by-hand", "torch", "jax")
+# 'no-pool' is minigrad's plain step with its host pool off (backend.host_pool(False), NOTE [host memory pool]):
+# what the pool buys. 'kept-mem' is minigrad's plain step in a process that asked malloc to keep freed memory
+# too (backend.keep_freed_host_memory, opt-in: NOTE [host memory between steps]): what the page faults that
+# remain cost.
+NO_POOL, KEPT = "no-pool", "kept-mem"
+OURS = ("minigrad", NO_POOL, KEPT)  # minigrad, in the three processes that time its plain step
 
 
 def by_hand_name():
@@ -441,6 +444,14 @@ def contenders_of(part, engine, quick):
             return None, None
         contenders, loss = contenders_of(part, "minigrad", quick)
         return {KEPT: contenders["minigrad"]}, loss
+    if engine == NO_POOL:  # minigrad's plain step alone, its ops' arrays straight from malloc
+        contenders, loss = contenders_of(part, "minigrad", quick)
+        step = contenders["minigrad"]
+
+        def without_pool():
+            with backend.host_pool(False):
+                step()
+        return {NO_POOL: without_pool}, loss
     if part == "c":
         return gpt_contenders(engine, config[1], config[0])
     return mlp_contenders(engine, *config, policies=part == "a"), None
@@ -458,6 +469,8 @@ def engine_note(engine):
         return f"NumPy {np.__version__}" + (" (CuPy's arrays)" if DEVICE == "cuda" else "")
     if engine == KEPT:
         return f"{KEPT}: minigrad with malloc keeping freed host memory (backend.keep_freed_host_memory)"
+    if engine == NO_POOL:
+        return f"{NO_POOL}: minigrad with its host pool off (backend.host_pool(False))"
     return f"minigrad on {DEVICE}"
 
 
@@ -484,8 +497,8 @@ def spawn(part, engine, quick):
 
 def engines_for(part):
     """The engines that can run this part here: each is looked for, not imported (its worker imports it)."""
-    wanted = ENGINES if part != "c" else ("minigrad", KEPT, "torch", "jax")  # nobody wrote the GPT's backward by hand
-    return [e for e in wanted if e in ("minigrad", KEPT, "by-hand") or util.find_spec(e) is not None]
+    wanted = [e for e in ENGINES if part != "c" or e != "by-hand"]  # nobody wrote the GPT's backward by hand
+    return [e for e in wanted if e in OURS + ("by-hand",) or util.find_spec(e) is not None]
 
 
 def missing_note():
@@ -551,7 +564,7 @@ def compare_in_one_process(name, part, quick, report):
     _, _, rounds, inner = sizes(part, quick)
     contenders = {}
     for engine in engines_for(part):
-        if engine != KEPT:  # its malloc setting is the whole process's: it runs only in a process of its own
+        if engine not in (KEPT, NO_POOL):  # their settings are the whole process's: each runs only alone
             contenders.update(contenders_of(part, engine, quick)[0] or {})
     result = interleave(contenders, rounds, inner)
     mine = result["minigrad"][0]

@@ -14,9 +14,11 @@ the last step's gradients (set_to_none, as PyTorch); called late, they are still
 the whole forward pass, on top of the activations, and the peak rises by about their size.
 Last, what the ledger does not decide: where freed bytes go. NumPy takes each array from the C library's
 malloc, which gives large freed blocks back to the system, so the next step touches fresh pages again (page
-faults). CuPy's memory pool keeps freed GPU memory for the next request; MINIGRAD_KEEP_HOST_MEMORY=1 asks malloc
-to do the same on the host (opt-in: it is the whole process's). Two fresh processes run the same steps of a small
-GPT, one with it, and count the page faults and the time per step.
+faults). CuPy's memory pool keeps freed GPU memory for the next request; minigrad's ops take their big arrays
+from a pool that does the same on the host (NOTE [host memory pool] in minigrad/backend.py; MINIGRAD_HOST_POOL=0
+turns it off), and MINIGRAD_KEEP_HOST_MEMORY=1 asks malloc itself to keep what is freed (opt-in: it is the whole
+process's). Three fresh processes run the same steps of a small GPT, and count the page faults and the time per
+step.
 Plot: out/02_memory_timeline.png, the two steps event by event.
 """
 # %%
@@ -127,27 +129,34 @@ def steps_alone():
                           ms=(time.perf_counter() - t0) / STEPS * 1e3)))
 
 
+WAYS = {  # how each process gets its host memory: the settings it starts with
+    "no pool, malloc as it comes": {"MINIGRAD_HOST_POOL": "0"},
+    "minigrad's pool (the default)": {},
+    "no pool, malloc keeps memory": {"MINIGRAD_HOST_POOL": "0", "MINIGRAD_KEEP_HOST_MEMORY": "1"},
+}
+
+
 def between_steps():
-    """The same steps in two fresh processes: malloc as it comes, and asked to keep freed memory."""
+    """The same steps in three fresh processes: without the pool, with it, and with malloc keeping freed memory."""
     runs = {}
-    for kept in (False, True):
-        env = {k: v for k, v in os.environ.items() if k != "MINIGRAD_KEEP_HOST_MEMORY"}
-        env.update({"MINIGRAD_KEEP_HOST_MEMORY": "1"} if kept else {})
-        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--steps-alone"], env=env,
+    for label, settings in WAYS.items():
+        env = {k: v for k, v in os.environ.items() if k not in ("MINIGRAD_HOST_POOL", "MINIGRAD_KEEP_HOST_MEMORY")}
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--steps-alone"], env={**env, **settings},
                            capture_output=True, text=True)
         if r.returncode:
             raise SystemExit(r.stderr)
-        runs[kept] = json.loads(r.stdout.splitlines()[-1])
+        runs[label] = json.loads(r.stdout.splitlines()[-1])
     print(f"\nBetween steps: a small GPT's training step ({GPT_CFG['n_layer']} layers, {GPT_CFG['n_embd']} wide, batch 8 x "
           f"{GPT_CFG['block_size']} tokens), {STEPS} times in a fresh process (page faults from getrusage):")
-    for kept, run in runs.items():
-        label = "MINIGRAD_KEEP_HOST_MEMORY=1" if kept else "malloc as it comes"
-        print(f"  {label:<30}{run['faults']:>9.0f} page faults per step ({format_bytes(run['faults'] * 4096)} of "
+    for label, run in runs.items():
+        print(f"  {label:<32}{run['faults']:>7.0f} page faults per step ({format_bytes(run['faults'] * 4096)} of "
               f"fresh pages)  {run['ms']:.1f} ms per step")
     print("The ledger counts what the engine holds; freed bytes go back to malloc, which returns large blocks to "
-          "the system and faults them in again at the next step. CuPy's pool keeps them on the GPU; on the host "
-          "keeping them is opt-in, as the process then holds its peak between steps (NOTE [host memory between "
-          "steps] in minigrad/backend.py; where glibc is not the C library, the setting does nothing).")
+          "the system and faults them in again at the next step. CuPy's pool keeps them on the GPU, minigrad's "
+          "host pool keeps the ops' big arrays (what it holds, lent or free: mg.backend.memory_reserved(); "
+          "mg.backend.empty_cache() gives the free ones back), and malloc can be asked to keep everything (NOTE "
+          "[host memory between steps] in minigrad/backend.py; where glibc is not the C library, that setting "
+          "does nothing). Either way the process holds about its peak between steps.")
 
 
 def at(points, label):

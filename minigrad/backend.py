@@ -3,12 +3,15 @@ shape-only arrays of meta.py ('meta').
 
 Everything above this layer (ops, the tape, nn) asks this module for an array module
 (`xp`) instead of importing NumPy or CuPy itself, so the same ops run on all three. It also
-holds the one opt-in setting of where host arrays' memory comes from (keep_freed_host_memory).
+holds where the ops' host arrays come from: a pool that reuses them between steps (`empty`, NOTE [host memory
+pool]), and one opt-in setting of glibc's malloc for everything else (keep_freed_host_memory).
 
 Read next: random.py, then special.py and ops.py, the differentiable ops written only in these primitives.
 """
 import ctypes
 import os
+import sys
+import tracemalloc
 
 import numpy as np
 
@@ -187,3 +190,144 @@ def keep_freed_host_memory(mmap_threshold=64 * 2**20, trim_threshold=128 * 2**20
 
 if os.environ.get("MINIGRAD_KEEP_HOST_MEMORY", "") not in ("", "0"):
     keep_freed_host_memory()
+
+
+# NOTE [host memory pool]: the ops take their big outputs and gradients from `empty`, which reuses memory that
+# nothing uses any more instead of asking malloc again, as CuPy's memory pool reuses GPU memory (and PyTorch's
+# caching allocator on CUDA). Without it, malloc gives each freed block of a few hundred KiB back to the system
+# and the next step touches fresh pages: a page fault per 4 KiB, up to a fifth of a step's time (bench/NOTES.md).
+# How it works: the pool keeps every block it made, by shape and dtype, and lends a view of one (a new array
+# object whose .base is the block). A view holds its base, and so does every view made from it (a transpose, a
+# reshape, a slice): a block whose only references are the pool's is free, and is never lent while anything
+# can still read or write it (sys.getrefcount, as _accumulate in tensor.py counts who holds a gradient). The
+# lent array dies as any array does, so the ledger (profiler.py), which follows each array's life, sees nothing
+# different. Small arrays (below _POOL_MIN bytes), and every array while tracemalloc traces (the tests that hold
+# the ledger against the real allocator), come from NumPy as usual; so does everything once the pool holds
+# _POOL_LIMIT bytes. What the pool holds stays the process's until empty_cache().
+_POOL_MIN = 1 << 16         # bytes: smaller arrays come from malloc's free lists, which do not fault
+_POOL_LIMIT = 1 << 30       # bytes the pool may hold at most, in use or free
+_pool = {}                  # (shape, dtype) -> the blocks of that shape and dtype
+_blocks = set()             # their ids
+_pool_bytes = 0
+_pool_on = os.environ.get("MINIGRAD_HOST_POOL", "1") != "0"
+
+
+def _refs(array):
+    return sys.getrefcount(array)
+
+
+def _base_refs(array):
+    return sys.getrefcount(array.base)
+
+
+def _calibrate():
+    """References the checks below see for a free block and for a block with exactly one view lent: counted
+    by the same code as the checks, so they hold whatever the Python version adds for the calls themselves."""
+    blocks = [np.empty(0)]
+    for block in blocks:
+        free = _refs(block)
+    del block
+    return free, _base_refs(blocks[0].view())
+
+
+_FREE, _ONE_VIEW = _calibrate()
+
+
+def empty(shape, dtype, like):
+    """A new uninitialised array of this shape and dtype on `like`'s device; on the host, lent from the pool
+    (NOTE [host memory pool]). The ops' big outputs and gradients come from here."""
+    if not isinstance(like, np.ndarray):
+        return xp_of(like).empty(shape, dtype)
+    global _pool_bytes
+    dtype = np.dtype(dtype)
+    nbytes = dtype.itemsize
+    for n in shape:
+        nbytes *= n
+    if nbytes < _POOL_MIN or not _pool_on or tracemalloc.is_tracing():
+        return np.empty(shape, dtype)
+    key = (tuple(shape), dtype)
+    blocks = _pool.get(key)
+    if blocks is None:
+        blocks = _pool[key] = []
+    for block in blocks:
+        if _refs(block) <= _FREE:  # the list and this loop: nothing else holds it
+            return block.view()
+    block = np.empty(shape, dtype)
+    if _pool_bytes + nbytes > _POOL_LIMIT:
+        return block  # not pooled: malloc's, as without the pool
+    blocks.append(block)
+    _blocks.add(id(block))
+    _pool_bytes += nbytes
+    return block.view()
+
+
+def is_view(array):
+    """Does `array` use memory that another array owns or shares (a slice, a transpose, an array with views)?
+    An array lent by the pool is not a view while it alone uses its block (NOTE [host memory pool])."""
+    if array.base is None:
+        return False
+    return id(array.base) not in _blocks or _base_refs(array) > _ONE_VIEW  # (no local name for the base: it
+                                                                             # would be one more reference)
+
+
+def pooled(ufunc, a, b):
+    """ufunc(a, b) (np.multiply, ...), its result lent by the pool when it is big (NOTE [host memory pool])."""
+    if not isinstance(a, np.ndarray) or (a.nbytes < _POOL_MIN and b.nbytes < _POOL_MIN):
+        return ufunc(a, b)
+    return ufunc(a, b, out=empty(np.broadcast_shapes(a.shape, b.shape), np.result_type(a, b), a))
+
+
+def masked_fill(x, mask, value):
+    """A copy of x with `value` where mask (broadcast to x) is set; on the host from the pool, and without
+    np.where, which is several times slower than two copies here."""
+    if not isinstance(x, np.ndarray):
+        return xp_of(x).where(mask, x.dtype.type(value), x)
+    out = empty(x.shape, x.dtype, x)
+    np.copyto(out, x)
+    np.copyto(out, value, where=mask)
+    return out
+
+
+def zeros(shape, dtype, like):
+    """empty(), filled with zeros."""
+    a = empty(shape, dtype, like)
+    a.fill(0)
+    return a
+
+
+def memory_reserved():
+    """Bytes of host memory the pool holds, lent or free (torch.cuda.memory_reserved, for the host)."""
+    return _pool_bytes
+
+
+def empty_cache():
+    """Give the pool's free blocks back to malloc (torch.cuda.empty_cache, for the host)."""
+    global _pool_bytes
+    for key, blocks in list(_pool.items()):
+        used = []
+        for block in blocks:  # as in empty(): the list and this loop hold a free block
+            if _refs(block) > _FREE:
+                used.append(block)
+            else:
+                _blocks.discard(id(block))
+        blocks[:] = used
+        if not blocks:
+            del _pool[key]
+    _pool_bytes = sum(b.nbytes for blocks in _pool.values() for b in blocks)
+
+
+class host_pool:
+    """with host_pool(False): the ops take host arrays straight from NumPy (malloc), as without the pool; or
+    MINIGRAD_HOST_POOL=0 for a whole run. To see what the pool saves (lesson 2, bench.py)."""
+
+    def __init__(self, enabled):
+        self.enabled, self.prev = enabled, []
+
+    def __enter__(self):
+        global _pool_on
+        self.prev.append(_pool_on)
+        _pool_on = self.enabled
+
+    def __exit__(self, *exc):
+        global _pool_on
+        _pool_on = self.prev.pop()

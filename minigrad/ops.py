@@ -16,7 +16,7 @@ import operator
 
 import numpy as np
 
-from .backend import device_of, index_add, to_device, xp_for, xp_of
+from .backend import device_of, empty, index_add, masked_fill, pooled, to_device, xp_for, xp_of, zeros
 from .random import generator, get_rng_state
 from .special import normal_cdf
 
@@ -118,6 +118,14 @@ def unbroadcast(grad, shape):
     return grad.sum(axis=axes).reshape(shape)
 
 
+def matmul(a, b):
+    """a @ b, the result in an array from the pool (NOTE [host memory pool] in backend.py); 1-d as NumPy's @."""
+    if a.ndim < 2 or b.ndim < 2:
+        return a @ b
+    shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
+    return xp_of(a).matmul(a, b, out=empty(shape, a.dtype, a))
+
+
 def normalize_dims(op, dim, ndim, shape=None):
     """dim (None, (), int or tuple, possibly negative) -> a sorted tuple of axes, or a clear IndexError.
     None and () mean every dim, as in PyTorch's reductions."""
@@ -148,7 +156,7 @@ class Add(Op):
 
     def forward(self, a, b):
         self.shapes = a.shape, b.shape
-        return a + b
+        return pooled(xp_of(a).add, a, b)  # a + b, from the pool (NOTE [host memory pool] in backend.py)
 
     def backward(self, g):
         sa, sb = self.shapes
@@ -163,7 +171,7 @@ class Sub(Op):
 
     def forward(self, a, b):
         self.shapes = a.shape, b.shape
-        return a - b
+        return pooled(xp_of(a).subtract, a, b)
 
     def backward(self, g):
         sa, sb = self.shapes
@@ -180,13 +188,14 @@ class Mul(Op):
         na, nb = self.needs_input_grad
         self.shapes = a.shape, b.shape
         self.save_for_backward(a if nb else None, b if na else None)
-        return a * b
+        return pooled(xp_of(a).multiply, a, b)
 
     def backward(self, g):
         a, b = self.saved
         sa, sb = self.shapes
-        return ((unbroadcast(g * b, sa) if b is not None else None),
-                (unbroadcast(g * a, sb) if a is not None else None))
+        mul = xp_of(g).multiply
+        return ((unbroadcast(pooled(mul, g, b), sa) if b is not None else None),
+                (unbroadcast(pooled(mul, g, a), sb) if a is not None else None))
 
 
 class Div(Op):
@@ -402,13 +411,17 @@ class Tanh(Op):
     flops_per_element = (1, (3,))  # g * (1 - y * y)
 
     def forward(self, x):
-        y = xp_of(x).tanh(x)
+        y = xp_of(x).tanh(x, out=empty(x.shape, x.dtype, x))  # NOTE [host memory pool] (backend.py)
         self.save_for_backward(y)
         return y
 
     def backward(self, g):
         (y,) = self.saved
-        return (g * (1 - y * y),)
+        xp = xp_of(y)
+        d = xp.multiply(y, y, out=empty(y.shape, y.dtype, y))
+        xp.subtract(1, d, out=d)
+        d *= g  # g (1 - y^2), in the one array
+        return (d,)
 
 
 class Sigmoid(Op):
@@ -478,8 +491,9 @@ class Gelu(Op):
         if self.approximate == "tanh":
             t = xp.tanh(self.K * (x + 0.044715 * x ** 3))
             return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * self.K * (1 + 3 * 0.044715 * x * x)),)
-        grad = xp.square(x, out=xp.empty_like(x))  # in place from here: GELU's activations are a GPT's widest
-                                                   # (out=: for a 0-d x, NumPy would return a scalar)
+        grad = xp.square(x, out=empty(x.shape, x.dtype, x))  # in place from here: GELU's activations are a
+                                                             # GPT's widest (out=: NumPy would return a 0-d
+                                                             # result as a scalar)
         grad *= -0.5
         xp.exp(grad, out=grad)
         grad *= x
@@ -668,7 +682,7 @@ class Matmul(Op):
         na, nb = self.needs_input_grad
         self.shapes = a.shape, b.shape
         self.save_for_backward(a if nb else None, b if na else None)
-        return a @ b
+        return matmul(a, b)
 
     def backward(self, g):
         a, b = self.saved
@@ -687,12 +701,12 @@ class Matmul(Op):
             sb2 = sb
         ga = gb = None
         if b is not None:
-            ga = unbroadcast(g @ b.swapaxes(-1, -2), sa2).reshape(sa)
+            ga = unbroadcast(matmul(g, b.swapaxes(-1, -2)), sa2).reshape(sa)
         if a is not None:
             if len(sb2) == 2 and a.ndim > 2:  # (..., m, k) @ (k, n): fold the batch into m, one GEMM
-                gb = a.reshape(-1, a.shape[-1]).T @ g.reshape(-1, g.shape[-1])
+                gb = matmul(a.reshape(-1, a.shape[-1]).T, g.reshape(-1, g.shape[-1]))
             else:
-                gb = unbroadcast(a.swapaxes(-1, -2) @ g, sb2)
+                gb = unbroadcast(matmul(a.swapaxes(-1, -2), g), sb2)
             gb = gb.reshape(sb)
         return ga, gb
 
@@ -719,7 +733,8 @@ class Linear(Op):
         self.save_for_backward(x if nw else None, weight if nx else None)
         # Every leading dim is a batch dim: fold them into rows, so that BLAS sees one big GEMM. NumPy would
         # otherwise run one small GEMM per batch entry (measured 1.5-2x slower on (8, 64, 128) inputs).
-        y = (x.reshape(-1, x.shape[-1]) @ weight.T).reshape(*x.shape[:-1], weight.shape[0])
+        y = empty((*x.shape[:-1], weight.shape[0]), x.dtype, x)  # NOTE [host memory pool] (backend.py)
+        xp_of(x).matmul(x.reshape(-1, x.shape[-1]), weight.T, out=y.reshape(-1, weight.shape[0]))
         if bias is not None:
             y += bias  # y is a fresh array: adding in place saves one output-sized temporary
         return y
@@ -727,8 +742,12 @@ class Linear(Op):
     def backward(self, g):
         x, w = self.saved
         g2 = g.reshape(-1, g.shape[-1])  # (N, out), as in forward
-        gx = (g2 @ w).reshape(*g.shape[:-1], w.shape[1]) if w is not None else None
-        gw = (g2.T @ x.reshape(-1, x.shape[-1])) if x is not None else None
+        gx = gw = None
+        if w is not None:
+            gx = empty((*g.shape[:-1], w.shape[1]), g.dtype, g)
+            xp_of(g).matmul(g2, w, out=gx.reshape(-1, w.shape[1]))
+        if x is not None:
+            gw = matmul(g2.T, x.reshape(-1, x.shape[-1]))
         if len(self.needs_input_grad) == 3:
             return gx, gw, (g2.sum(axis=0) if self.needs_input_grad[2] else None)
         return gx, gw
@@ -863,7 +882,7 @@ class Index(Op):
         for i, arr in zip(self.arrays_at, self.saved):
             key[i] = arr
         key = tuple(key)
-        gx = xp_of(g).zeros(self.shape, dtype=g.dtype)
+        gx = zeros(self.shape, g.dtype, g)
         if self.basic:
             gx[key] = g
         else:
@@ -936,7 +955,6 @@ class MaskedFill(Op):
     flops_per_element = (0, (1,))
 
     def forward(self, x, mask, value):
-        xp = xp_of(x)
         try:
             fits = np.broadcast_shapes(mask.shape, x.shape) == x.shape  # shapes only: any backend
         except ValueError:
@@ -944,12 +962,11 @@ class MaskedFill(Op):
         if not fits:
             raise ShapeError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's "
                              f"shape {x.shape}")
-        out = xp.where(mask, x.dtype.type(value), x)
         self.save_for_backward(mask)
-        return out
+        return masked_fill(x, mask, value)
 
     def backward(self, g):
-        return (g * ~self.saved[0],)
+        return (pooled(xp_of(g).multiply, g, ~self.saved[0]),)
 
 
 class Tri(Op):
@@ -982,7 +999,8 @@ class Softmax(Op):
     def forward(self, x, dim, keep_input=False):
         xp = xp_of(x)
         self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
-        y = xp.exp(x - x.max(axis=self.axis, keepdims=True))
+        y = xp.subtract(x, x.max(axis=self.axis, keepdims=True), out=empty(x.shape, x.dtype, x))
+        xp.exp(y, out=y)
         y /= y.sum(axis=self.axis, keepdims=True)
         if keep_input:
             self.save_for_backward(y, x)  # kept, never read: the memory older software held
@@ -992,8 +1010,11 @@ class Softmax(Op):
 
     def backward(self, g):
         y = self.saved[0]
-        gy = g * y
-        return (gy - y * gy.sum(axis=self.axis, keepdims=True),)
+        xp = xp_of(y)
+        gx = xp.multiply(g, y, out=empty(y.shape, y.dtype, y))
+        xp.subtract(g, gx.sum(axis=self.axis, keepdims=True), out=gx)
+        gx *= y  # y (g - sum(g y)), in the one array
+        return (gx,)
 
 
 class LogSoftmax(Op):
@@ -1023,26 +1044,36 @@ class LayerNorm(Op):
         weight = weight_bias[0] if has_weight and weight_bias else None
         bias = weight_bias[-1] if len(weight_bias) > has_weight else None
         self.axes = tuple(range(x.ndim - ndim, x.ndim))
-        mean = x.mean(axis=self.axes, keepdims=True)
-        xc = x - mean
-        rstd = 1 / xp.sqrt((xc * xc).mean(axis=self.axes, keepdims=True) + eps)
-        xhat = xc * rstd
+        # NOTE [host memory pool] (backend.py): x-hat and y are new arrays from the pool, the rest in place
+        xhat = xp.subtract(x, x.mean(axis=self.axes, keepdims=True), out=empty(x.shape, x.dtype, x))
+        var = xp.square(xhat, out=empty(x.shape, x.dtype, x)).mean(axis=self.axes, keepdims=True)
+        rstd = 1 / xp.sqrt(var + eps)
+        xhat *= rstd
         self.has_weight = weight is not None
         self.save_for_backward(xhat, rstd, weight)
-        y = xhat * weight if weight is not None else xhat
-        return y + bias if bias is not None else y
+        if weight is None:
+            return xhat if bias is None else pooled(xp.add, xhat, bias)
+        y = xp.multiply(xhat, weight, out=empty(x.shape, x.dtype, x))
+        if bias is not None:
+            y += bias
+        return y
 
     def backward(self, g):
         xhat, rstd, w = self.saved
         needs = self.needs_input_grad
         lead = tuple(range(g.ndim - len(self.axes)))
         grads = [None]
-        if needs[0]:
-            gxhat = g * w if w is not None else g
-            grads[0] = rstd * (gxhat - gxhat.mean(axis=self.axes, keepdims=True)
-                               - xhat * (gxhat * xhat).mean(axis=self.axes, keepdims=True))
+        xp, t = xp_of(g), empty(xhat.shape, xhat.dtype, xhat)  # NOTE [host memory pool] (backend.py)
+        if needs[0]:  # rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat)), with gxhat = g w
+            gxhat = pooled(xp.multiply, g, w) if w is not None else g
+            m = xp.multiply(gxhat, xhat, out=t).mean(axis=self.axes, keepdims=True)
+            xp.multiply(xhat, m, out=t)
+            gx = xp.subtract(gxhat, gxhat.mean(axis=self.axes, keepdims=True), out=empty(t.shape, t.dtype, t))
+            gx -= t
+            gx *= rstd
+            grads[0] = gx
         if self.has_weight:
-            grads.append((g * xhat).sum(axis=lead) if needs[1] else None)
+            grads.append(xp.multiply(g, xhat, out=t).sum(axis=lead) if needs[1] else None)
         if len(needs) > len(grads):  # a bias was given
             grads.append(g.sum(axis=lead) if needs[-1] else None)
         return tuple(grads)

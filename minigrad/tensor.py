@@ -492,7 +492,8 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
                 leaving.setdefault(nxt, []).extend(parts)
             else:
                 for part in parts:
-                    grads[nxt] = grads[nxt] + part if nxt in grads else part
+                    # two uses of one tensor: their gradients summed into an array from the pool (backend.py)
+                    grads[nxt] = backend.pooled(backend.xp_of(part).add, grads[nxt], part) if nxt in grads else part
         if _on.profiler is not None:
             _on.profiler.stop_clock(clock, op.name, "backward")
 
@@ -527,7 +528,7 @@ def _accumulate(t, g, taken):
     if g.dtype != t._data.dtype:
         g = g.astype(t._data.dtype)
     if t._grad is None:
-        if g.base is not None or g in taken:
+        if backend.is_view(g) or g in taken:
             g = g.copy()
         taken.add(g)
         t.grad = _wrap(g)
@@ -925,7 +926,7 @@ class Tensor:
             raise RuntimeError(f"{name}: this tensor is an expand()ed view, in which several elements share one "
                                f"memory location, so it cannot be written in place; write to a copy (x = x * 1), "
                                f"or to the tensor it expands")
-        aliased = self._data.base is not None or (self._vc is not None and self._vc.shared(self))
+        aliased = backend.is_view(self._data) or (self._vc is not None and self._vc.shared(self))
         if recording and not replay and aliased:
             raise RuntimeError(f"{name}: in place on a view, or on a tensor that has views or detached copies, while "
                                f"grad mode records it: minigrad does not support that; write y = y ... instead, or "
