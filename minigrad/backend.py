@@ -9,6 +9,7 @@ pool]), and one opt-in setting of glibc's malloc for everything else (keep_freed
 Read next: random.py, then special.py and ops.py, the differentiable ops written only in these primitives.
 """
 import ctypes
+import math
 import os
 import sys
 import tracemalloc
@@ -201,10 +202,10 @@ if os.environ.get("MINIGRAD_KEEP_HOST_MEMORY", "") not in ("", "0"):
 # reshape, a slice): a block whose only references are the pool's is free, and is never lent while anything
 # can still read or write it (sys.getrefcount, as _accumulate in tensor.py counts who holds a gradient). The
 # lent array dies as any array does, so the ledger (profiler.py), which follows each array's life, sees nothing
-# different. Small arrays (below _POOL_MIN bytes), and every array while tracemalloc traces (the tests that hold
+# different. Small arrays (below POOL_MIN bytes), and every array while tracemalloc traces (the tests that hold
 # the ledger against the real allocator), come from NumPy as usual; so does everything once the pool holds
 # _POOL_LIMIT bytes. What the pool holds stays the process's until empty_cache().
-_POOL_MIN = 1 << 16         # bytes: smaller arrays come from malloc's free lists, which do not fault
+POOL_MIN = 1 << 16         # bytes: smaller arrays come from malloc's free lists, which do not fault
 _POOL_LIMIT = 1 << 30       # bytes the pool may hold at most, in use or free
 _pool = {}                  # (shape, dtype) -> the blocks of that shape and dtype
 _blocks = set()             # their ids
@@ -240,10 +241,8 @@ def empty(shape, dtype, like):
         return xp_of(like).empty(shape, dtype)
     global _pool_bytes
     dtype = np.dtype(dtype)
-    nbytes = dtype.itemsize
-    for n in shape:
-        nbytes *= n
-    if nbytes < _POOL_MIN or not _pool_on or tracemalloc.is_tracing():
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < POOL_MIN or not _pool_on or tracemalloc.is_tracing():
         return np.empty(shape, dtype)
     key = (tuple(shape), dtype)
     blocks = _pool.get(key)
@@ -261,6 +260,14 @@ def empty(shape, dtype, like):
     return block.view()
 
 
+def empty_like(array):
+    """empty(array.shape, array.dtype, array), with a short way out for small arrays (the per-op cost that a tiny
+    model sees)."""
+    if array.nbytes < POOL_MIN or not isinstance(array, np.ndarray):
+        return xp_of(array).empty(array.shape, array.dtype)
+    return empty(array.shape, array.dtype, array)
+
+
 def is_view(array):
     """Does `array` use memory that another array owns or shares (a slice, a transpose, an array with views)?
     An array lent by the pool is not a view while it alone uses its block (NOTE [host memory pool])."""
@@ -272,7 +279,7 @@ def is_view(array):
 
 def pooled(ufunc, a, b):
     """ufunc(a, b) (np.multiply, ...), its result lent by the pool when it is big (NOTE [host memory pool])."""
-    if not isinstance(a, np.ndarray) or (a.nbytes < _POOL_MIN and b.nbytes < _POOL_MIN):
+    if not isinstance(a, np.ndarray) or (a.nbytes < POOL_MIN and b.nbytes < POOL_MIN):
         return ufunc(a, b)
     return ufunc(a, b, out=empty(np.broadcast_shapes(a.shape, b.shape), np.result_type(a, b), a))
 
@@ -282,7 +289,7 @@ def masked_fill(x, mask, value):
     np.where, which is several times slower than two copies here."""
     if not isinstance(x, np.ndarray):
         return xp_of(x).where(mask, x.dtype.type(value), x)
-    out = empty(x.shape, x.dtype, x)
+    out = empty_like(x)
     np.copyto(out, x)
     np.copyto(out, value, where=mask)
     return out

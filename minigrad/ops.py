@@ -16,7 +16,7 @@ import operator
 
 import numpy as np
 
-from .backend import device_of, empty, index_add, masked_fill, pooled, to_device, xp_for, xp_of, zeros
+from .backend import POOL_MIN, device_of, empty, empty_like, index_add, masked_fill, pooled, to_device, xp_for, xp_of, zeros
 from .random import generator, get_rng_state
 from .special import normal_cdf
 
@@ -119,9 +119,9 @@ def unbroadcast(grad, shape):
 
 
 def matmul(a, b):
-    """a @ b, the result in an array from the pool (NOTE [host memory pool] in backend.py); 1-d as NumPy's @."""
-    if a.ndim < 2 or b.ndim < 2:
-        return a @ b
+    """a @ b; a big result goes into an array from the pool (NOTE [host memory pool] in backend.py)."""
+    if a.ndim < 2 or b.ndim < 2 or a.size // a.shape[-1] * b.shape[-1] * a.itemsize < POOL_MIN:
+        return a @ b  # 1-d operands as NumPy's @; a small result from malloc, without the pool's look-up
     shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
     return xp_of(a).matmul(a, b, out=empty(shape, a.dtype, a))
 
@@ -411,14 +411,14 @@ class Tanh(Op):
     flops_per_element = (1, (3,))  # g * (1 - y * y)
 
     def forward(self, x):
-        y = xp_of(x).tanh(x, out=empty(x.shape, x.dtype, x))  # NOTE [host memory pool] (backend.py)
+        y = xp_of(x).tanh(x, out=empty_like(x))  # NOTE [host memory pool] (backend.py)
         self.save_for_backward(y)
         return y
 
     def backward(self, g):
         (y,) = self.saved
         xp = xp_of(y)
-        d = xp.multiply(y, y, out=empty(y.shape, y.dtype, y))
+        d = xp.multiply(y, y, out=empty_like(y))
         xp.subtract(1, d, out=d)
         d *= g  # g (1 - y^2), in the one array
         return (d,)
@@ -491,9 +491,8 @@ class Gelu(Op):
         if self.approximate == "tanh":
             t = xp.tanh(self.K * (x + 0.044715 * x ** 3))
             return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * self.K * (1 + 3 * 0.044715 * x * x)),)
-        grad = xp.square(x, out=empty(x.shape, x.dtype, x))  # in place from here: GELU's activations are a
-                                                             # GPT's widest (out=: NumPy would return a 0-d
-                                                             # result as a scalar)
+        grad = xp.square(x, out=empty_like(x))  # in place from here: GELU's activations are a GPT's widest
+                                                # (out=: NumPy would return a 0-d result as a scalar)
         grad *= -0.5
         xp.exp(grad, out=grad)
         grad *= x
@@ -733,8 +732,7 @@ class Linear(Op):
         self.save_for_backward(x if nw else None, weight if nx else None)
         # Every leading dim is a batch dim: fold them into rows, so that BLAS sees one big GEMM. NumPy would
         # otherwise run one small GEMM per batch entry (measured 1.5-2x slower on (8, 64, 128) inputs).
-        y = empty((*x.shape[:-1], weight.shape[0]), x.dtype, x)  # NOTE [host memory pool] (backend.py)
-        xp_of(x).matmul(x.reshape(-1, x.shape[-1]), weight.T, out=y.reshape(-1, weight.shape[0]))
+        y = matmul(x.reshape(-1, x.shape[-1]), weight.T).reshape(*x.shape[:-1], weight.shape[0])
         if bias is not None:
             y += bias  # y is a fresh array: adding in place saves one output-sized temporary
         return y
@@ -742,12 +740,8 @@ class Linear(Op):
     def backward(self, g):
         x, w = self.saved
         g2 = g.reshape(-1, g.shape[-1])  # (N, out), as in forward
-        gx = gw = None
-        if w is not None:
-            gx = empty((*g.shape[:-1], w.shape[1]), g.dtype, g)
-            xp_of(g).matmul(g2, w, out=gx.reshape(-1, w.shape[1]))
-        if x is not None:
-            gw = matmul(g2.T, x.reshape(-1, x.shape[-1]))
+        gx = matmul(g2, w).reshape(*g.shape[:-1], w.shape[1]) if w is not None else None
+        gw = matmul(g2.T, x.reshape(-1, x.shape[-1])) if x is not None else None
         if len(self.needs_input_grad) == 3:
             return gx, gw, (g2.sum(axis=0) if self.needs_input_grad[2] else None)
         return gx, gw
@@ -999,7 +993,7 @@ class Softmax(Op):
     def forward(self, x, dim, keep_input=False):
         xp = xp_of(x)
         self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
-        y = xp.subtract(x, x.max(axis=self.axis, keepdims=True), out=empty(x.shape, x.dtype, x))
+        y = xp.subtract(x, x.max(axis=self.axis, keepdims=True), out=empty_like(x))
         xp.exp(y, out=y)
         y /= y.sum(axis=self.axis, keepdims=True)
         if keep_input:
@@ -1011,7 +1005,7 @@ class Softmax(Op):
     def backward(self, g):
         y = self.saved[0]
         xp = xp_of(y)
-        gx = xp.multiply(g, y, out=empty(y.shape, y.dtype, y))
+        gx = xp.multiply(g, y, out=empty_like(y))
         xp.subtract(g, gx.sum(axis=self.axis, keepdims=True), out=gx)
         gx *= y  # y (g - sum(g y)), in the one array
         return (gx,)
@@ -1045,15 +1039,15 @@ class LayerNorm(Op):
         bias = weight_bias[-1] if len(weight_bias) > has_weight else None
         self.axes = tuple(range(x.ndim - ndim, x.ndim))
         # NOTE [host memory pool] (backend.py): x-hat and y are new arrays from the pool, the rest in place
-        xhat = xp.subtract(x, x.mean(axis=self.axes, keepdims=True), out=empty(x.shape, x.dtype, x))
-        var = xp.square(xhat, out=empty(x.shape, x.dtype, x)).mean(axis=self.axes, keepdims=True)
+        xhat = xp.subtract(x, x.mean(axis=self.axes, keepdims=True), out=empty_like(x))
+        var = xp.square(xhat, out=empty_like(x)).mean(axis=self.axes, keepdims=True)
         rstd = 1 / xp.sqrt(var + eps)
         xhat *= rstd
         self.has_weight = weight is not None
         self.save_for_backward(xhat, rstd, weight)
         if weight is None:
             return xhat if bias is None else pooled(xp.add, xhat, bias)
-        y = xp.multiply(xhat, weight, out=empty(x.shape, x.dtype, x))
+        y = xp.multiply(xhat, weight, out=empty_like(x))
         if bias is not None:
             y += bias
         return y
@@ -1063,12 +1057,12 @@ class LayerNorm(Op):
         needs = self.needs_input_grad
         lead = tuple(range(g.ndim - len(self.axes)))
         grads = [None]
-        xp, t = xp_of(g), empty(xhat.shape, xhat.dtype, xhat)  # NOTE [host memory pool] (backend.py)
+        xp, t = xp_of(g), empty_like(xhat)  # NOTE [host memory pool] (backend.py)
         if needs[0]:  # rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat)), with gxhat = g w
             gxhat = pooled(xp.multiply, g, w) if w is not None else g
             m = xp.multiply(gxhat, xhat, out=t).mean(axis=self.axes, keepdims=True)
             xp.multiply(xhat, m, out=t)
-            gx = xp.subtract(gxhat, gxhat.mean(axis=self.axes, keepdims=True), out=empty(t.shape, t.dtype, t))
+            gx = xp.subtract(gxhat, gxhat.mean(axis=self.axes, keepdims=True), out=empty_like(t))
             gx -= t
             gx *= rstd
             grads[0] = gx
