@@ -16,7 +16,7 @@ import operator
 
 import numpy as np
 
-from .backend import device_of, index_add, to_device, xp_for, xp_of
+from .backend import broadcast_to, device_of, index_add, to_device, xp_for, xp_of
 from .random import generator, get_rng_state
 from .special import normal_cdf
 
@@ -530,7 +530,7 @@ class Sum(Op):
     def backward(self, g):
         if not self.keepdim:
             g = g.reshape(keepdim_shape(self.shape, self.axes))
-        return (xp_of(g).broadcast_to(g, self.shape),)
+        return (broadcast_to(g, self.shape),)
 
     def flops(self, inputs, out):
         return {self.name: inputs[0].size - out.size}  # n - 1 adds for each sum of n
