@@ -170,17 +170,21 @@ def normalize_dtype(dtype):
 _seq = itertools.count()
 
 
+# NOTE [per-op overhead]: apply runs once per op and _run_tape's loop once per record, so on small arrays their
+# Python is most of a step's time (bench (b), bench/NOTES.md 'per-op overhead'). So these two build lists, not
+# generators, over an op's one to three inputs (a generator costs more to start than such a list to build).
 def apply(op_cls, *inputs, **attrs):
     """Run one op on tensors and, when recording, keep it on the tape as the output's record."""
     op = op_cls()
     arrays = [t._data for t in inputs]
     if len(arrays) > 1 and op.same_dtype:
         _check_same_device_and_dtype(op_cls.name, arrays)
-    record = _on.grad_enabled and any(t._requires_grad for t in inputs)
+    needs = tuple([t._requires_grad for t in inputs])  # NOTE [per-op overhead]
+    record = _on.grad_enabled and any(needs)
     if _on.profiler is not None:
         _on.profiler.on_inputs(inputs)
         clock = _on.profiler.start_clock()  # NOTE [self time] (profiler.py)
-    op.needs_input_grad = tuple(t._requires_grad for t in inputs) if record else (False,) * len(inputs)
+    op.needs_input_grad = needs if record else (False,) * len(inputs)
     if _on.replaying is not None:
         hit = _on.replaying.take(op_cls.name)  # None: this op runs again
         if hit is not None:
@@ -202,7 +206,7 @@ def apply(op_cls, *inputs, **attrs):
     if _on.caching is not None:
         _on.caching.add(op, op if record else None, arrays, out, attrs)  # before keep(): its policy decides
     if record:
-        op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
+        op.next = tuple([i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs])
         op.seq = next(_seq)
         t._ctx = op
         keep(op, inputs, t)
