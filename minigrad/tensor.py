@@ -14,6 +14,7 @@ Read next: functional.py (softmax, cross_entropy, ...), then nn.py and optim.py.
 """
 import collections
 import functools
+import heapq
 import itertools
 import math
 import operator
@@ -451,20 +452,22 @@ def backward_within(roots, gradients, start):
 
 
 def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
-    # NOTE [the tape]: collect the records that the roots depend on, then run them newest first.
-    # Records are numbered as they are made and every input is made before the ops that use it,
-    # so sorting by number, newest first, is a valid order: each record runs after every record
-    # that consumes its output. No recursion, so a chain of any length works.
-    records = records_since(roots, start)
-    records.sort(key=operator.attrgetter("seq"), reverse=True)
-
+    # NOTE [the tape]: run the records newest first. Records are numbered as they are made and every input is
+    # made before the ops that use it, so a record's number is above those of the records that made its inputs:
+    # always taking the newest record that has a gradient waiting runs each record after every record that
+    # consumes its output. A heap of those records, by number (PyTorch's engine orders its ready queue by
+    # sequence number the same way), finds it; a record that no gradient reaches is never visited. No
+    # recursion, so a chain of any length works.
     grads = {t._ctx: g for t, g in zip(roots, gradients)}  # gradients in flight, by the record that made the tensor
-    for op in records:
-        g = grads.pop(op, None)
-        if g is None:
-            continue
-        if _on.profiler is not None:
-            clock = _on.profiler.start_clock()  # NOTE [self time] (profiler.py): until its gradients are handed on
+    waiting = [(-op.seq, op) for op in grads if op is not None and op.seq > start]
+    heapq.heapify(waiting)
+    profiler = _on.profiler  # read once (NOTE [per-op overhead]): a profile is a `with` block, so one that a
+    # record's backward enters (a checkpoint's recompute) has ended when it returns
+    while waiting:
+        op = heapq.heappop(waiting)[1]
+        g = grads.pop(op)
+        if profiler is not None:
+            clock = profiler.start_clock()  # NOTE [self time] (profiler.py): until its gradients are handed on
         if op.released:
             raise RuntimeError(f"backward: trying to backward through the graph a second time: the arrays that "
                                f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
@@ -481,10 +484,10 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
         input_grads = op.backward(g)
         if not retain_graph:
             release(op)
-        if _on.profiler is not None:
+        if profiler is not None:
             # NumPy hands back a 0-d result as a scalar: made an array here, the ledger counts the one the tape holds
             input_grads = tuple(backend.as_array(gi) for gi in input_grads)
-            _on.profiler.on_backward(op, g, input_grads)
+            profiler.on_backward(op, g, input_grads)
         for nxt, gi in zip(op.next, input_grads):
             if nxt is None or gi is None:
                 continue
@@ -496,9 +499,13 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
                 leaving.setdefault(nxt, []).extend(parts)
             else:
                 for part in parts:
-                    grads[nxt] = grads[nxt] + part if nxt in grads else part
-        if _on.profiler is not None:
-            _on.profiler.stop_clock(clock, op.name, "backward")
+                    if nxt in grads:
+                        grads[nxt] = grads[nxt] + part
+                    else:
+                        grads[nxt] = part
+                        heapq.heappush(waiting, (-nxt.seq, nxt))
+        if profiler is not None:
+            profiler.stop_clock(clock, op.name, "backward")
 
 
 class _Owned:
