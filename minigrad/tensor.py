@@ -888,7 +888,7 @@ class Tensor:
 
     def _floating(self):
         """Integer and bool tensors become float32 for exp, log, ... (as in PyTorch)."""
-        return self if self.dtype.kind == "f" else self.to("float32")
+        return self if self._data.dtype.kind == "f" else self.to("float32")
 
     def exp(self):
         return apply(ops.Exp, self._floating())
