@@ -528,7 +528,7 @@ class Sum(Op):
         return x.sum(axis=self.axes, keepdims=keepdim)
 
     def backward(self, g):
-        if not self.keepdim:
+        if not self.keepdim and g.size != 1:  # one element (a loss) broadcasts as it is (NOTE [a broadcast scalar])
             g = g.reshape(keepdim_shape(self.shape, self.axes))
         return (broadcast_to(g, self.shape),)
 
