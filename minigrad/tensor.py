@@ -413,7 +413,7 @@ def backward(root, gradient=None, retain_graph=False):
             raise RuntimeError(f"backward: a gradient can be implied only for a scalar output, but this tensor has "
                                f"shape {root.shape}. Reduce it first (.sum() or .mean()), or pass gradient= a "
                                f"tensor of shape {root.shape}")
-        g = backend.xp_of(root._data).ones_like(root._data)
+        g = backend.ones_like(root._data)  # NOTE [a broadcast scalar] (backend.py)
     else:
         if not isinstance(gradient, Tensor) and not backend.is_array(gradient):
             raise TypeError(f"backward: gradient must be a Tensor of the output's shape {root.shape}, got "
