@@ -117,7 +117,7 @@ class Module:
     # cost more than a small layer's forward: a generator per module and per level of nesting, two passes over
     # each module's attributes, a dotted name per module and per parameter that no one reads. parameters() and
     # buffers() walk the same tree in the same order (each module once, its own tensors before its children's,
-    # each tensor once) in one pass over each module's attributes, nameless, in about half the time
+    # each tensor once) in one pass over each module's attributes, nameless, in about 60% of the time
     # (bench/NOTES.md, 'per-op overhead', has the numbers of bench (b)).
     def _tensors(self, want_parameters, recurse):
         seen, seen_modules, stack = set(), set(), [self]
