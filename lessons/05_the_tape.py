@@ -207,8 +207,10 @@ def part2(named, records, rows, kept_before, after, prof):
 #
 # micrograd finds the order of its backward with a recursive depth-first search. Python allows
 # sys.getrecursionlimit() nested calls; a chain of ops is as deep as it is long. minigrad
-# collects the records with a list as a stack (records_since) and runs them sorted by seq,
-# newest first: a record is always newer than the records that made its inputs.
+# runs the records newest first, by seq: a record is always newer than the records that made
+# its inputs. records_since collects them with a list as a stack (exercise 4 then sorts them);
+# backward itself keeps the records that have a gradient waiting in a heap by seq, as PyTorch's
+# engine does, and always runs the newest: the same order, without a second pass.
 # Raising the limit (sys.setrecursionlimit) moves the wall rather than removing it: the depth
 # must be known in advance, every frame costs memory, and where the recursion passes through C
 # code (or on Python before 3.11) a deep one overflows the C stack and crashes the process

@@ -130,6 +130,30 @@ def as_array(x):
     return np.asarray(x) if isinstance(x, np.generic) else x
 
 
+# NOTE [a broadcast scalar]: every step's backward makes the loss's implied gradient, a one-element array of
+# ones, and broadcasts it back over what the loss summed. NumPy's ones_like and broadcast_to are Python around
+# C (broadcast_to around an iterator object): on a small step they cost microseconds (bench/NOTES.md,
+# 'per-op overhead'). For NumPy arrays these two make the same arrays with C calls only.
+def ones_like(array):
+    """xp.ones_like (C order: backward asks it for one element, whose order does not matter)."""
+    if type(array) is np.ndarray:
+        out = np.empty(array.shape, array.dtype)
+        out.fill(1)
+        return out
+    return xp_of(array).ones_like(array)
+
+
+def broadcast_to(array, shape):
+    """xp.broadcast_to: a read-only view of `array` repeated to `shape`. One element of a NumPy array
+    broadcasts by strides of zero, which the ndarray constructor makes directly: the same view (its base,
+    strides, read-only) as NumPy's (NOTE [a broadcast scalar])."""
+    if type(array) is np.ndarray and array.size == 1:
+        out = np.ndarray(shape, array.dtype, array, 0, (0,) * len(shape))
+        out.flags.writeable = False
+        return out
+    return xp_of(array).broadcast_to(array, shape)
+
+
 def to_device(array, device):
     """Move an array to a device; returns it unchanged when it is already there."""
     if device_of(array) == device:

@@ -18,7 +18,9 @@ def _check_tensor(x, op, name="input"):
 def linear(input, weight, bias=None):
     """y = input @ weight.T + bias, with weight shaped (out_features, in_features)."""
     _check_tensor(input, "linear")
-    return apply(ops.Linear, input, weight, *(() if bias is None else (bias,)))
+    if bias is None:
+        return apply(ops.Linear, input, weight)
+    return apply(ops.Linear, input, weight, bias)
 
 
 def relu(input):

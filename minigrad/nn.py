@@ -32,6 +32,11 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
+def _is_module_list(value):
+    """A list or tuple of modules held in one attribute: its modules are children (ModuleList, a plain list)."""
+    return isinstance(value, (list, tuple)) and len(value) > 0 and all(isinstance(m, Module) for m in value)
+
+
 def _uniform(shape, bound, device=None):
     """U(-bound, bound) from minigrad's generator, as float32."""
     host = draw("uniform", -bound, bound, size=shape, device=device).astype("float32")
@@ -57,7 +62,7 @@ class Module:
                 continue
             if isinstance(value, Module):
                 yield name, value
-            elif isinstance(value, (list, tuple)) and value and all(isinstance(m, Module) for m in value):
+            elif _is_module_list(value):
                 for i, m in enumerate(value):
                     yield f"{name}.{i}", m
 
@@ -108,15 +113,42 @@ class Module:
         """(name, Parameter) pairs in registration order, each parameter once (tied weights under their first name)."""
         return self._named_tensors(True, prefix, recurse, remove_duplicate)
 
+    # NOTE [unnamed walks]: zero_grad walks the parameters every step, and through named_parameters its walk
+    # cost more than a small layer's forward: a generator per module and per level of nesting, two passes over
+    # each module's attributes, a dotted name per module and per parameter that no one reads. parameters() and
+    # buffers() walk the same tree in the same order (each module once, its own tensors before its children's,
+    # each tensor once) in one pass over each module's attributes, nameless, in about 60% of the time
+    # (bench/NOTES.md, 'per-op overhead', has the numbers of bench (b)).
+    def _tensors(self, want_parameters, recurse):
+        seen, seen_modules, stack = set(), set(), [self]
+        while stack:  # depth first with a list as a stack: children pushed in reverse come out in order
+            mod = stack.pop()
+            if mod in seen_modules:
+                continue
+            seen_modules.add(mod)
+            children = []
+            for name, value in vars(mod).items():
+                if name.startswith("_"):
+                    continue
+                if isinstance(value, Tensor):
+                    if isinstance(value, Parameter) == want_parameters and id(value) not in seen:
+                        seen.add(id(value))
+                        yield value
+                elif recurse and isinstance(value, Module):
+                    children.append(value)
+                elif recurse and _is_module_list(value):
+                    children += value
+            stack += reversed(children)
+
     def parameters(self, recurse=True):
-        return (p for _, p in self.named_parameters(recurse=recurse))
+        return self._tensors(True, recurse)
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
         """(name, buffer) pairs: the tensors that are not Parameters (persistent or not)."""
         return self._named_tensors(False, prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
-        return (b for _, b in self.named_buffers(recurse=recurse))
+        return self._tensors(False, recurse)
 
     def get_submodule(self, target):
         """The module at a dotted path: model.get_submodule('h.0.attn'); '' is the model itself."""
@@ -319,7 +351,7 @@ class Sequential(Module):
             self.add_module(name, _as_module(m, where))
 
     def forward(self, x):
-        for m in self:
+        for _, m in self._child_items():  # not `for m in self`: one generator fewer per step (NOTE [per-op overhead])
             x = m(x)
         return x
 

@@ -16,7 +16,8 @@ import operator
 
 import numpy as np
 
-from .backend import POOL_MIN, device_of, empty, empty_like, index_add, masked_fill, pooled, to_device, xp_for, xp_of, zeros
+from .backend import (POOL_MIN, broadcast_to, device_of, empty, empty_like, index_add, masked_fill, pooled, to_device,
+                      xp_for, xp_of, zeros)
 from .random import generator, get_rng_state
 from .special import normal_cdf
 
@@ -541,9 +542,9 @@ class Sum(Op):
         return x.sum(axis=self.axes, keepdims=keepdim)
 
     def backward(self, g):
-        if not self.keepdim:
+        if not self.keepdim and g.size != 1:  # one element (a loss) broadcasts as it is (NOTE [a broadcast scalar])
             g = g.reshape(keepdim_shape(self.shape, self.axes))
-        return (xp_of(g).broadcast_to(g, self.shape),)
+        return (broadcast_to(g, self.shape),)
 
     def flops(self, inputs, out):
         return {self.name: inputs[0].size - out.size}  # n - 1 adds for each sum of n

@@ -14,6 +14,7 @@ Read next: functional.py (softmax, cross_entropy, ...), then nn.py and optim.py.
 """
 import collections
 import functools
+import heapq
 import itertools
 import math
 import operator
@@ -170,17 +171,21 @@ def normalize_dtype(dtype):
 _seq = itertools.count()
 
 
+# NOTE [per-op overhead]: apply runs once per op and _run_tape's loop once per record, so on small arrays their
+# Python is most of a step's time (bench (b), bench/NOTES.md 'per-op overhead'). So these two build lists, not
+# generators, over an op's one to three inputs (a generator costs more to start than such a list to build).
 def apply(op_cls, *inputs, **attrs):
     """Run one op on tensors and, when recording, keep it on the tape as the output's record."""
     op = op_cls()
     arrays = [t._data for t in inputs]
     if len(arrays) > 1 and op.same_dtype:
         _check_same_device_and_dtype(op_cls.name, arrays)
-    record = _on.grad_enabled and any(t._requires_grad for t in inputs)
+    needs = tuple([t._requires_grad for t in inputs])  # NOTE [per-op overhead]
+    record = _on.grad_enabled and any(needs)
     if _on.profiler is not None:
         _on.profiler.on_inputs(inputs)
         clock = _on.profiler.start_clock()  # NOTE [self time] (profiler.py)
-    op.needs_input_grad = tuple(t._requires_grad for t in inputs) if record else (False,) * len(inputs)
+    op.needs_input_grad = needs if record else (False,) * len(inputs)
     if _on.replaying is not None:
         hit = _on.replaying.take(op_cls.name)  # None: this op runs again
         if hit is not None:
@@ -202,7 +207,7 @@ def apply(op_cls, *inputs, **attrs):
     if _on.caching is not None:
         _on.caching.add(op, op if record else None, arrays, out, attrs)  # before keep(): its policy decides
     if record:
-        op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
+        op.next = tuple([i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs])
         op.seq = next(_seq)
         t._ctx = op
         keep(op, inputs, t)
@@ -408,7 +413,7 @@ def backward(root, gradient=None, retain_graph=False):
             raise RuntimeError(f"backward: a gradient can be implied only for a scalar output, but this tensor has "
                                f"shape {root.shape}. Reduce it first (.sum() or .mean()), or pass gradient= a "
                                f"tensor of shape {root.shape}")
-        g = backend.xp_of(root._data).ones_like(root._data)
+        g = backend.ones_like(root._data)  # NOTE [a broadcast scalar] (backend.py)
     else:
         if not isinstance(gradient, Tensor) and not backend.is_array(gradient):
             raise TypeError(f"backward: gradient must be a Tensor of the output's shape {root.shape}, got "
@@ -447,20 +452,22 @@ def backward_within(roots, gradients, start):
 
 
 def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
-    # NOTE [the tape]: collect the records that the roots depend on, then run them newest first.
-    # Records are numbered as they are made and every input is made before the ops that use it,
-    # so sorting by number, newest first, is a valid order: each record runs after every record
-    # that consumes its output. No recursion, so a chain of any length works.
-    records = records_since(roots, start)
-    records.sort(key=operator.attrgetter("seq"), reverse=True)
-
+    # NOTE [the tape]: run the records newest first. Records are numbered as they are made and every input is
+    # made before the ops that use it, so a record's number is above those of the records that made its inputs:
+    # always taking the newest record that has a gradient waiting runs each record after every record that
+    # consumes its output. A heap of those records, by number (PyTorch's engine orders its ready queue by
+    # sequence number the same way), finds it; a record that no gradient reaches is never visited. No
+    # recursion, so a chain of any length works.
     grads = {t._ctx: g for t, g in zip(roots, gradients)}  # gradients in flight, by the record that made the tensor
-    for op in records:
-        g = grads.pop(op, None)
-        if g is None:
-            continue
-        if _on.profiler is not None:
-            clock = _on.profiler.start_clock()  # NOTE [self time] (profiler.py): until its gradients are handed on
+    waiting = [(-op.seq, op) for op in grads if op is not None and op.seq > start]
+    heapq.heapify(waiting)
+    profiler = _on.profiler  # read once (NOTE [per-op overhead]): a profile is a `with` block, so one that a
+    # record's backward enters (a checkpoint's recompute) has ended when it returns
+    while waiting:
+        op = heapq.heappop(waiting)[1]
+        g = grads.pop(op)
+        if profiler is not None:
+            clock = profiler.start_clock()  # NOTE [self time] (profiler.py): until its gradients are handed on
         if op.released:
             raise RuntimeError(f"backward: trying to backward through the graph a second time: the arrays that "
                                f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
@@ -477,10 +484,10 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
         input_grads = op.backward(g)
         if not retain_graph:
             release(op)
-        if _on.profiler is not None:
+        if profiler is not None:
             # NumPy hands back a 0-d result as a scalar: made an array here, the ledger counts the one the tape holds
             input_grads = tuple(backend.as_array(gi) for gi in input_grads)
-            _on.profiler.on_backward(op, g, input_grads)
+            profiler.on_backward(op, g, input_grads)
         for nxt, gi in zip(op.next, input_grads):
             if nxt is None or gi is None:
                 continue
@@ -492,10 +499,13 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
                 leaving.setdefault(nxt, []).extend(parts)
             else:
                 for part in parts:
-                    # two uses of one tensor: their gradients summed into an array from the pool (backend.py)
-                    grads[nxt] = backend.pooled(backend.xp_of(part).add, grads[nxt], part) if nxt in grads else part
-        if _on.profiler is not None:
-            _on.profiler.stop_clock(clock, op.name, "backward")
+                    if nxt in grads:  # two uses of one tensor: their gradients summed into an array from the pool
+                        grads[nxt] = backend.pooled(backend.xp_of(part).add, grads[nxt], part)
+                    else:
+                        grads[nxt] = part
+                        heapq.heappush(waiting, (-nxt.seq, nxt))
+        if profiler is not None:
+            profiler.stop_clock(clock, op.name, "backward")
 
 
 class _Owned:
@@ -878,7 +888,7 @@ class Tensor:
 
     def _floating(self):
         """Integer and bool tensors become float32 for exp, log, ... (as in PyTorch)."""
-        return self if self.dtype.kind == "f" else self.to("float32")
+        return self if self._data.dtype.kind == "f" else self.to("float32")
 
     def exp(self):
         return apply(ops.Exp, self._floating())

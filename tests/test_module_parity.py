@@ -186,6 +186,20 @@ def test_names_of_a_nanogpt_layout_match_pytorch():
     assert list(ours.state_dict()) == list(theirs.state_dict())  # module by module: parameters, then buffers
 
 
+def test_parameters_buffers_and_modules_walk_as_their_named_forms_do():
+    """NOTE [unnamed walks] (nn.py): the nameless walks give the named ones' tensors, in their order, each once."""
+    lin = nn.Linear(2, 2)
+    shared = nn.Sequential(lin, nn.ReLU(), lin, nn.ModuleList([nn.BatchNorm1d(2), lin]))
+    for model in (tied(nn), shared, nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))):
+        for recurse in (True, False):
+            for plain, named in (("parameters", "named_parameters"), ("buffers", "named_buffers")):
+                got = list(getattr(model, plain)(recurse=recurse))
+                want = [t for _, t in getattr(model, named)(recurse=recurse)]
+                assert [id(t) for t in got] == [id(t) for t in want], (plain, recurse)
+        assert [id(m) for m in model.modules()] == [id(m) for _, m in model.named_modules()]
+    assert len(list(shared.parameters())) == 4 and len(list(shared.buffers())) == 3  # lin once; BatchNorm's three
+
+
 def test_module_list_slice_is_a_module_list_numbered_from_zero():
     ml = nn.ModuleList([nn.Linear(1, 1) for _ in range(4)])
     part = ml[1:3]

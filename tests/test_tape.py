@@ -11,6 +11,7 @@ import pytest
 import minigrad as mg
 import minigrad.functional as F
 from minigrad import ops
+from minigrad.backend import broadcast_to, ones_like
 from minigrad.tensor import Tensor
 
 
@@ -545,6 +546,24 @@ def test_grad_of_a_broadcast_leaf_has_the_leafs_shape():
     np.testing.assert_allclose(c.grad.numpy(), ((xn + [1.0, 2.0, 3.0]) * 2.0).sum(1, keepdims=True), rtol=1e-6)
     np.testing.assert_allclose(s.grad.numpy(), ((xn + [1.0, 2.0, 3.0]) * c.detach().numpy()).sum(), rtol=1e-5)
     np.testing.assert_array_equal(row.grad.numpy(), np.full((1, 3), 4.0))
+
+
+def test_a_losss_implied_gradient_and_its_broadcast_are_numpys_made_directly():
+    """NOTE [a broadcast scalar] (backend.py): the same arrays as np.ones_like's and np.broadcast_to's."""
+    for array in (np.zeros((), np.float32), np.zeros((1, 1)), np.zeros((2, 3), np.float16)):
+        ones = ones_like(array)
+        assert ones.shape == array.shape and ones.dtype == array.dtype and ones.base is None
+        assert ones.flags.writeable and ones.flags.c_contiguous and (ones == 1).all()
+    for array, shape in [(np.array(2.5, np.float32), (3, 4)), (np.ones((1, 1)), (2, 5)), (np.ones(1), (0, 2)),
+                         (np.arange(3.0), (2, 3))]:
+        ours, numpys = broadcast_to(array, shape), np.broadcast_to(array, shape)
+        assert ours.shape == numpys.shape and ours.strides == numpys.strides and ours.dtype == numpys.dtype
+        assert ours.base is array and not ours.flags.writeable
+        np.testing.assert_array_equal(ours, numpys)
+    x = mg.randn(3, 4, requires_grad=True)
+    x.mean().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 4), 1 / 12, np.float32))
+    assert x.grad.numpy().flags.writeable and x.grad.numpy().base is None  # .grad owns a copy, not the view
 
 
 def test_grad_dtype_matches_the_leaf():
