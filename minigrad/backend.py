@@ -287,8 +287,18 @@ def empty(shape, dtype, like):
 def empty_like(array):
     """empty(array.shape, array.dtype, array), with a short way out for small arrays (the per-op cost that a tiny
     model sees)."""
-    if array.nbytes < POOL_MIN or not isinstance(array, np.ndarray):
+    if not isinstance(array, np.ndarray):
         return xp_of(array).empty(array.shape, array.dtype)
+    if array.nbytes < POOL_MIN:
+        return np.empty(array.shape, array.dtype)
+    return empty(array.shape, array.dtype, array)
+
+
+def out_like(array):
+    """For a ufunc's out=: an array like `array` lent by the pool, or None (the ufunc makes its own result, as
+    without out=) where the pool would not lend one anyway: a small array, or one not on the host."""
+    if not isinstance(array, np.ndarray) or array.nbytes < POOL_MIN:
+        return None
     return empty(array.shape, array.dtype, array)
 
 
