@@ -593,6 +593,15 @@ def recompute_estimate(rows, times, depth, width, batch):
           f"forward / step = {estimate:.3f} here")
 
 
+def set_threads(n):
+    """Every engine's thread pools, through the settings each library reads when it starts: NumPy's OpenBLAS,
+    PyTorch's OpenMP (and MKL) pool, JAX's XLA CPU client. Workers are fresh processes, so they inherit them."""
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(n)
+    xla = f"--xla_cpu_multi_thread_eigen={'false' if n == 1 else 'true'} intra_op_parallelism_threads={n}"
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + xla).strip()
+
+
 def load():
     """The 1, 5 and 15 minute load averages: on a 2-core machine, above 1 means another job competes for the cores."""
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -611,6 +620,9 @@ def main():
                     help="also time every engine interleaved in this one process, the old figure (a secondary table)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default=mg.default_device().split(":")[0],
                     help="where minigrad, the by-hand version, PyTorch and JAX run (default: $MINIGRAD_DEVICE, else cpu)")
+    ap.add_argument("--threads", type=int, metavar="N",
+                    help="give every engine N threads (OpenBLAS, PyTorch's OpenMP pool, JAX's Eigen pool), to compare "
+                         "engines on equal cores; default: each library's own choice")
     ap.add_argument("--worker", nargs=2, metavar=("PART", "ENGINE"),
                     help="internal: time one engine (" + ", ".join(ENGINES) + ") for one part alone, print JSON")
     args = ap.parse_args()
@@ -623,9 +635,14 @@ def main():
         mg.tensor([0.0])
     except backend.DeviceError as e:
         ap.error(str(e))
+    if args.threads is not None:
+        if args.threads < 1:
+            ap.error(f"--threads takes a number of threads >= 1, got {args.threads}")
+        set_threads(args.threads)  # before any worker starts: each inherits the settings
     if args.worker:
         return worker(*args.worker, args.quick)
-    print(f"device: {DEVICE}; each engine timed alone in its own process" + (f"; {missing_note()}" * bool(missing_note())))
+    threads = f"; {args.threads} thread(s) per engine (--threads)" if args.threads else ""
+    print(f"device: {DEVICE}; each engine timed alone in its own process{threads}" + (f"; {missing_note()}" * bool(missing_note())))
     print(f"load average at the start: {load()} (this machine's other work slows every contender; compare ratios)")
     report, q = {}, args.quick  # --quick: tiny sizes and few rounds, the same parts
     tag = " (quick)" if q else ""
