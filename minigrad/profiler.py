@@ -219,19 +219,27 @@ class profile:
         if entry is None:
             entry = self._buffers[key] = [owner.nbytes, [0] * len(CATEGORIES), None]
         entry[1][category] += 1
-        self._settle(key, entry)
+        if entry[2] is None or category < entry[2]:  # else its category stays: a holder in it or before it
+            self._settle(key, entry)
         return key
 
     def _remove(self, key, category):
         entry = self._buffers.get(key)
         if entry is None:
             return
-        entry[1][category] -= 1
-        self._settle(key, entry)
+        holders = entry[1]
+        holders[category] -= 1
+        if category == entry[2] and not holders[category]:  # else its category keeps a holder
+            self._settle(key, entry)
 
     def _settle(self, key, entry):
+        """Move the buffer's bytes to the first category with a holder (NOTE [one buffer, one category])."""
         nbytes, holders, old = entry
-        new = next((c for c, n in enumerate(holders) if n > 0), None)
+        new = None
+        for c, n in enumerate(holders):
+            if n > 0:
+                new = c
+                break
         if new == old:
             return
         if old is not None:
