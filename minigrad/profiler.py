@@ -275,12 +275,14 @@ class profile:
         self._refs[id(ref)] = (ref, (id(record), keys))
         self._records[id(record)] = ref
 
-    @_bookkeeping
-    def _on_record_death(self, ref):
+    def _drop_saved(self, ref):
+        """A record's saved arrays no longer count: it released them, or it died (`ref` is its weak reference)."""
         _, (record_id, keys) = self._refs.pop(id(ref), (None, (None, ())))
         self._records.pop(record_id, None)
         for key in keys:
             self._remove(key, ACTIVATIONS)
+
+    _on_record_death = _bookkeeping(_drop_saved)  # the weak reference's callback
 
     def _count(self, phase, op, flops):
         """One call of `op` in `phase`, and its {op name: FLOPs}."""
@@ -307,21 +309,29 @@ class profile:
         that replays an op rather than run it)."""
         if op is None:
             return
-        end = _now()
-        start, ops, overhead = clock
-        total = end - start - (self._overhead_ns - overhead)
+        end, overhead = _now(), self._overhead_ns
+        self._stopped(clock, end, overhead, (phase or self.phase, op))
+        self._overhead_ns = overhead + _now() - end  # counting it is bookkeeping too
+
+    def _stopped(self, clock, end, overhead, key):
+        """Count the time of the op `key` (phase, name) whose clock stopped at `end`, the bookkeeping sum then
+        being `overhead`: its total, less the bookkeeping inside it, and its self time, less the ops inside it."""
+        start, ops, overhead_then = clock
+        total = end - start - (overhead - overhead_then)
         own = total - (self._ops_ns - ops)
         self._ops_ns += own
-        key = (phase or self.phase, op)
         self._total_ns[key] = self._total_ns.get(key, 0) + total
         self._self_ns[key] = self._self_ns.get(key, 0) + own
 
-    # --- what the tape (tensor.py) reports while this profile is active; each hook's time is the profiler's
-    @_bookkeeping
+    # --- what the tape (tensor.py) reports while this profile is active; each hook's time is the profiler's.
+    # The hooks that run for every op time themselves inline, as _bookkeeping would: its wrapper call costs more
+    # than the two reads of the clock, and on_inputs and on_forward start and stop the op's clock with them
     def on_save(self, record):
         """A record keeps its saved arrays (tensor.keep): activations until on_release."""
+        start, overhead = _now(), self._overhead_ns
         self._hold_saved(record)
         self._saved[record.name] = self._saved.get(record.name, 0) + sum(self.activations_kept([record]).values())
+        self._overhead_ns = overhead + _now() - start
 
     @_bookkeeping
     def on_hand_over(self, record, arrays):
@@ -337,38 +347,46 @@ class profile:
                 keys.remove(key)
                 self._remove(key, ACTIVATIONS)
 
-    @_bookkeeping
     def on_inputs(self, inputs):
-        """Before an op runs: the parameters it reads are in use (NOTE [what a profile counts])."""
+        """Before an op runs: the parameters it reads are in use (NOTE [what a profile counts]). Returns the op's
+        clock, started as this bookkeeping ends, for on_forward (or stop_clock) to stop."""
+        start, overhead = _now(), self._overhead_ns
         for t in inputs:
             if isinstance(t, nn.Parameter) and not self._counted(t):
                 self._use(t)
+        end = _now()
+        self._overhead_ns = overhead = overhead + end - start
+        return end, self._ops_ns, overhead
 
-    @_bookkeeping
-    def on_forward(self, op, inputs, out):
-        """After op ran (and its record, if any, kept what it saved)."""
+    def on_forward(self, op, inputs, out, clock):
+        """After op ran (and its record, if any, kept what it saved): stops its clock, then counts it."""
+        start, overhead = _now(), self._overhead_ns
         phase = self.phase
+        self._stopped(clock, start, overhead, (phase, op.name))
         self._count(phase, op, op.flops([t._data for t in inputs], out))
         self._hold(out, TRANSIENT)
         self._event(op.name, phase)
+        self._overhead_ns = overhead + _now() - start
 
-    @_bookkeeping
     def on_release(self, record):
         """The tape is about to drop record.saved (tensor.release): before the arrays can die, while
         each buffer's id is still its own."""
+        start, overhead = _now(), self._overhead_ns
         ref = self._records.pop(id(record), None)
         if ref is not None:
-            self._on_record_death(ref)
+            self._drop_saved(ref)
+        self._overhead_ns = overhead + _now() - start
 
-    @_bookkeeping
     def on_backward(self, op, grad, input_grads):
         """After op.backward ran (and its record was released, unless retain_graph)."""
+        start, overhead = _now(), self._overhead_ns
         self._count("backward", op, op.backward_flops(grad, input_grads))
         for gi in input_grads:
             gi = backend.as_array(gi)
             if backend.is_array(gi):  # a checkpoint's lists and {slot: array} hold arrays counted as they were made
                 self._hold(gi, TRANSIENT)
         self._event(op.name, "backward")
+        self._overhead_ns = overhead + _now() - start
 
     @_bookkeeping
     def on_grad(self, array):

@@ -178,8 +178,7 @@ def apply(op_cls, *inputs, **attrs):
         _check_same_device_and_dtype(op_cls.name, arrays)
     record = _on.grad_enabled and any(t._requires_grad for t in inputs)
     if _on.profiler is not None:
-        _on.profiler.on_inputs(inputs)
-        clock = _on.profiler.start_clock()  # NOTE [self time] (profiler.py)
+        clock = _on.profiler.on_inputs(inputs)  # and starts the op's clock: NOTE [self time] (profiler.py)
     op.needs_input_grad = tuple(t._requires_grad for t in inputs) if record else (False,) * len(inputs)
     if _on.replaying is not None:
         hit = _on.replaying.take(op_cls.name)  # None: this op runs again
@@ -207,8 +206,7 @@ def apply(op_cls, *inputs, **attrs):
         t._ctx = op
         keep(op, inputs, t)
     if _on.profiler is not None:
-        _on.profiler.stop_clock(clock, op_cls.name)
-        _on.profiler.on_forward(op, inputs, out)
+        _on.profiler.on_forward(op, inputs, out, clock)  # stops it first
     return t
 
 
