@@ -262,18 +262,23 @@ class profile:
         ref = weakref.ref(array, self._on_death)  # arrays are unhashable: the dict is keyed by the ref's id
         self._refs[id(ref)] = (ref, (key, category))
 
-    @_bookkeeping
     def _on_death(self, ref):
+        """The weak reference's callback: an array that _hold counted died (timed inline, as the hooks that run
+        for every op are)."""
+        start, overhead = _now(), self._overhead_ns
         _, held = self._refs.pop(id(ref), (None, None))
         if held is not None:
             self._remove(*held)
+        self._overhead_ns = overhead + _now() - start
 
     def _hold_saved(self, record):
-        """Count a record's saved arrays as activations until its backward releases them (or it dies)."""
+        """Count a record's saved arrays as activations until its backward releases them (or it dies); returns
+        their buffers' keys."""
         keys = [self._add(a, ACTIVATIONS) for a in record.saved if backend.is_array(a)]
         ref = weakref.ref(record, self._on_record_death)
         self._refs[id(ref)] = (ref, (id(record), keys))
         self._records[id(record)] = ref
+        return keys
 
     def _drop_saved(self, ref):
         """A record's saved arrays no longer count: it released them, or it died (`ref` is its weak reference)."""
@@ -329,8 +334,10 @@ class profile:
     def on_save(self, record):
         """A record keeps its saved arrays (tensor.keep): activations until on_release."""
         start, overhead = _now(), self._overhead_ns
-        self._hold_saved(record)
-        self._saved[record.name] = self._saved.get(record.name, 0) + sum(self.activations_kept([record]).values())
+        keys = self._hold_saved(record)
+        buffers = self._buffers  # what activations_kept([record]) counts: its buffers that are activations, each once
+        kept = sum(buffers[key][0] for key in set(keys) if buffers[key][2] == ACTIVATIONS)
+        self._saved[record.name] = self._saved.get(record.name, 0) + kept
         self._overhead_ns = overhead + _now() - start
 
     @_bookkeeping
@@ -388,10 +395,11 @@ class profile:
         self._event(op.name, "backward")
         self._overhead_ns = overhead + _now() - start
 
-    @_bookkeeping
     def on_grad(self, array):
         """A .grad was set (Tensor.grad's setter)."""
+        start, overhead = _now(), self._overhead_ns
         self._hold(array, GRADIENTS)
+        self._overhead_ns = overhead + _now() - start
 
     @_bookkeeping
     def on_new_tensor(self, t):
