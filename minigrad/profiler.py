@@ -122,6 +122,7 @@ class profile:
         # still a parameter.
         self._buffers = {}                 # id(owner) -> [nbytes, holders per category, category or None]
         self._current = [0] * len(CATEGORIES)
+        self._total = 0                    # sum(self._current)
         self._peak = [0] * len(CATEGORIES)
         self._peak_total = 0
         self._at_peak = (0,) * len(CATEGORIES)  # the categories when the total peaked
@@ -205,7 +206,9 @@ class profile:
             n = owner.nbytes
             self._peak[category] += n
             self._peak_total += n
-            self._at_peak = tuple(b + n * (c == category) for c, b in enumerate(self._at_peak))
+            at_peak = list(self._at_peak)
+            at_peak[category] += n
+            self._at_peak = tuple(at_peak)
             for event in self._events:
                 event[2][category] += n
         self._hold(array, category)
@@ -220,7 +223,7 @@ class profile:
             entry = self._buffers[key] = [owner.nbytes, [0] * len(CATEGORIES), None]
         entry[1][category] += 1
         if entry[2] is None or category < entry[2]:  # else its category stays: a holder in it or before it
-            self._settle(key, entry)
+            self._move(key, entry, category)
         return key
 
     def _remove(self, key, category):
@@ -229,32 +232,29 @@ class profile:
             return
         holders = entry[1]
         holders[category] -= 1
-        if category == entry[2] and not holders[category]:  # else its category keeps a holder
-            self._settle(key, entry)
+        if category == entry[2] and not holders[category]:  # its category lost its last holder: the next one's
+            self._move(key, entry, next((c for c in range(category + 1, len(CATEGORIES)) if holders[c]), None))
 
-    def _settle(self, key, entry):
-        """Move the buffer's bytes to the first category with a holder (NOTE [one buffer, one category])."""
-        nbytes, holders, old = entry
-        new = None
-        for c, n in enumerate(holders):
-            if n > 0:
-                new = c
-                break
-        if new == old:
-            return
-        if old is not None:
-            self._current[old] -= nbytes
-        if new is None:
-            del self._buffers[key]
+    def _move(self, key, entry, new):
+        """Move a buffer's bytes to category `new`, its first with a holder now (NOTE [one buffer, one category]);
+        None: it has none left, and is forgotten."""
+        nbytes, _, old = entry
+        current = self._current
+        if old is None:
+            self._total += nbytes
         else:
-            entry[2] = new
-            self._current[new] += nbytes
-            if self._current[new] > self._peak[new]:
-                self._peak[new] = self._current[new]
-            total = sum(self._current)
-            if total > self._peak_total:
-                self._peak_total = total
-                self._at_peak = tuple(self._current)
+            current[old] -= nbytes
+        if new is None:
+            self._total -= nbytes
+            del self._buffers[key]
+            return
+        entry[2] = new
+        current[new] += nbytes
+        if current[new] > self._peak[new]:
+            self._peak[new] = current[new]
+        if self._total > self._peak_total:  # only a new buffer can raise it: a move between categories keeps it
+            self._peak_total = self._total
+            self._at_peak = tuple(current)
 
     def _hold(self, array, category):
         """Count `array` in `category` for as long as the array object lives."""
@@ -291,9 +291,11 @@ class profile:
 
     def _count(self, phase, op, flops):
         """One call of `op` in `phase`, and its {op name: FLOPs}."""
-        self._calls[(phase, op.name)] = self._calls.get((phase, op.name), 0) + 1
+        key = (phase, op.name)
+        self._calls[key] = self._calls.get(key, 0) + 1
         for name, n in flops.items():
-            self._flops[(phase, name)] = self._flops.get((phase, name), 0) + n
+            key = (phase, name)
+            self._flops[key] = self._flops.get(key, 0) + n
 
     def _event(self, op, phase):
         self._events.append((op, phase, list(self._current)))
@@ -368,7 +370,7 @@ class profile:
     def on_forward(self, op, inputs, out, clock):
         """After op ran (and its record, if any, kept what it saved): stops its clock, then counts it."""
         start, overhead = _now(), self._overhead_ns
-        phase = self.phase
+        phase = "recompute" if is_recomputing() else "forward"  # self.phase, without the property's call
         self._stopped(clock, start, overhead, (phase, op.name))
         self._count(phase, op, op.flops([t._data for t in inputs], out))
         self._hold(out, TRANSIENT)
