@@ -82,16 +82,17 @@ def _state_arrays(optimizer):
                 yield value
 
 
-# NOTE [self time]: an op's clock runs while the tape works on it: in `apply`, from just before its forward to
-# just after its record kept what it saved (the forward, wrapping the output, `keep`); in `_run_tape`, for one
-# record's turn (its version checks, its backward, the release of what it saved, and handing its gradients on:
-# the sums into other records' gradients and into leaves' .grad); an optimizer's whole step. Its total
-# (PyTorch's 'CPU total') includes the ops that ran inside it: a checkpoint's backward runs its segment's
-# recompute and that recompute's backward. Its self time (PyTorch's 'Self CPU') leaves them out. Neither counts
-# the profiler's own bookkeeping: each hook the tape calls times itself (_bookkeeping), as the profiler's
-# overhead. So the self times of all ops and the overhead add up to at most the block's wall time; the rest is
-# Python between the ops (the user's code, Tensor methods before they apply an op, backward() sorting the tape).
-# Reading the clock costs a fraction of a microsecond per op, which stays in the ops' times.
+# NOTE [self time]: an op's clock runs while the tape works on it: in `apply`, from the end of on_inputs to the
+# start of on_forward (its forward, wrapping the output, `keep`); in `_run_tape`, for one record's turn (its
+# version checks, its backward, the release of what it saved, and handing its gradients on: the sums into other
+# records' gradients and into leaves' .grad); an optimizer's whole step. Its total (PyTorch's 'CPU total')
+# includes the ops that ran inside it: a checkpoint's backward runs its segment's recompute and that recompute's
+# backward. Its self time (PyTorch's 'Self CPU') leaves them out. Neither counts the profiler's own bookkeeping:
+# each hook the tape calls times itself, as the profiler's overhead (_bookkeeping; inline in the hooks that run
+# for every op, where the wrapper's call would cost more than the two reads of the clock). So the self times of
+# all ops and the overhead add up to at most the block's wall time; the rest is Python between the ops (the
+# user's code, Tensor methods before they apply an op, backward() sorting the tape). Reading the clock costs a
+# fraction of a microsecond per op, part of which stays in the ops' times.
 # No stack of running clocks: the profile keeps two running sums, the self time of every op that has stopped
 # and the bookkeeping so far, and a clock is the time and those two sums when it started. When it stops, what
 # the bookkeeping sum grew by is the bookkeeping inside it, and what the self-time sum grew by is the ops that
@@ -331,8 +332,8 @@ class profile:
         self._self_ns[key] = self._self_ns.get(key, 0) + own
 
     # --- what the tape (tensor.py) reports while this profile is active; each hook's time is the profiler's.
-    # The hooks that run for every op time themselves inline, as _bookkeeping would: its wrapper call costs more
-    # than the two reads of the clock, and on_inputs and on_forward start and stop the op's clock with them
+    # Those that run for every op time themselves inline, as _bookkeeping would (NOTE [self time]); on_inputs
+    # starts the op's clock with its last read, and on_forward stops it with its first
     def on_save(self, record):
         """A record keeps its saved arrays (tensor.keep): activations until on_release."""
         start, overhead = _now(), self._overhead_ns
