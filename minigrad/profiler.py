@@ -43,6 +43,7 @@ CATEGORIES = ("parameters", "optimizer", "gradients", "activations", "transient"
 PARAMETERS, OPTIMIZER, GRADIENTS, ACTIVATIONS, TRANSIENT = range(5)
 PHASES = ("forward", "backward", "recompute")
 TIMED_PHASES = PHASES + ("step",)  # time also counts optimizer steps, by optimizer (AdamW, SGD, ...)
+_now = time.perf_counter_ns  # the clock (NOTE [self time]); a module global, one look-up fewer per read
 
 
 def format_bytes(n):
@@ -81,33 +82,33 @@ def _state_arrays(optimizer):
                 yield value
 
 
-# NOTE [self time]: an op's clock runs while the tape works on it: in `apply`, from just before its forward to
-# just after its record kept what it saved (the forward, wrapping the output, `keep`); in `_run_tape`, for one
-# record's turn (its version checks, its backward, the release of what it saved, and handing its gradients on:
-# the sums into other records' gradients and into leaves' .grad); an optimizer's whole step. Its total
-# (PyTorch's 'CPU total') includes the ops that ran inside it: a checkpoint's backward runs its segment's
-# recompute and that recompute's backward. Its self time (PyTorch's 'Self CPU') leaves them out. Neither counts
-# the profiler's own bookkeeping: each hook the tape calls times itself (_bookkeeping), as the profiler's
-# overhead. So the self times of all ops and the overhead add up to at most the block's wall time; the rest is
-# Python between the ops (the user's code, Tensor methods before they apply an op, backward() sorting the tape).
-# Reading the clock costs a fraction of a microsecond per op, which stays in the ops' times. The running clocks
-# are a stack, and each op knows its place in it: a clock that an error left running inside an op is dropped
-# when that op's clock stops.
+# NOTE [self time]: an op's clock runs while the tape works on it: in `apply`, from the end of on_inputs to the
+# start of on_forward (its forward, wrapping the output, `keep`); in `_run_tape`, for one record's turn (its
+# version checks, its backward, the release of what it saved, and handing its gradients on: the sums into other
+# records' gradients and into leaves' .grad); an optimizer's whole step. Its total (PyTorch's 'CPU total')
+# includes the ops that ran inside it: a checkpoint's backward runs its segment's recompute and that recompute's
+# backward. Its self time (PyTorch's 'Self CPU') leaves them out. Neither counts the profiler's own bookkeeping:
+# each hook the tape calls times itself, as the profiler's overhead (_bookkeeping; inline in the hooks that run
+# for every op, where the wrapper's call would cost more than the two reads of the clock). So the self times of
+# all ops and the overhead add up to at most the block's wall time; the rest is Python between the ops (the
+# user's code, Tensor methods before they apply an op, backward() sorting the tape). Reading the clock costs a
+# fraction of a microsecond per op, part of which stays in the ops' times.
+# No stack of running clocks: the profile keeps two running sums, the self time of every op that has stopped
+# and the bookkeeping so far, and a clock is the time and those two sums when it started. When it stops, what
+# the bookkeeping sum grew by is the bookkeeping inside it, and what the self-time sum grew by is the ops that
+# ran inside it, at every depth (their self times add up to their totals). A clock that an error left running
+# is never stopped and changes nothing: its time stays in the op around it. A hook inside a hook (a weak
+# reference's callback) needs no flag either: the outer one sets the bookkeeping sum to what it was when it
+# began plus its own time, which holds the inner one's.
 def _bookkeeping(hook):
     """A hook of the tape, timed as the profiler's overhead: out of the time of the op that is running."""
     @functools.wraps(hook)
     def timed(self, *args, **kwargs):
-        if self._busy:  # a hook inside a hook (a weak reference's callback): the outer one times both
-            return hook(self, *args, **kwargs)
-        self._busy = True
-        start = time.perf_counter_ns()
+        start, before = _now(), self._overhead_ns
         try:
             return hook(self, *args, **kwargs)
         finally:
-            ns = time.perf_counter_ns() - start
-            self._busy = False
-            self._overhead_ns += ns
-            self._clocks[-1][2] += ns
+            self._overhead_ns = before + _now() - start
     return timed
 
 
@@ -122,6 +123,7 @@ class profile:
         # still a parameter.
         self._buffers = {}                 # id(owner) -> [nbytes, holders per category, category or None]
         self._current = [0] * len(CATEGORIES)
+        self._total = 0                    # sum(self._current)
         self._peak = [0] * len(CATEGORIES)
         self._peak_total = 0
         self._at_peak = (0,) * len(CATEGORIES)  # the categories when the total peaked
@@ -133,10 +135,9 @@ class profile:
         self._events = []                  # [op name, phase, bytes per category after it]
         self._self_ns = {}                 # (phase, op name) -> nanoseconds, less the ops inside (NOTE [self time])
         self._total_ns = {}                # (phase, op name) -> nanoseconds, the ops inside included
-        self._clocks = [[0, 0, 0]]         # the clocks running, the block's at the bottom: [start, ns of the ops
-                                           # inside it, ns of bookkeeping inside it] (NOTE [self time])
+        self._ops_ns = 0                   # the self times of all ops so far (NOTE [self time])
         self._overhead_ns = 0              # the profiler's own bookkeeping while the block ran
-        self._busy = False                 # in a hook (_bookkeeping)
+        self._start_ns = None              # when the block began
         self._wall_ns = None               # the block's wall time, once it has ended
         self._traffic = {}                 # collective's name -> [bytes sent, bytes received] by this process
         self._used = {}                    # id -> weakref of each parameter, module, optimizer counted (NOTE [what
@@ -157,11 +158,11 @@ class profile:
             self._use(x, since_start=False)
         self._event("start", "start")
         self._mode.__enter__()
-        self._clocks = [[time.perf_counter_ns(), 0, 0]]
+        self._start_ns = _now()
         return self
 
     def __exit__(self, *exc):
-        self._wall_ns = time.perf_counter_ns() - self._clocks[0][0]
+        self._wall_ns = _now() - self._start_ns
         self._mode.__exit__(*exc)
         self._event("end", "end")
         self._open = False
@@ -206,7 +207,9 @@ class profile:
             n = owner.nbytes
             self._peak[category] += n
             self._peak_total += n
-            self._at_peak = tuple(b + n * (c == category) for c, b in enumerate(self._at_peak))
+            at_peak = list(self._at_peak)
+            at_peak[category] += n
+            self._at_peak = tuple(at_peak)
             for event in self._events:
                 event[2][category] += n
         self._hold(array, category)
@@ -220,34 +223,39 @@ class profile:
         if entry is None:
             entry = self._buffers[key] = [owner.nbytes, [0] * len(CATEGORIES), None]
         entry[1][category] += 1
-        self._settle(key, entry)
+        if entry[2] is None or category < entry[2]:  # else its category stays: a holder in it or before it
+            self._move(key, entry, category)
         return key
 
     def _remove(self, key, category):
         entry = self._buffers.get(key)
         if entry is None:
             return
-        entry[1][category] -= 1
-        self._settle(key, entry)
+        holders = entry[1]
+        holders[category] -= 1
+        if category == entry[2] and not holders[category]:  # its category lost its last holder: the next one's
+            self._move(key, entry, next((c for c in range(category + 1, len(CATEGORIES)) if holders[c]), None))
 
-    def _settle(self, key, entry):
-        nbytes, holders, old = entry
-        new = next((c for c, n in enumerate(holders) if n > 0), None)
-        if new == old:
-            return
-        if old is not None:
-            self._current[old] -= nbytes
-        if new is None:
-            del self._buffers[key]
+    def _move(self, key, entry, new):
+        """Move a buffer's bytes to category `new`, its first with a holder now (NOTE [one buffer, one category]);
+        None: it has none left, and is forgotten."""
+        nbytes, _, old = entry
+        current = self._current
+        if old is None:
+            self._total += nbytes
         else:
-            entry[2] = new
-            self._current[new] += nbytes
-            if self._current[new] > self._peak[new]:
-                self._peak[new] = self._current[new]
-            total = sum(self._current)
-            if total > self._peak_total:
-                self._peak_total = total
-                self._at_peak = tuple(self._current)
+            current[old] -= nbytes
+        if new is None:
+            self._total -= nbytes
+            del self._buffers[key]
+            return
+        entry[2] = new
+        current[new] += nbytes
+        if current[new] > self._peak[new]:
+            self._peak[new] = current[new]
+        if self._total > self._peak_total:  # only a new buffer can raise it: a move between categories keeps it
+            self._peak_total = self._total
+            self._at_peak = tuple(current)
 
     def _hold(self, array, category):
         """Count `array` in `category` for as long as the array object lives."""
@@ -255,31 +263,40 @@ class profile:
         ref = weakref.ref(array, self._on_death)  # arrays are unhashable: the dict is keyed by the ref's id
         self._refs[id(ref)] = (ref, (key, category))
 
-    @_bookkeeping
     def _on_death(self, ref):
+        """The weak reference's callback: an array that _hold counted died (timed inline, as the hooks that run
+        for every op are)."""
+        start, overhead = _now(), self._overhead_ns
         _, held = self._refs.pop(id(ref), (None, None))
         if held is not None:
             self._remove(*held)
+        self._overhead_ns = overhead + _now() - start
 
     def _hold_saved(self, record):
-        """Count a record's saved arrays as activations until its backward releases them (or it dies)."""
+        """Count a record's saved arrays as activations until its backward releases them (or it dies); returns
+        their buffers' keys."""
         keys = [self._add(a, ACTIVATIONS) for a in record.saved if backend.is_array(a)]
         ref = weakref.ref(record, self._on_record_death)
         self._refs[id(ref)] = (ref, (id(record), keys))
         self._records[id(record)] = ref
+        return keys
 
-    @_bookkeeping
-    def _on_record_death(self, ref):
+    def _drop_saved(self, ref):
+        """A record's saved arrays no longer count: it released them, or it died (`ref` is its weak reference)."""
         _, (record_id, keys) = self._refs.pop(id(ref), (None, (None, ())))
         self._records.pop(record_id, None)
         for key in keys:
             self._remove(key, ACTIVATIONS)
 
+    _on_record_death = _bookkeeping(_drop_saved)  # the weak reference's callback
+
     def _count(self, phase, op, flops):
         """One call of `op` in `phase`, and its {op name: FLOPs}."""
-        self._calls[(phase, op.name)] = self._calls.get((phase, op.name), 0) + 1
+        key = (phase, op.name)
+        self._calls[key] = self._calls.get(key, 0) + 1
         for name, n in flops.items():
-            self._flops[(phase, name)] = self._flops.get((phase, name), 0) + n
+            key = (phase, name)
+            self._flops[key] = self._flops.get(key, 0) + n
 
     def _event(self, op, phase):
         self._events.append((op, phase, list(self._current)))
@@ -291,32 +308,40 @@ class profile:
 
     # --- the clocks (NOTE [self time]): the tape starts one as an op begins and stops it as the op ends
     def start_clock(self):
-        """Start timing an op; returns the clock, for stop_clock."""
-        self._clocks.append([time.perf_counter_ns(), 0, 0])
-        return len(self._clocks) - 1
+        """Start timing an op; returns the clock, for stop_clock: when, and the running sums then."""
+        return _now(), self._ops_ns, self._overhead_ns
 
     def stop_clock(self, clock, op=None, phase=None):
         """Stop the clock of `op` (its name) in `phase` (None: 'forward' or 'recompute', as now) and count its time.
         op=None: count it for no op, so that it stays in the time of the op around it (a checkpoint's recompute
         that replays an op rather than run it)."""
-        end = time.perf_counter_ns()
-        start, inside, bookkeeping = self._clocks[clock]
-        del self._clocks[clock:]  # and any clock that an error left running inside it
-        total = end - start - bookkeeping
-        outer = self._clocks[-1]
-        outer[1] += total
-        outer[2] += bookkeeping
-        if op is not None:
-            key = (phase or self.phase, op)
-            self._total_ns[key] = self._total_ns.get(key, 0) + total
-            self._self_ns[key] = self._self_ns.get(key, 0) + total - inside
+        if op is None:
+            return
+        end, overhead = _now(), self._overhead_ns
+        self._stopped(clock, end, overhead, (phase or self.phase, op))
+        self._overhead_ns = overhead + _now() - end  # counting it is bookkeeping too
 
-    # --- what the tape (tensor.py) reports while this profile is active; each hook's time is the profiler's
-    @_bookkeeping
+    def _stopped(self, clock, end, overhead, key):
+        """Count the time of the op `key` (phase, name) whose clock stopped at `end`, the bookkeeping sum then
+        being `overhead`: its total, less the bookkeeping inside it, and its self time, less the ops inside it."""
+        start, ops, overhead_then = clock
+        total = end - start - (overhead - overhead_then)
+        own = total - (self._ops_ns - ops)
+        self._ops_ns += own
+        self._total_ns[key] = self._total_ns.get(key, 0) + total
+        self._self_ns[key] = self._self_ns.get(key, 0) + own
+
+    # --- what the tape (tensor.py) reports while this profile is active; each hook's time is the profiler's.
+    # Those that run for every op time themselves inline, as _bookkeeping would (NOTE [self time]); on_inputs
+    # starts the op's clock with its last read, and on_forward stops it with its first
     def on_save(self, record):
         """A record keeps its saved arrays (tensor.keep): activations until on_release."""
-        self._hold_saved(record)
-        self._saved[record.name] = self._saved.get(record.name, 0) + sum(self.activations_kept([record]).values())
+        start, overhead = _now(), self._overhead_ns
+        keys = self._hold_saved(record)
+        buffers = self._buffers  # what activations_kept([record]) counts: its buffers that are activations, each once
+        kept = sum(buffers[key][0] for key in set(keys) if buffers[key][2] == ACTIVATIONS)
+        self._saved[record.name] = self._saved.get(record.name, 0) + kept
+        self._overhead_ns = overhead + _now() - start
 
     @_bookkeeping
     def on_hand_over(self, record, arrays):
@@ -332,43 +357,52 @@ class profile:
                 keys.remove(key)
                 self._remove(key, ACTIVATIONS)
 
-    @_bookkeeping
     def on_inputs(self, inputs):
-        """Before an op runs: the parameters it reads are in use (NOTE [what a profile counts])."""
+        """Before an op runs: the parameters it reads are in use (NOTE [what a profile counts]). Returns the op's
+        clock, started as this bookkeeping ends, for on_forward (or stop_clock) to stop."""
+        start, overhead = _now(), self._overhead_ns
         for t in inputs:
             if isinstance(t, nn.Parameter) and not self._counted(t):
                 self._use(t)
+        end = _now()
+        self._overhead_ns = overhead = overhead + end - start
+        return end, self._ops_ns, overhead
 
-    @_bookkeeping
-    def on_forward(self, op, inputs, out):
-        """After op ran (and its record, if any, kept what it saved)."""
-        phase = self.phase
+    def on_forward(self, op, inputs, out, clock):
+        """After op ran (and its record, if any, kept what it saved): stops its clock, then counts it."""
+        start, overhead = _now(), self._overhead_ns
+        phase = "recompute" if is_recomputing() else "forward"  # self.phase, without the property's call
+        self._stopped(clock, start, overhead, (phase, op.name))
         self._count(phase, op, op.flops([t._data for t in inputs], out))
         self._hold(out, TRANSIENT)
         self._event(op.name, phase)
+        self._overhead_ns = overhead + _now() - start
 
-    @_bookkeeping
     def on_release(self, record):
         """The tape is about to drop record.saved (tensor.release): before the arrays can die, while
         each buffer's id is still its own."""
+        start, overhead = _now(), self._overhead_ns
         ref = self._records.pop(id(record), None)
         if ref is not None:
-            self._on_record_death(ref)
+            self._drop_saved(ref)
+        self._overhead_ns = overhead + _now() - start
 
-    @_bookkeeping
     def on_backward(self, op, grad, input_grads):
         """After op.backward ran (and its record was released, unless retain_graph)."""
+        start, overhead = _now(), self._overhead_ns
         self._count("backward", op, op.backward_flops(grad, input_grads))
         for gi in input_grads:
             gi = backend.as_array(gi)
             if backend.is_array(gi):  # a checkpoint's lists and {slot: array} hold arrays counted as they were made
                 self._hold(gi, TRANSIENT)
         self._event(op.name, "backward")
+        self._overhead_ns = overhead + _now() - start
 
-    @_bookkeeping
     def on_grad(self, array):
         """A .grad was set (Tensor.grad's setter)."""
+        start, overhead = _now(), self._overhead_ns
         self._hold(array, GRADIENTS)
+        self._overhead_ns = overhead + _now() - start
 
     @_bookkeeping
     def on_new_tensor(self, t):
@@ -457,8 +491,10 @@ class profile:
                    if (phase is None or ph == phase) and (op is None or name == op)) / 1e9
 
     def wall_seconds(self):
-        """The block's wall time in seconds (so far, while it runs), the profiler's bookkeeping included."""
-        ns = self._wall_ns if self._wall_ns is not None else time.perf_counter_ns() - self._clocks[0][0]
+        """The block's wall time in seconds (so far, while it runs; 0 before), the profiler's bookkeeping included."""
+        if self._start_ns is None:
+            return 0.0
+        ns = self._wall_ns if self._wall_ns is not None else _now() - self._start_ns
         return ns / 1e9
 
     def overhead_seconds(self):

@@ -183,8 +183,7 @@ def apply(op_cls, *inputs, **attrs):
     needs = tuple([t._requires_grad for t in inputs])  # NOTE [per-op overhead]
     record = _on.grad_enabled and any(needs)
     if _on.profiler is not None:
-        _on.profiler.on_inputs(inputs)
-        clock = _on.profiler.start_clock()  # NOTE [self time] (profiler.py)
+        clock = _on.profiler.on_inputs(inputs)  # and starts the op's clock: NOTE [self time] (profiler.py)
     op.needs_input_grad = needs if record else (False,) * len(inputs)
     if _on.replaying is not None:
         hit = _on.replaying.take(op_cls.name)  # None: this op runs again
@@ -212,8 +211,7 @@ def apply(op_cls, *inputs, **attrs):
         t._ctx = op
         keep(op, inputs, t)
     if _on.profiler is not None:
-        _on.profiler.stop_clock(clock, op_cls.name)
-        _on.profiler.on_forward(op, inputs, out)
+        _on.profiler.on_forward(op, inputs, out, clock)  # stops it first
     return t
 
 
