@@ -154,6 +154,14 @@ def broadcast_to(array, shape):
     return xp_of(array).broadcast_to(array, shape)
 
 
+def reduce_sum(array, axis, keepdims=False):
+    """array.sum(axis=axis, keepdims=keepdims). For a NumPy array, np.add.reduce: the C call that ndarray.sum reaches
+    through a Python wrapper (NOTE [a broadcast scalar]: on small arrays the wrapper is a good part of the cost)."""
+    if type(array) is np.ndarray:
+        return np.add.reduce(array, axis, keepdims=keepdims)
+    return array.sum(axis=axis, keepdims=keepdims)
+
+
 def to_device(array, device):
     """Move an array to a device; returns it unchanged when it is already there."""
     if device_of(array) == device:
