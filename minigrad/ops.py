@@ -424,7 +424,7 @@ class Tanh(Op):
     def backward(self, g):
         (y,) = self.saved
         xp = xp_of(y)
-        d = xp.multiply(y, y, out=out_like(y))  # from the pool when big (NOTE [host memory pool])
+        d = xp.multiply(y, y, out=empty_like(y))  # not out_like: a 0-d product without out= is a scalar
         xp.subtract(1, d, out=d)
         d *= g  # g (1 - y^2), in the one array
         return (d,)
