@@ -149,7 +149,7 @@ def broadcast_to(array, shape):
     strides, read-only) as NumPy's (NOTE [a broadcast scalar])."""
     if type(array) is np.ndarray and array.size == 1:
         out = np.ndarray(shape, array.dtype, array, 0, (0,) * len(shape))
-        out.flags.writeable = False
+        out.setflags(write=False)  # not out.flags.writeable = ...: a flags object made for one write costs more
         return out
     return xp_of(array).broadcast_to(array, shape)
 
