@@ -149,9 +149,17 @@ def broadcast_to(array, shape):
     strides, read-only) as NumPy's (NOTE [a broadcast scalar])."""
     if type(array) is np.ndarray and array.size == 1:
         out = np.ndarray(shape, array.dtype, array, 0, (0,) * len(shape))
-        out.flags.writeable = False
+        out.setflags(write=False)  # not out.flags.writeable = ...: a flags object made for one write costs more
         return out
     return xp_of(array).broadcast_to(array, shape)
+
+
+def reduce_sum(array, axis, keepdims=False):
+    """array.sum(axis=axis, keepdims=keepdims). For a NumPy array, np.add.reduce: the C call that ndarray.sum reaches
+    through a Python wrapper (NOTE [a broadcast scalar]: on small arrays the wrapper is a good part of the cost)."""
+    if type(array) is np.ndarray:
+        return np.add.reduce(array, axis, keepdims=keepdims)
+    return array.sum(axis=axis, keepdims=keepdims)
 
 
 def to_device(array, device):

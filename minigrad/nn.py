@@ -136,7 +136,7 @@ class Module:
                         yield value
                 elif recurse and isinstance(value, Module):
                     children.append(value)
-                elif recurse and _is_module_list(value):
+                elif recurse and isinstance(value, (list, tuple)) and _is_module_list(value):  # the call only for a list
                     children += value
             stack += reversed(children)
 

@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 from .backend import (POOL_MIN, broadcast_to, device_of, empty, empty_like, index_add, masked_fill, out_like, pooled,
-                      to_device, xp_for, xp_of, zeros)
+                      reduce_sum, to_device, xp_for, xp_of, zeros)
 from .random import generator, get_rng_state
 from .special import normal_cdf
 
@@ -424,7 +424,7 @@ class Tanh(Op):
     def backward(self, g):
         (y,) = self.saved
         xp = xp_of(y)
-        d = xp.multiply(y, y, out=empty_like(y))
+        d = xp.multiply(y, y, out=empty_like(y))  # not out_like: a 0-d product without out= is a scalar
         xp.subtract(1, d, out=d)
         d *= g  # g (1 - y^2), in the one array
         return (d,)
@@ -544,7 +544,7 @@ class Sum(Op):
         self.shape = x.shape
         self.axes = normalize_dims(self.name, dim, x.ndim, x.shape)
         self.keepdim = keepdim
-        return x.sum(axis=self.axes, keepdims=keepdim)
+        return reduce_sum(x, self.axes, keepdim)
 
     def backward(self, g):
         if not self.keepdim and g.size != 1:  # one element (a loss) broadcasts as it is (NOTE [a broadcast scalar])
@@ -756,7 +756,7 @@ class Linear(Op):
         if x is not None:
             gw = matmul(g2.T, rows(x))
         if len(self.needs_input_grad) == 3:
-            return gx, gw, (g2.sum(axis=0) if self.needs_input_grad[2] else None)
+            return gx, gw, (reduce_sum(g2, 0) if self.needs_input_grad[2] else None)
         return gx, gw
 
     def flops(self, inputs, out):

@@ -551,10 +551,10 @@ def _accumulate(t, g, taken):
 def zero_grads(params, set_to_none=True):
     """Module.zero_grad and Optimizer.zero_grad: drop each .grad, or fill it with zeros in place."""
     for p in params:
-        if set_to_none or p.grad is None:
-            p.grad = None
+        if set_to_none or p._grad is None:
+            p._grad = None  # directly: the grad setter checks and reports only a gradient that comes (NOTE [per-op overhead])
         else:
-            p.grad._data[...] = 0
+            p._grad._data[...] = 0
 
 
 # ----------------------------------------------------------------------------- the Tensor

@@ -11,7 +11,7 @@ import pytest
 import minigrad as mg
 import minigrad.functional as F
 from minigrad import ops
-from minigrad.backend import broadcast_to, ones_like
+from minigrad.backend import broadcast_to, ones_like, reduce_sum
 from minigrad.tensor import Tensor
 
 
@@ -564,6 +564,20 @@ def test_a_losss_implied_gradient_and_its_broadcast_are_numpys_made_directly():
     x.mean().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 4), 1 / 12, np.float32))
     assert x.grad.numpy().flags.writeable and x.grad.numpy().base is None  # .grad owns a copy, not the view
+
+
+def test_reduce_sum_is_ndarray_sum():
+    """backend.reduce_sum calls np.add.reduce where ndarray.sum goes through a Python wrapper: the same results,
+    values, dtypes (small integers and bools summed as int64) and shapes, and a scalar for a full reduction."""
+    for array in (np.arange(12, dtype=np.float32).reshape(3, 4) / 7, np.arange(6, dtype=np.int8).reshape(2, 3),
+                  np.array([[True, False, True]]), np.ones((2, 0, 3), np.float16)):
+        for axis in (0, (0, 1), tuple(range(array.ndim))):
+            for keepdims in (False, True):
+                ours, numpys = reduce_sum(array, axis, keepdims), array.sum(axis=axis, keepdims=keepdims)
+                assert type(ours) is type(numpys) and ours.dtype == numpys.dtype and np.shape(ours) == np.shape(numpys)
+                np.testing.assert_array_equal(ours, numpys)
+    meta = mg.zeros(3, 4, device="meta").data
+    assert reduce_sum(meta, (0,), True).shape == (1, 4) and reduce_sum(meta, (0, 1)).shape == ()
 
 
 def test_grad_dtype_matches_the_leaf():
