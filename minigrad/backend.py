@@ -337,6 +337,22 @@ def masked_fill(x, mask, value):
     return out
 
 
+def reshape(array, shape):
+    """array.reshape(shape): a view where one exists; where NumPy must copy (a transposed array), the copy comes
+    from the pool (NOTE [host memory pool])."""
+    if not isinstance(array, np.ndarray) or array.nbytes < POOL_MIN or array.flags.c_contiguous or not _pool_on:
+        return array.reshape(shape)
+    try:
+        return array.reshape(shape, copy=False)  # NumPy >= 2.1: a ValueError where it would have to copy
+    except TypeError:                            # an older NumPy: it copies as it likes
+        return array.reshape(shape)
+    except ValueError:
+        pass
+    copy = empty_like(array)
+    copy[...] = array
+    return copy.reshape(shape)  # the elements in the same (C) order as array.reshape's copy
+
+
 def zeros(shape, dtype, like):
     """empty(), filled with zeros."""
     a = empty(shape, dtype, like)

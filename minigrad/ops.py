@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 from .backend import (POOL_MIN, broadcast_to, device_of, empty, empty_like, index_add, masked_fill, out_like, pooled,
-                      reduce_sum, to_device, xp_for, xp_of, zeros)
+                      reduce_sum, reshape, to_device, xp_for, xp_of, zeros)
 from .random import generator, get_rng_state
 from .special import normal_cdf
 
@@ -786,13 +786,13 @@ class Reshape(Op):
     def forward(self, x, shape):
         self.in_shape = x.shape
         try:
-            return x.reshape(shape)
+            return reshape(x, shape)
         except ValueError:
             raise ShapeError(f"reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) "
                              f"to {tuple(shape)}") from None
 
     def backward(self, g):
-        return (g.reshape(self.in_shape),)
+        return (reshape(g, self.in_shape),)
 
 
 class Transpose(Op):
@@ -1032,14 +1032,17 @@ class LogSoftmax(Op):
     def forward(self, x, dim):
         xp = xp_of(x)
         self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
-        z = x - x.max(axis=self.axis, keepdims=True)
-        y = z - xp.log(xp.exp(z).sum(axis=self.axis, keepdims=True))
+        y = xp.subtract(x, x.max(axis=self.axis, keepdims=True), out=empty_like(x))  # NOTE [host memory pool]
+        y -= xp.log(xp.exp(y, out=empty_like(y)).sum(axis=self.axis, keepdims=True))  # x - max - log sum exp
         self.save_for_backward(y)
         return y
 
     def backward(self, g):
         (y,) = self.saved
-        return (g - xp_of(y).exp(y) * g.sum(axis=self.axis, keepdims=True),)
+        xp = xp_of(y)
+        gx = xp.exp(y, out=empty_like(y))
+        gx *= g.sum(axis=self.axis, keepdims=True)
+        return (xp.subtract(g, gx, out=gx),)  # g - softmax(x) sum(g)
 
 
 class LayerNorm(Op):

@@ -281,15 +281,23 @@ class AdamW(Optimizer):
                 state = self.state[p]
                 state["step"] = t = state.get("step", 0) + 1  # per parameter, as in PyTorch
                 bias1, bias2 = 1 - b1 ** t, 1 - b2 ** t
+                # in place, with two scratch arrays from the pool (NOTE [host memory pool] in backend.py), the same
+                # arithmetic in the same order as the formulas on the right
+                xp, tmp, update = backend.xp_of(v), backend.empty_like(g), backend.empty_like(g)
                 p._data *= 1 - lr * weight_decay
                 m *= b1
-                m += (1 - b1) * g
+                m += xp.multiply(g, 1 - b1, out=tmp)              # m = b1 m + (1 - b1) g
                 v *= b2
-                v += (1 - b2) * g * g
-                xp = backend.xp_of(v)
+                xp.multiply(g, 1 - b2, out=tmp)
+                tmp *= g
+                v += tmp                                          # v = b2 v + (1 - b2) g g
                 if group["amsgrad"]:
                     v_max = self._state_buffer(p, "max_exp_avg_sq")
                     xp.maximum(v_max, v, out=v_max)
                     v = v_max
-                denom = xp.sqrt(v) / math.sqrt(bias2) + eps
-                p._data -= (lr / bias1) * m / denom
+                denom = xp.sqrt(v, out=tmp)
+                denom /= math.sqrt(bias2)
+                denom += eps                                      # denom = sqrt(v) / sqrt(bias2) + eps
+                xp.multiply(m, lr / bias1, out=update)
+                update /= denom
+                p._data -= update                                 # p -= (lr / bias1) m / denom
