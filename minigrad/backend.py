@@ -237,10 +237,10 @@ if os.environ.get("MINIGRAD_KEEP_HOST_MEMORY", "") not in ("", "0"):
 # different. Small arrays (below POOL_MIN bytes), and every array while tracemalloc traces (the tests that hold
 # the ledger against the real allocator), come from NumPy as usual; so does everything once the pool holds
 # _POOL_LIMIT bytes. What the pool holds stays the process's until empty_cache().
-POOL_MIN = 1 << 16         # bytes: smaller arrays come from malloc's free lists, which do not fault
-_POOL_LIMIT = 1 << 30       # bytes the pool may hold at most, in use or free
-_pool = {}                  # (shape, dtype) -> the blocks of that shape and dtype
-_blocks = set()             # their ids
+POOL_MIN = 1 << 16      # bytes: smaller arrays come from malloc's free lists, which do not fault
+_POOL_LIMIT = 1 << 30   # bytes the pool may hold at most, in use or free
+_pool = {}              # (shape, dtype) -> the blocks of that shape and dtype
+_blocks = set()         # their ids
 _pool_bytes = 0
 _pool_on = os.environ.get("MINIGRAD_HOST_POOL", "1") != "0"
 
@@ -315,8 +315,8 @@ def is_view(array):
     An array lent by the pool is not a view while it alone uses its block (NOTE [host memory pool])."""
     if array.base is None:
         return False
-    return id(array.base) not in _blocks or _base_refs(array) > _ONE_VIEW  # (no local name for the base: it
-                                                                             # would be one more reference)
+    # (the base is never bound to a local name here: that would be one more reference)
+    return id(array.base) not in _blocks or _base_refs(array) > _ONE_VIEW
 
 
 def pooled(ufunc, a, b):
