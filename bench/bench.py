@@ -622,7 +622,8 @@ def main():
                     help="where minigrad, the by-hand version, PyTorch and JAX run (default: $MINIGRAD_DEVICE, else cpu)")
     ap.add_argument("--threads", type=int, metavar="N",
                     help="give every engine N threads (OpenBLAS, PyTorch's OpenMP pool, JAX's Eigen pool), to compare "
-                         "engines on equal cores; default: each library's own choice")
+                         "engines on equal cores; default: each library's own choice. Each engine's own process only: "
+                         "--in-one-process's table keeps this process's threads")
     ap.add_argument("--worker", nargs=2, metavar=("PART", "ENGINE"),
                     help="internal: time one engine (" + ", ".join(ENGINES) + ") for one part alone, print JSON")
     args = ap.parse_args()
