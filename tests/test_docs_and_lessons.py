@@ -6,6 +6,7 @@ import platform
 import re
 import subprocess
 import sys
+from importlib import util
 
 import pytest
 
@@ -177,6 +178,17 @@ def test_bench_runs_only_the_parts_asked_for(tmp_path):
     assert any(line.startswith("linear ") for line in times) and any(line.startswith("AdamW ") for line in times)
     r = run(["bench/bench.py", "--quick", "--only", "z"])
     assert r.returncode != 0 and "--only takes letters from 'abcf'" in r.stderr
+
+
+def test_bench_threads_reach_every_engine():
+    """--threads N: each engine's process starts with its thread pools set to N (the workers say what they run on)."""
+    r = run(["bench/bench.py", "--quick", "--only", "b", "--threads", "1"])
+    assert r.returncode == 0, r.stderr
+    assert "1 thread(s) per engine" in r.stdout
+    if util.find_spec("torch") is not None:
+        assert re.search(r"PyTorch \S+ on cpu, 1 threads", r.stdout)
+    r = run(["bench/bench.py", "--quick", "--only", "b", "--threads", "0"])
+    assert r.returncode == 2 and "--threads takes a number of threads >= 1" in r.stderr
 
 
 @pytest.mark.skipif(mg.cuda_is_available(), reason="this machine has a GPU")
