@@ -229,17 +229,19 @@ if os.environ.get("MINIGRAD_KEEP_HOST_MEMORY", "") not in ("", "0"):
 # nothing uses any more instead of asking malloc again, as CuPy's memory pool reuses GPU memory (and PyTorch's
 # caching allocator on CUDA). Without it, malloc gives each freed block of a few hundred KiB back to the system
 # and the next step touches fresh pages: a page fault per 4 KiB, up to a fifth of a step's time (bench/NOTES.md).
-# How it works: the pool keeps every block it made, by shape and dtype, and lends a view of one (a new array
-# object whose .base is the block). A view holds its base, and so does every view made from it (a transpose, a
-# reshape, a slice): a block whose only references are the pool's is free, and is never lent while anything
-# can still read or write it (sys.getrefcount, as _accumulate in tensor.py counts who holds a gradient). The
-# lent array dies as any array does, so the ledger (profiler.py), which follows each array's life, sees nothing
-# different. Small arrays (below POOL_MIN bytes), and every array while tracemalloc traces (the tests that hold
-# the ledger against the real allocator), come from NumPy as usual; so does everything once the pool holds
-# _POOL_LIMIT bytes. What the pool holds stays the process's until empty_cache().
+# How it works: the pool keeps every block it made, by size in bytes, and lends a view of one in the shape and
+# dtype asked for (a new array object whose .base is the block). Keyed by size rather than by shape, a block
+# serves every shape of its size, so the pool holds less beside what is in use (bench/NOTES.md measures it). A
+# view holds its base, and so does every view made from it (a transpose, a reshape, a slice): a block whose only
+# references are the pool's is free, and is never lent while anything can still read or write it
+# (sys.getrefcount, as _accumulate in tensor.py counts who holds a gradient). The lent array dies as any array
+# does, so the ledger (profiler.py), which follows each array's life, sees nothing different. Small arrays (below
+# POOL_MIN bytes), and every array while tracemalloc traces (the tests that hold the ledger against the real
+# allocator), come from NumPy as usual; so does everything once the pool holds _POOL_LIMIT bytes. What the pool
+# holds stays the process's until empty_cache(): the process keeps about its peak between steps.
 POOL_MIN = 1 << 16      # bytes: smaller arrays come from malloc's free lists, which do not fault
 _POOL_LIMIT = 1 << 30   # bytes the pool may hold at most, in use or free
-_pool = {}              # (shape, dtype) -> the blocks of that shape and dtype
+_pool = {}              # size in bytes -> the blocks (uint8 arrays) of that size
 _blocks = set()         # their ids
 _pool_bytes = 0
 _pool_on = os.environ.get("MINIGRAD_HOST_POOL", "1") != "0"
@@ -276,20 +278,19 @@ def empty(shape, dtype, like):
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < POOL_MIN or not _pool_on or tracemalloc.is_tracing():
         return np.empty(shape, dtype)
-    key = (tuple(shape), dtype)
-    blocks = _pool.get(key)
+    blocks = _pool.get(nbytes)
     if blocks is None:
-        blocks = _pool[key] = []
+        blocks = _pool[nbytes] = []
     for block in blocks:
         if _refs(block) <= _FREE:  # the list and this loop: nothing else holds it
-            return block.view()
-    block = np.empty(shape, dtype)
+            return block.view(dtype).reshape(shape)
     if _pool_bytes + nbytes > _POOL_LIMIT:
-        return block  # not pooled: malloc's, as without the pool
+        return np.empty(shape, dtype)  # not pooled: malloc's, as without the pool
+    block = np.empty(nbytes, np.uint8)
     blocks.append(block)
     _blocks.add(id(block))
     _pool_bytes += nbytes
-    return block.view()
+    return block.view(dtype).reshape(shape)
 
 
 def empty_like(array):

@@ -47,6 +47,14 @@ def test_a_view_keeps_its_block_from_being_lent(make_view):
     assert (view == 7).all()
 
 
+def test_a_block_serves_every_shape_and_dtype_of_its_size():
+    a = lend((128, 256), np.float32)
+    block = id(a.base)
+    del a
+    b = lend((256, 64), np.float64)  # the same 128 KiB
+    assert id(b.base) == block and b.shape == (256, 64) and b.dtype == np.float64 and b.flags.c_contiguous
+
+
 def test_is_view_tells_a_lent_array_from_a_view():
     a = lend()
     assert not backend.is_view(a)  # a lent array is its block's only user: it may be written in place
