@@ -68,7 +68,7 @@ DEVICE = "cpu"  # set by --device; every tensor below is made on it (the default
 # timing starts) and is then timed on its own steps only. The faults per step printed beside each time
 # show what the allocator did.
 ENGINES = ("minigrad", "no-pool", "kept-mem", "by-hand", "torch", "jax")
-# 'no-pool' is minigrad's plain step with its host pool off (backend.host_pool(False), NOTE [host memory pool]):
+# 'no-pool' is minigrad's plain step with its host pool off (MINIGRAD_HOST_POOL=0, NOTE [host memory pool]):
 # what the pool buys. 'kept-mem' is minigrad's plain step in a process that asked malloc to keep freed memory
 # too (backend.keep_freed_host_memory, opt-in: NOTE [host memory between steps]): what the page faults that
 # remain cost.
@@ -444,14 +444,9 @@ def contenders_of(part, engine, quick):
             return None, None
         contenders, loss = contenders_of(part, "minigrad", quick)
         return {KEPT: contenders["minigrad"]}, loss
-    if engine == NO_POOL:  # minigrad's plain step alone, its ops' arrays straight from malloc
+    if engine == NO_POOL:  # minigrad's plain step alone; spawn() started this process with MINIGRAD_HOST_POOL=0
         contenders, loss = contenders_of(part, "minigrad", quick)
-        step = contenders["minigrad"]
-
-        def without_pool():
-            with backend.host_pool(False):
-                step()
-        return {NO_POOL: without_pool}, loss
+        return {NO_POOL: contenders["minigrad"]}, loss
     if part == "c":
         return gpt_contenders(engine, config[1], config[0])
     return mlp_contenders(engine, *config, policies=part == "a"), None
@@ -470,7 +465,7 @@ def engine_note(engine):
     if engine == KEPT:
         return f"{KEPT}: minigrad with malloc keeping freed host memory (backend.keep_freed_host_memory)"
     if engine == NO_POOL:
-        return f"{NO_POOL}: minigrad with its host pool off (backend.host_pool(False))"
+        return f"{NO_POOL}: minigrad with its host pool off (MINIGRAD_HOST_POOL=0)"
     return f"minigrad on {DEVICE}"
 
 
@@ -489,7 +484,9 @@ def worker(part, engine, quick):
 def spawn(part, engine, quick):
     """Run worker(part, engine) in a fresh process of this interpreter; its JSON result."""
     command = [sys.executable, os.path.abspath(__file__), "--worker", part, engine, "--device", DEVICE]
-    r = subprocess.run(command + ["--quick"] * quick, capture_output=True, text=True)
+    # no-pool: the pool off for the whole process, from import on, rather than a `with` around each timed step
+    env = dict(os.environ, MINIGRAD_HOST_POOL="0") if engine == NO_POOL else None
+    r = subprocess.run(command + ["--quick"] * quick, capture_output=True, text=True, env=env)
     if r.returncode:
         raise SystemExit(f"bench: the {engine} worker for part ({part}) failed:\n{r.stderr}")
     return json.loads(r.stdout.strip().splitlines()[-1])
