@@ -709,7 +709,7 @@ class Matmul(Op):
             ga = unbroadcast(matmul(g, b.swapaxes(-1, -2)), sa2).reshape(sa)
         if a is not None:
             if len(sb2) == 2 and a.ndim > 2:  # (..., m, k) @ (k, n): fold the batch into m, one GEMM
-                gb = matmul(a.reshape(-1, a.shape[-1]).T, g.reshape(-1, g.shape[-1]))
+                gb = matmul(rows(a).T, rows(g))
             else:
                 gb = unbroadcast(matmul(a.swapaxes(-1, -2), g), sb2)
             gb = gb.reshape(sb)
