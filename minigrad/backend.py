@@ -162,6 +162,60 @@ def reduce_sum(array, axis, keepdims=False):
     return array.sum(axis=axis, keepdims=keepdims)
 
 
+# NOTE [along rows]: LayerNorm, softmax and log_softmax reduce over the last axis of every row, forward and
+# backward. NumPy runs a reduction's inner loop once per row, and on short rows that loop's start is most of the
+# cost: summing the (8, 4, 64, 64) attention scores over their last axis takes 43 us on this project's 2-core
+# machine, their maximum 120 us (np.maximum checks for NaN as it goes); the same sums through the BLAS, as a
+# matrix-vector product with a vector of ones, take 7 us, and np.argmax's one pass plus a gather of the maxima
+# 30 us. Both give exact NumPy semantics where it matters: the maximum is an element of the row (the first NaN
+# if there is one, as np.max gives NaN), and a sum adds the same numbers in another order (the BLAS's, fixed for
+# a given shape, so a checkpoint's recompute gives the same bits). Rows longer than _ROW_MAX go to NumPy, whose
+# pairwise sum loses less to rounding over many numbers and whose per-row start no longer matters.
+_ROW_MAX = 1024
+_ones = {}  # (length, dtype) -> a read-only vector of ones
+
+
+def _rows(array, ndim):
+    """array as a C-contiguous (rows, k) matrix of a BLAS dtype, or None where the fast paths do not apply."""
+    if type(array) is not np.ndarray or array.dtype.char not in "fd" or not array.flags.c_contiguous:
+        return None
+    k = math.prod(array.shape[array.ndim - ndim:])
+    return array.reshape(-1, k) if 0 < k <= _ROW_MAX and array.size else None
+
+
+def sum_rows(array, ndim=1):
+    """array.sum over its last `ndim` axes, keepdims=True (NOTE [along rows])."""
+    rows = _rows(array, ndim)
+    if rows is None:
+        return reduce_sum(array, tuple(range(array.ndim - ndim, array.ndim)), keepdims=True)
+    k = rows.shape[1]
+    ones = _ones.get((k, array.dtype.char))
+    if ones is None:
+        ones = _ones[k, array.dtype.char] = np.ones(k, array.dtype)
+        ones.setflags(write=False)
+    return np.matmul(rows, ones).reshape(array.shape[:array.ndim - ndim] + (1,) * ndim)
+
+
+def mean_rows(array, ndim=1):
+    """array.mean over its last `ndim` axes, keepdims=True (NOTE [along rows]): the sum, divided by the count."""
+    if _rows(array, ndim) is None:  # (np.mean also adds float16 up in float32)
+        return array.mean(axis=tuple(range(array.ndim - ndim, array.ndim)), keepdims=True)
+    s = sum_rows(array, ndim)
+    s /= math.prod(array.shape[array.ndim - ndim:])
+    return s
+
+
+def max_rows(array):
+    """array.max over its last axis, keepdims=True (NOTE [along rows])."""
+    rows = _rows(array, 1)
+    if rows is None:
+        return array.max(axis=-1, keepdims=True)
+    n, k = rows.shape
+    at = np.argmax(rows, axis=1)
+    at += np.arange(0, n * k, k, dtype=at.dtype)  # flat positions of the maxima
+    return rows.reshape(-1)[at].reshape(array.shape[:-1] + (1,))
+
+
 def to_device(array, device):
     """Move an array to a device; returns it unchanged when it is already there."""
     if device_of(array) == device:
@@ -193,9 +247,28 @@ def index_add(target, key, values):
     if is_meta(target):
         return  # no values to add
     if not on_gpu(target):
-        np.add.at(target, key, values)
+        (rows,) = key if len(key) == 1 else (None,)
+        if (isinstance(rows, np.ndarray) and rows.dtype.kind in "iu" and rows.size > 1 and target.flags.c_contiguous
+                and values.shape == rows.shape + target.shape[1:]):
+            _add_rows(target, rows.reshape(-1), values)
+        else:
+            np.add.at(target, key, values)
     else:
         _cupyx.scatter_add(target, key, values)
+
+
+def _add_rows(target, rows, values):
+    """target[rows] += values, repeated rows adding up: an embedding's backward. np.add.at takes its elements one by
+    one (430 us for a GPT's (8, 64) tokens into a (64, 128) table, bench/NOTES.md); sorted by row, each row's
+    values are one segment, and np.add.reduceat sums the segments in C (80 us). The values of a row add up in the
+    order they came (the sort is stable), though not in np.add.at's grouping, so the last bits can differ from it."""
+    values = values.reshape(rows.size, -1)
+    if rows.min() < 0:  # -1 and n - 1 are one row: one segment
+        rows = rows + target.shape[0] * (rows < 0)
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    target.reshape(target.shape[0], -1)[ordered[starts]] += np.add.reduceat(values[order], starts, axis=0)
 
 
 # NOTE [host memory between steps]: NumPy takes each array's memory from glibc's malloc. For blocks of a few

@@ -16,8 +16,8 @@ import operator
 
 import numpy as np
 
-from .backend import (POOL_MIN, broadcast_to, device_of, empty, empty_like, index_add, masked_fill, out_like, pooled,
-                      reduce_sum, reshape, to_device, xp_for, xp_of, zeros)
+from .backend import (POOL_MIN, broadcast_to, device_of, empty, empty_like, index_add, masked_fill, max_rows, mean_rows,
+                      out_like, pooled, reduce_sum, reshape, sum_rows, to_device, xp_for, xp_of, zeros)
 from .random import generator, get_rng_state
 from .special import normal_cdf
 
@@ -997,6 +997,18 @@ class Tri(Op):
 
 # ----------------------------------------------------------------------------- nn building blocks
 
+def _max(x, axis):
+    """x.max(axis, keepdims=True); along rows (NOTE [along rows] in backend.py) when axis is the last one."""
+    return max_rows(x) if axis == (x.ndim - 1,) else x.max(axis=axis, keepdims=True)
+
+
+def _sum(x, axis):
+    """x.sum(axis, keepdims=True); along rows (NOTE [along rows] in backend.py) when axis are the last ones."""
+    if axis == tuple(range(x.ndim - len(axis), x.ndim)):
+        return sum_rows(x, len(axis))
+    return x.sum(axis=axis, keepdims=True)
+
+
 class Softmax(Op):
     """y = exp(x - max) / sum; dx = y (g - sum(g y)) along dim. keep_input: also keep x, which backward never
     reads, to emulate PyTorch before 1.11, whose softmax backward took the input too (F.softmax)."""
@@ -1006,9 +1018,9 @@ class Softmax(Op):
     def forward(self, x, dim, keep_input=False):
         xp = xp_of(x)
         self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
-        y = xp.subtract(x, x.max(axis=self.axis, keepdims=True), out=empty_like(x))
+        y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))
         xp.exp(y, out=y)
-        y /= y.sum(axis=self.axis, keepdims=True)
+        y /= _sum(y, self.axis)
         if keep_input:
             self.save_for_backward(y, x)  # kept, never read: the memory older software held
         else:
@@ -1019,7 +1031,7 @@ class Softmax(Op):
         y = self.saved[0]
         xp = xp_of(y)
         gx = xp.multiply(g, y, out=empty_like(y))
-        xp.subtract(g, gx.sum(axis=self.axis, keepdims=True), out=gx)
+        xp.subtract(g, _sum(gx, self.axis), out=gx)
         gx *= y  # y (g - sum(g y)), in the one array
         return (gx,)
 
@@ -1032,8 +1044,8 @@ class LogSoftmax(Op):
     def forward(self, x, dim):
         xp = xp_of(x)
         self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
-        y = xp.subtract(x, x.max(axis=self.axis, keepdims=True), out=empty_like(x))  # NOTE [host memory pool]
-        y -= xp.log(xp.exp(y, out=empty_like(y)).sum(axis=self.axis, keepdims=True))  # x - max - log sum exp
+        y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))  # NOTE [host memory pool]
+        y -= xp.log(_sum(xp.exp(y, out=empty_like(y)), self.axis))  # x - max - log sum exp
         self.save_for_backward(y)
         return y
 
@@ -1041,7 +1053,7 @@ class LogSoftmax(Op):
         (y,) = self.saved
         xp = xp_of(y)
         gx = xp.exp(y, out=empty_like(y))
-        gx *= g.sum(axis=self.axis, keepdims=True)
+        gx *= _sum(g, self.axis)
         return (xp.subtract(g, gx, out=gx),)  # g - softmax(x) sum(g)
 
 
@@ -1055,8 +1067,8 @@ class LayerNorm(Op):
         bias = weight_bias[-1] if len(weight_bias) > has_weight else None
         self.axes = tuple(range(x.ndim - ndim, x.ndim))
         # NOTE [host memory pool] (backend.py): x-hat and y are new arrays from the pool, the rest in place
-        xhat = xp.subtract(x, x.mean(axis=self.axes, keepdims=True), out=empty_like(x))
-        var = xp.square(xhat, out=empty_like(x)).mean(axis=self.axes, keepdims=True)
+        xhat = xp.subtract(x, mean_rows(x, len(self.axes)), out=empty_like(x))
+        var = mean_rows(xp.square(xhat, out=empty_like(x)), len(self.axes))
         rstd = 1 / xp.sqrt(var + eps)
         xhat *= rstd
         self.has_weight = weight is not None
@@ -1076,9 +1088,9 @@ class LayerNorm(Op):
         xp, t = xp_of(g), empty_like(xhat)  # NOTE [host memory pool] (backend.py)
         if needs[0]:  # rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat)), with gxhat = g w
             gxhat = pooled(xp.multiply, g, w) if w is not None else g
-            m = xp.multiply(gxhat, xhat, out=t).mean(axis=self.axes, keepdims=True)
+            m = mean_rows(xp.multiply(gxhat, xhat, out=t), len(self.axes))
             xp.multiply(xhat, m, out=t)
-            gx = xp.subtract(gxhat, gxhat.mean(axis=self.axes, keepdims=True), out=empty_like(t))
+            gx = xp.subtract(gxhat, mean_rows(gxhat, len(self.axes)), out=empty_like(t))
             gx -= t
             gx *= rstd
             grads[0] = gx

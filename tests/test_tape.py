@@ -4,6 +4,7 @@ Per-op gradient formulas are checked elsewhere (test_gradcheck_ops.py); here the
 vehicles for the tape's behaviour.
 """
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ import pytest
 import minigrad as mg
 import minigrad.functional as F
 from minigrad import ops
-from minigrad.backend import broadcast_to, ones_like, reduce_sum
+from minigrad.backend import broadcast_to, index_add, max_rows, mean_rows, ones_like, reduce_sum, sum_rows
 from minigrad.tensor import Tensor
 
 
@@ -578,6 +579,51 @@ def test_reduce_sum_is_ndarray_sum():
                 np.testing.assert_array_equal(ours, numpys)
     meta = mg.zeros(3, 4, device="meta").data
     assert reduce_sum(meta, (0,), True).shape == (1, 4) and reduce_sum(meta, (0, 1)).shape == ()
+
+
+@pytest.mark.parametrize("shape", [(7, 5), (2, 3, 64), (4, 1), (3, 0), (0, 4), (2, 2, 2000), (5,)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64])
+def test_reductions_along_rows_give_numpys_results(shape, dtype):
+    """NOTE [along rows] (backend.py): sums through the BLAS, maxima by argmax and a gather, for short rows of
+    float32/float64; NumPy's own reductions elsewhere. Same shapes and dtypes as NumPy's keepdims results, the same
+    maxima exactly (NaN and -inf rows included) and the same sums to rounding; a strided array takes NumPy's way."""
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal(shape) * 10).astype(dtype)
+    if a.size and a.dtype.kind == "f":
+        a.reshape(-1)[::3] = -np.inf
+        a.reshape(-1)[1] = np.nan if a.size > 3 else a.reshape(-1)[1]
+    for arr in (a, a[..., ::2] if a.ndim > 1 else a[::2]):
+        ndims = (1, 2) if arr.ndim > 1 else (1,)
+        for nd in ndims:
+            axes = tuple(range(arr.ndim - nd, arr.ndim))
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # the mean of an empty row, as NumPy warns
+                s, want = sum_rows(arr, nd), arr.sum(axis=axes, keepdims=True)
+                assert s.shape == want.shape and s.dtype == want.dtype
+                np.testing.assert_allclose(s, want, rtol=1e-5 if arr.dtype == np.float32 else 1e-3, atol=1e-4)
+                if arr.dtype.kind == "f":
+                    m, want = mean_rows(arr, nd), arr.mean(axis=axes, keepdims=True)
+                    assert m.shape == want.shape and m.dtype == want.dtype
+                    np.testing.assert_allclose(m, want, rtol=1e-5 if arr.dtype != np.float16 else 1e-3, atol=1e-4)
+        if arr.shape[-1]:
+            m, want = max_rows(arr), arr.max(axis=-1, keepdims=True)
+            assert m.shape == want.shape and m.dtype == want.dtype
+            np.testing.assert_array_equal(m, want)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_index_add_of_rows_matches_np_add_at(seed):
+    """An embedding's backward: repeated (and negative) row indices add up, as with np.add.at (backend._add_rows
+    sorts the rows and sums each one's values with np.add.reduceat)."""
+    rng = np.random.default_rng(seed)
+    n, row = int(rng.integers(1, 9)), tuple(rng.integers(1, 4, rng.integers(0, 3)))
+    idx = rng.integers(-n, n, tuple(rng.integers(1, 6, rng.integers(1, 3))))
+    values = rng.standard_normal(idx.shape + row)
+    want, got = rng.standard_normal((n,) + row), None
+    got = want.copy()
+    np.add.at(want, (idx,), values)
+    index_add(got, (idx,), values)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
 def test_grad_dtype_matches_the_leaf():
