@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 from .backend import (POOL_MIN, broadcast_to, device_of, empty, empty_like, index_add, masked_fill, max_rows, mean_rows,
-                      out_like, pooled, reduce_sum, reshape, sum_rows, to_device, xp_for, xp_of, zeros)
+                      out_like, pooled, reduce_sum, reshape, sum_leading, sum_rows, to_device, xp_for, xp_of, zeros)
 from .random import generator, get_rng_state
 from .special import normal_cdf
 
@@ -486,17 +486,43 @@ class Gelu(Op):
         self.save_for_backward(x)
         if approximate == "tanh":
             self.flops_per_element = self.flops_per_element_tanh
-            return 0.5 * x * (1 + xp_of(x).tanh(self.K * (x + 0.044715 * x ** 3)))
+            y = self._tanh_of_inner(x)
+            y += 1
+            y *= x
+            y *= 0.5  # 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
+            return y
         y = normal_cdf(x)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
         y *= x
         return y
 
+    def _tanh_of_inner(self, x):
+        """tanh(K (x + 0.044715 x^3)), in an array of its own."""
+        t = xp_of(x).square(x, out=empty_like(x))
+        t *= x
+        t *= 0.044715
+        t += x
+        t *= self.K
+        return xp_of(x).tanh(t, out=t)
+
     def backward(self, g):
         (x,) = self.saved
         xp = xp_of(x)
-        if self.approximate == "tanh":
-            t = xp.tanh(self.K * (x + 0.044715 * x ** 3))
-            return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * self.K * (1 + 3 * 0.044715 * x * x)),)
+        if self.approximate == "tanh":  # 0.5 (1 + t) + 0.5 x (1 - t^2) K (1 + 3 0.044715 x^2), t the tanh above
+            t = self._tanh_of_inner(x)
+            d = xp.square(x, out=empty_like(x))
+            d *= 3 * 0.044715
+            d += 1
+            d *= self.K
+            d *= x
+            d *= 0.5
+            u = xp.square(t, out=empty_like(x))
+            xp.subtract(1, u, out=u)
+            d *= u
+            t += 1
+            t *= 0.5
+            t += d
+            t *= g
+            return (t,)
         grad = xp.square(x, out=empty_like(x))  # in place from here: GELU's activations are a GPT's widest
                                                 # (out=: NumPy would return a 0-d result as a scalar)
         grad *= -0.5
@@ -756,7 +782,7 @@ class Linear(Op):
         if x is not None:
             gw = matmul(g2.T, rows(x))
         if len(self.needs_input_grad) == 3:
-            return gx, gw, (reduce_sum(g2, 0) if self.needs_input_grad[2] else None)
+            return gx, gw, (sum_leading(g2) if self.needs_input_grad[2] else None)
         return gx, gw
 
     def flops(self, inputs, out):
@@ -1083,7 +1109,6 @@ class LayerNorm(Op):
     def backward(self, g):
         xhat, rstd, w = self.saved
         needs = self.needs_input_grad
-        lead = tuple(range(g.ndim - len(self.axes)))
         grads = [None]
         xp, t = xp_of(g), empty_like(xhat)  # NOTE [host memory pool] (backend.py)
         if needs[0]:  # rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat)), with gxhat = g w
@@ -1095,9 +1120,9 @@ class LayerNorm(Op):
             gx *= rstd
             grads[0] = gx
         if self.has_weight:
-            grads.append(xp.multiply(g, xhat, out=t).sum(axis=lead) if needs[1] else None)
+            grads.append(sum_leading(xp.multiply(g, xhat, out=t), len(self.axes)) if needs[1] else None)
         if len(needs) > len(grads):  # a bias was given
-            grads.append(g.sum(axis=lead) if needs[-1] else None)
+            grads.append(sum_leading(g, len(self.axes)) if needs[-1] else None)
         return tuple(grads)
 
     def flops(self, inputs, out):

@@ -12,7 +12,8 @@ import pytest
 import minigrad as mg
 import minigrad.functional as F
 from minigrad import ops
-from minigrad.backend import broadcast_to, index_add, max_rows, mean_rows, ones_like, reduce_sum, sum_rows
+from minigrad.backend import (broadcast_to, index_add, max_rows, mean_rows, ones_like, reduce_sum, sum_leading,
+                              sum_rows)
 from minigrad.tensor import Tensor
 
 
@@ -581,12 +582,13 @@ def test_reduce_sum_is_ndarray_sum():
     assert reduce_sum(meta, (0,), True).shape == (1, 4) and reduce_sum(meta, (0, 1)).shape == ()
 
 
-@pytest.mark.parametrize("shape", [(7, 5), (2, 3, 64), (4, 1), (3, 0), (0, 4), (2, 2, 2000), (5,)])
+@pytest.mark.parametrize("shape", [(7, 5), (2, 3, 64), (40, 3), (50, 2, 3), (4, 1), (3, 0), (0, 4), (2, 2, 2000), (5,)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64])
 def test_reductions_along_rows_give_numpys_results(shape, dtype):
     """NOTE [along rows] (backend.py): sums through the BLAS, maxima by argmax and a gather, for short rows of
     float32/float64; NumPy's own reductions elsewhere. Same shapes and dtypes as NumPy's keepdims results, the same
-    maxima exactly (NaN and -inf rows included) and the same sums to rounding; a strided array takes NumPy's way."""
+    maxima exactly (NaN and -inf rows included) and the same sums to rounding; a strided array takes NumPy's way.
+    sum_leading, a bias's gradient, sums over the rows instead."""
     rng = np.random.default_rng(0)
     a = (rng.standard_normal(shape) * 10).astype(dtype)
     if a.size and a.dtype.kind == "f":
@@ -600,6 +602,10 @@ def test_reductions_along_rows_give_numpys_results(shape, dtype):
                 warnings.simplefilter("ignore", RuntimeWarning)  # the mean of an empty row, as NumPy warns
                 s, want = sum_rows(arr, nd), arr.sum(axis=axes, keepdims=True)
                 assert s.shape == want.shape and s.dtype == want.dtype
+                np.testing.assert_allclose(s, want, rtol=1e-5 if arr.dtype == np.float32 else 1e-3, atol=1e-4)
+                lead = tuple(range(arr.ndim - nd))
+                s, want = sum_leading(arr, nd), arr.sum(axis=lead)  # a bias's gradient: it must own its memory,
+                assert s.shape == want.shape and s.dtype == want.dtype and s.base is None  # or .grad copies it
                 np.testing.assert_allclose(s, want, rtol=1e-5 if arr.dtype == np.float32 else 1e-3, atol=1e-4)
                 if arr.dtype.kind == "f":
                     m, want = mean_rows(arr, nd), arr.mean(axis=axes, keepdims=True)
