@@ -232,14 +232,26 @@ class Pow(Op):
     def forward(self, x, exponent):
         self.exponent = exponent
         self.save_for_backward(x)
-        return x ** exponent
+        return power(x, exponent)
 
     def backward(self, g):
         (x,) = self.saved
         p = self.exponent
         if p == 0:  # x ** 0 is constant; p * x ** -1 would give 0 * inf = nan at x = 0
             return (g * 0,)
-        return (g * (p * x ** (p - 1)),)
+        return (g * (p * power(x, p - 1)),)
+
+
+def power(x, p):
+    """x ** p for a constant p, with PyTorch's special cases: x ** 3 is x * x * x, x ** -2 is 1 / (x * x). NumPy
+    squares, takes square roots and reciprocals itself, but for any other exponent it calls the C library's pow
+    number by number, which in float32 is slow: x ** 3 on a GPT's (8, 64, 512) activations took 12 ms on this
+    project's machine, x * x * x 0.04 ms."""
+    if p == 3:
+        return x * x * x
+    if p == -2:
+        return 1 / (x * x)
+    return x ** p
 
 
 class PowTensor(Op):
