@@ -4,6 +4,7 @@
     python bench/bench.py --quick    # a smoke run (CI)
     python bench/bench.py --only c   # just the GPT step
     python bench/bench.py --only c --breakdown   # and where its time goes: mg.profile's table of one step
+    python bench/bench.py --only c --gelu tanh   # the GPT with GPT-2's tanh GELU, in every engine
     python bench/bench.py --in-one-process   # also the old figure: every engine interleaved in this process
     python bench/bench.py --device cuda   # minigrad on CuPy, against the same math in CuPy and PyTorch CUDA
     make bench                       # installs PyTorch's CPU build and JAX if missing, writes out/bench.json and plots
@@ -225,6 +226,7 @@ def mlp_contenders(engine, depth, width, batch, policies=False):
 
 
 GPT_CFG = dict(vocab_size=64, block_size=64, n_layer=4, n_head=4, n_embd=128)
+GELU = "none"  # (c)'s activation in every engine: --gelu
 
 
 def gpt_contenders(engine, batch, cfg=GPT_CFG):
@@ -311,7 +313,8 @@ def torch_gpt(cfg, state):
     class MLP(nn.Module):
         def __init__(self):
             super().__init__()
-            self.c_fc, self.gelu, self.c_proj = nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C)
+            self.c_fc, self.c_proj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+            self.gelu = nn.GELU(approximate=cfg.get("gelu_approximate", "none"))
 
         def forward(self, x):
             return self.c_proj(self.gelu(self.c_fc(x)))
@@ -373,7 +376,7 @@ def jax_gpt(cfg, state, idx, targets, device):
         for i in range(n_layer):
             h = f"h.{i}."
             x = x + attention(layer_norm(x, p, h + "ln_1"), p, h + "attn")
-            m = jax.nn.gelu(linear(layer_norm(x, p, h + "ln_2"), p, h + "mlp.c_fc"), approximate=False)
+            m = jax.nn.gelu(linear(layer_norm(x, p, h + "ln_2"), p, h + "mlp.c_fc"), approximate=cfg.get("gelu_approximate") == "tanh")
             x = x + linear(m, p, h + "mlp.c_proj")
         logits = layer_norm(x, p, "ln_f") @ p["lm_head.weight"].T                 # (B, T, V)
         logp = jax.nn.log_softmax(logits, axis=-1)
@@ -433,6 +436,8 @@ def sizes(part, quick):
     if part == "b":
         return ((2, 16, 1), 1, 3, 20) if quick else ((2, 16, 1), 5, 3, 2000)
     cfg, batch = (dict(GPT_CFG, n_layer=1, block_size=16, n_embd=32), 2) if quick else (GPT_CFG, 8)
+    if GELU != "none":
+        cfg = dict(cfg, gelu_approximate=GELU)
     return ((cfg, batch), 1, 3, 1) if quick else ((cfg, batch), 7, 3, 2)
 
 
@@ -483,7 +488,7 @@ def worker(part, engine, quick):
 
 def spawn(part, engine, quick):
     """Run worker(part, engine) in a fresh process of this interpreter; its JSON result."""
-    command = [sys.executable, os.path.abspath(__file__), "--worker", part, engine, "--device", DEVICE]
+    command = [sys.executable, os.path.abspath(__file__), "--worker", part, engine, "--device", DEVICE, "--gelu", GELU]
     # no-pool: the pool off for the whole process, from import on, rather than a `with` around each timed step
     env = dict(os.environ, MINIGRAD_HOST_POOL="0") if engine == NO_POOL else None
     r = subprocess.run(command + ["--quick"] * quick, capture_output=True, text=True, env=env)
@@ -621,13 +626,16 @@ def main():
                     help="give every engine N threads (OpenBLAS, PyTorch's OpenMP pool, JAX's Eigen pool), to compare "
                          "engines on equal cores; default: each library's own choice. Each engine's own process only: "
                          "--in-one-process's table keeps this process's threads")
+    ap.add_argument("--gelu", choices=["none", "tanh"], default="none",
+                    help="(c)'s GELU in every engine: 'none', exact (erf), nanoGPT's nn.GELU() (default); 'tanh', GPT-2's "
+                         "approximation. NumPy has no vectorised erf: the exact one is where minigrad's step loses most")
     ap.add_argument("--worker", nargs=2, metavar=("PART", "ENGINE"),
                     help="internal: time one engine (" + ", ".join(ENGINES) + ") for one part alone, print JSON")
     args = ap.parse_args()
     if set(args.only) - set("abcf"):
         ap.error(f"--only takes letters from 'abcf' (parts (a), (b), (c) and (f)), got {args.only!r}")
-    global DEVICE
-    DEVICE = args.device
+    global DEVICE, GELU
+    DEVICE, GELU = args.device, args.gelu
     os.environ["MINIGRAD_DEVICE"] = DEVICE  # the default device: every tensor below is made there
     try:
         mg.tensor([0.0])
@@ -647,7 +655,7 @@ def main():
     names = {"a": "(a) {}-layer {}-wide tanh MLP, batch {}, float32, forward+backward",
              "b": "(b) 16x16 tanh MLP (2 layers), batch 1: per-op overhead",
              "c": "(c) GPT training step (AdamW), {layers}, {n_embd} wide, {n_head} heads, batch {batch} x {block_size} "
-                  "tokens, vocabulary {vocab_size}"}
+                  "tokens, vocabulary {vocab_size}, GELU " + ("exact (erf)" if args.gelu == "none" else "tanh (GPT-2's)")}
     for part in "abc":
         if part not in args.only:
             continue
