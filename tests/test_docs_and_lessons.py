@@ -170,9 +170,10 @@ def test_bench_smoke(tmp_path):
 
 def test_bench_runs_only_the_parts_asked_for(tmp_path):
     out = tmp_path / "bench.json"
-    r = run(["bench/bench.py", "--quick", "--only", "c", "--json", str(out), "--breakdown"])
+    r = run(["bench/bench.py", "--quick", "--only", "c", "--json", str(out), "--breakdown", "--gelu", "tanh"])
     assert r.returncode == 0, r.stderr
     assert [name[:3] for name in json.loads(out.read_text())] == ["(c)"]
+    assert "GELU tanh (GPT-2's)" in r.stdout  # --gelu: every engine's GPT with that GELU (their losses agree)
     times = r.stdout[r.stdout.index("self time"):].splitlines()  # --breakdown: the profile's time table
     assert any(line.startswith("linear ") for line in times) and any(line.startswith("AdamW ") for line in times)
     r = run(["bench/bench.py", "--quick", "--only", "z"])
