@@ -4,6 +4,7 @@
     python bench/bench.py --quick    # a smoke run (CI)
     python bench/bench.py --only c   # just the GPT step
     python bench/bench.py --only c --breakdown   # and where its time goes: mg.profile's table of one step
+                                                 # (and torch.profiler's of PyTorch's step, beside it)
     python bench/bench.py --only c --gelu tanh   # the GPT with GPT-2's tanh GELU, in every engine
     python bench/bench.py --in-one-process   # also the old figure: every engine interleaved in this process
     python bench/bench.py --device cuda   # minigrad on CuPy, against the same math in CuPy and PyTorch CUDA
@@ -38,7 +39,8 @@ round within it. --in-one-process adds the old figure, every engine interleaved 
 process, as a labelled secondary table. bench/NOTES.md (2026-11-30) has how far the two differ.
 --breakdown prints, for (c), mg.profile's table of one minigrad step (the median of several, each
 profiled alone, in this process before any other engine's): self time by op and phase (NOTE [self
-time] in minigrad/profiler.py), the breakdown in bench/NOTES.md.
+time] in minigrad/profiler.py), the breakdown in bench/NOTES.md; and, where PyTorch is installed,
+torch.profiler's table of PyTorch's step (in a process of its own), to set the two side by side.
 """
 import argparse
 import json
@@ -290,6 +292,37 @@ def breakdown(step, steps=7):
     print(prof.table())
 
 
+TORCH_PROFILE = "torch-profile"  # a worker that profiles PyTorch's (c) step instead of timing it (--breakdown)
+
+
+def torch_breakdown(cfg, batch, steps=10):
+    """PyTorch's own breakdown of its (c) step, in its own process: torch.profiler's self CPU time per aten op, per
+    step, over `steps` steps after a warm-up. {op: seconds per step}, or None without PyTorch."""
+    contenders, _ = gpt_contenders("torch", batch, cfg)
+    if contenders is None:
+        return None
+    from torch.profiler import ProfilerActivity, profile
+    step = contenders["torch"]
+    for _ in range(3):
+        step()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    return {e.key: e.self_cpu_time_total / 1e6 / steps for e in prof.key_averages() if e.self_cpu_time_total > 0}
+
+
+def print_torch_breakdown(times, rows=12):
+    total = sum(times.values())
+    print(f"\n(c) PyTorch's own breakdown of its step (torch.profiler, its own process, self CPU time per step; "
+          f"{total * 1e3:.2f} ms in all ops, the profiler's cost included):\n")
+    print(f"{'op':<36}{'self time':>12}{'share':>8}")
+    print("-" * 56)
+    for name, t in sorted(times.items(), key=lambda kv: -kv[1])[:rows]:
+        print(f"{name[:35]:<36}{t * 1e3:>9.2f} ms{t / total:>8.1%}")
+    print("(its linear layers are mm and addmm, the attention's matmuls bmm; AdamW is the Optimizer.step row and its "
+          "per-parameter ops: mul_, lerp_, sqrt, addcdiv_, ...)")
+
+
 def torch_gpt(cfg, state):
     """minigrad's GPT in PyTorch, same parameter names, loaded with minigrad's weights."""
     import math as _math
@@ -476,6 +509,11 @@ def engine_note(engine):
 
 def worker(part, engine, quick):
     """One engine alone in this process: its steps for one part, timed; the result as one JSON line on stdout."""
+    if engine == TORCH_PROFILE:
+        cfg, batch = sizes("c", quick)[0]
+        times = torch_breakdown(cfg, batch, steps=2 if quick else 10)
+        print(json.dumps(dict(missing=True) if times is None else dict(times=times)))
+        return
     contenders, loss = contenders_of(part, engine, quick)
     if not contenders:
         print(json.dumps(dict(missing=True)))
@@ -617,7 +655,8 @@ def main():
     ap.add_argument("--only", metavar="PARTS", default="abcf",
                     help="which parts to run, for example --only c or --only ab (default: abcf, all of them)")
     ap.add_argument("--breakdown", action="store_true",
-                    help="with part (c): also print mg.profile's table (time by op and phase) of one minigrad step")
+                    help="with part (c): also print mg.profile's table (time by op and phase) of one minigrad step, "
+                         "and torch.profiler's of PyTorch's step where PyTorch is installed")
     ap.add_argument("--in-one-process", action="store_true",
                     help="also time every engine interleaved in this one process, the old figure (a secondary table)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default=mg.default_device().split(":")[0],
@@ -667,6 +706,10 @@ def main():
             name = names[part].format(*config)
         if part == "c" and args.breakdown:  # minigrad alone in this process: no other engine has run here
             breakdown(gpt_contenders("minigrad", batch, cfg)[0]["minigrad"], steps=3 if q else 7)
+            if DEVICE == "cpu" and util.find_spec("torch") is not None:
+                result = spawn("c", TORCH_PROFILE, q)  # PyTorch alone in its own process, as every engine is timed
+                if "times" in result:
+                    print_torch_breakdown(result["times"])
         times = compare(name + tag, part, q, report)
         if args.in_one_process:
             compare_in_one_process(name + tag, part, q, report)

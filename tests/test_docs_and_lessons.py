@@ -176,6 +176,9 @@ def test_bench_runs_only_the_parts_asked_for(tmp_path):
     assert "GELU tanh (GPT-2's)" in r.stdout  # --gelu: every engine's GPT with that GELU (their losses agree)
     times = r.stdout[r.stdout.index("self time"):].splitlines()  # --breakdown: the profile's time table
     assert any(line.startswith("linear ") for line in times) and any(line.startswith("AdamW ") for line in times)
+    if importable("torch"):  # and PyTorch's own profile of its step, from a process of its own
+        theirs = r.stdout[r.stdout.index("PyTorch's own breakdown"):].splitlines()
+        assert any(line.startswith("aten::mm ") or line.startswith("aten::addmm ") for line in theirs), theirs
     r = run(["bench/bench.py", "--quick", "--only", "z"])
     assert r.returncode != 0 and "--only takes letters from 'abcf'" in r.stderr
 
