@@ -137,16 +137,17 @@ def test_pow_zero_exponent_gradient_at_zero():
     compare(lambda x: x ** 0, lambda x: x ** 0, [np.array([0.0, 2.0, -1.0])])
 
 
-@pytest.mark.parametrize("p", [3, 3.0, -2, 2, 0.5, -1, 1.5])
+@pytest.mark.parametrize("p", [3, 3.0, -2, 2, 0.5, -0.5, -1, 1.5])
 def test_pow_by_a_number_in_float32_is_pytorchs_to_the_bit(p):
-    """ops.power takes PyTorch's special cases (x ** 3 as x * x * x, x ** -2 as 1 / (x * x)) rather than the C
-    library's pow, which is slow in float32 (and rounds differently from PyTorch in a quarter of these numbers);
-    NumPy's own squares and reciprocals are PyTorch's too. Other exponents: each library's pow, to rounding."""
+    """ops.power takes PyTorch's special cases (x ** 3 as x * x * x, x ** -2 as 1 / (x * x), x ** -0.5 as
+    1 / sqrt(x)) rather than the C library's pow, which is slow in float32 and rounds differently from PyTorch (in
+    a quarter of these numbers); NumPy's own squares and reciprocals are PyTorch's too. Other exponents: each
+    library's pow, to rounding."""
     x = (np.random.default_rng(0).standard_normal(1000) * 3).astype(np.float32)
-    x = np.abs(x) if p == 0.5 or p == 1.5 else x
+    x = np.abs(x) if p in (0.5, -0.5, 1.5) else x
     a, b = mg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     ya, yb = a ** p, b ** p
-    if p in (3, -2, 2, -1):
+    if p in (3, -2, 2, -0.5, -1):
         np.testing.assert_array_equal(ya.detach().numpy(), yb.detach().numpy())
     else:
         np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=1e-6)
