@@ -176,9 +176,14 @@ _ROW_MAX = 1024
 _ones = {}  # (length, dtype) -> a read-only vector of ones
 
 
+def _blas_ready(array):
+    """A C-contiguous NumPy array of float32 or float64: one the BLAS takes as a matrix without a copy."""
+    return type(array) is np.ndarray and array.dtype.char in "fd" and array.flags.c_contiguous
+
+
 def _rows(array, ndim):
     """array as a C-contiguous (rows, k) matrix of a BLAS dtype, or None where the fast paths do not apply."""
-    if type(array) is not np.ndarray or array.dtype.char not in "fd" or not array.flags.c_contiguous:
+    if not _blas_ready(array):
         return None
     k = math.prod(array.shape[array.ndim - ndim:])
     return array.reshape(-1, k) if 0 < k <= _ROW_MAX and array.size else None
@@ -192,22 +197,26 @@ def _ones_of(n, dtype):
     return ones
 
 
+def _row_sums(rows, shape, ndim):
+    """The sums of a (rows, k) matrix from _rows, shaped as the keepdims sum of an array of this shape."""
+    return np.matmul(rows, _ones_of(rows.shape[1], rows.dtype)).reshape(shape[:len(shape) - ndim] + (1,) * ndim)
+
+
 def sum_rows(array, ndim=1):
     """array.sum over its last `ndim` axes, keepdims=True (NOTE [along rows])."""
     rows = _rows(array, ndim)
     if rows is None:
         return reduce_sum(array, tuple(range(array.ndim - ndim, array.ndim)), keepdims=True)
-    return np.matmul(rows, _ones_of(rows.shape[1], array.dtype)).reshape(array.shape[:array.ndim - ndim] + (1,) * ndim)
+    return _row_sums(rows, array.shape, ndim)
 
 
 def sum_leading(array, ndim=1):
     """array summed over every axis but its last `ndim`: a bias's gradient. Through the BLAS as ones @ rows, for the
     same reason as sum_rows (on (512, 128) 3 us against np.add.reduce's 12); both add row after row."""
     lead = array.ndim - ndim
-    if array.size < 16 * array.shape[-1] or type(array) is not np.ndarray or array.dtype.char not in "fd" \
-            or not array.flags.c_contiguous or not array.size:  # few rows (cheapest first: a tiny layer's backward
-        return reduce_sum(array, tuple(range(lead)))               # pays for every check), or not a BLAS array
-    shape = array.shape[lead:]
+    if array.size < 16 * array.shape[-1] or not array.size or not _blas_ready(array):  # few rows (cheapest check
+        return reduce_sum(array, tuple(range(lead)))  # first: a tiny layer's backward pays for every check), or not
+    shape = array.shape[lead:]                        # a BLAS array
     rows, out = array.reshape(-1, math.prod(shape)), np.empty(shape, array.dtype)
     np.matmul(_ones_of(rows.shape[0], array.dtype), rows, out=out.reshape(-1))
     return out  # not a view (of a reshaped result): a gradient that owns its memory goes to .grad as it is
@@ -215,10 +224,11 @@ def sum_leading(array, ndim=1):
 
 def mean_rows(array, ndim=1):
     """array.mean over its last `ndim` axes, keepdims=True (NOTE [along rows]): the sum, divided by the count."""
-    if _rows(array, ndim) is None:  # (np.mean also adds float16 up in float32)
+    rows = _rows(array, ndim)
+    if rows is None:  # (np.mean also adds float16 up in float32)
         return array.mean(axis=tuple(range(array.ndim - ndim, array.ndim)), keepdims=True)
-    s = sum_rows(array, ndim)
-    s /= math.prod(array.shape[array.ndim - ndim:])
+    s = _row_sums(rows, array.shape, ndim)
+    s /= rows.shape[1]
     return s
 
 

@@ -1046,7 +1046,7 @@ def _sum(x, axis):
     """x.sum(axis, keepdims=True); along rows (NOTE [along rows] in backend.py) when axis are the last ones."""
     if axis == tuple(range(x.ndim - len(axis), x.ndim)):
         return sum_rows(x, len(axis))
-    return x.sum(axis=axis, keepdims=True)
+    return reduce_sum(x, axis, keepdims=True)
 
 
 class Softmax(Op):
