@@ -200,6 +200,35 @@ def test_parameters_buffers_and_modules_walk_as_their_named_forms_do():
     assert len(list(shared.parameters())) == 4 and len(list(shared.buffers())) == 3  # lin once; BatchNorm's three
 
 
+def test_a_remembered_walk_sees_every_change_to_the_tree():
+    """NOTE [unnamed walks] (nn.py): parameters() is remembered between calls, and stands only while nothing changed."""
+    def walk(model):
+        got = [id(p) for p in model.parameters()]
+        assert got == [id(p) for _, p in model.named_parameters()]  # the named walk remembers nothing
+        return got
+    inner = nn.Module()
+    inner.blocks = []                       # a plain list, empty: no children yet
+    model = nn.Sequential(nn.Linear(2, 2), inner)
+    first = walk(model)
+    assert walk(model) == first and len(first) == 2
+    inner.blocks.append(nn.Linear(2, 3))    # in place: no attribute is set
+    assert len(walk(model)) == 4
+    inner.blocks[0] = nn.Linear(2, 4, bias=False)  # replaced in place
+    assert len(walk(model)) == 3 and id(inner.blocks[0].weight) in walk(model)
+    inner.extra = nn.Linear(1, 1)           # a new child, deep in the tree
+    assert len(walk(model)) == 5
+    model[0].weight = nn.Parameter(mg.zeros(2, 2))  # a parameter replaced
+    assert id(model[0].weight) in walk(model)
+    del inner.extra
+    assert len(walk(model)) == 3
+    model[0].bias = None
+    assert len(walk(model)) == 2
+    inner.blocks.clear()
+    assert len(walk(model)) == 1 and len(list(inner.parameters())) == 0
+    assert len(list(model.parameters(recurse=False))) == 0  # each (kind, recurse) remembered on its own
+    assert len(list(model[0].parameters(recurse=False))) == 1
+
+
 def test_module_list_slice_is_a_module_list_numbered_from_zero():
     ml = nn.ModuleList([nn.Linear(1, 1) for _ in range(4)])
     part = ml[1:3]
