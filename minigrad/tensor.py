@@ -532,20 +532,31 @@ def _accumulate(t, g, taken):
     # alone (from an earlier backward) is added to in place.
     if not t._requires_grad:  # requires_grad_(False) after the graph was built: PyTorch skips it too
         return
-    g = backend.as_array(g)
+    if isinstance(g, np.generic):  # NumPy hands back a 0-d result as a scalar
+        g = np.asarray(g)
     if g.dtype != t._data.dtype:
         g = g.astype(t._data.dtype)
     if t._grad is None:
-        if backend.is_view(g) or g in taken:
+        if g.shape != t._data.shape:
+            raise ShapeError(f"backward: a gradient of shape {g.shape} reached a tensor of shape {t.shape}: an op's "
+                             f"backward returned the wrong shape (a bug in that op)")
+        if (g.base is not None and backend.is_view(g)) or g in taken:
             g = g.copy()
         taken.add(g)
-        t.grad = _wrap(g)
+        _set_grad(t, _wrap(g))  # what the grad setter does after its checks, which this gradient passes by now
     elif t._grad._data in taken and sys.getrefcount(t._grad._data) > 2:  # 2: t._grad's own, and the call's
         t.grad = _wrap(t._grad._data + g)
     else:
         # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,
         # so k micro-batches need one gradient buffer, not k.
         t._grad._data += g
+
+
+def _set_grad(t, grad):
+    """The one way a .grad comes into being (the grad setter, after its checks, and _accumulate)."""
+    if grad is not None and _on.profiler is not None:
+        _on.profiler.on_grad(grad._data)
+    t._grad = grad
 
 
 def zero_grads(params, set_to_none=True):
@@ -646,8 +657,8 @@ class Tensor:
 
     @grad.setter
     def grad(self, value):
-        # the one way a gradient comes into being: backward, accumulate and a user's `p.grad = ...` all
-        # pass here, so the ledger sees every one (NOTE [what a profile counts], profiler.py)
+        # a user's `p.grad = ...` is checked here; it and backward's gradients then come into being through
+        # _set_grad, so the ledger sees every one (NOTE [what a profile counts], profiler.py)
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"grad: expected a Tensor or None, got {type(value).__name__}")
@@ -655,9 +666,7 @@ class Tensor:
                     or value._data.dtype.kind != "f":
                 raise ShapeError(f"grad: a gradient must be a float tensor of this tensor's shape {self.shape} on "
                                  f"{self.device}; got {value.dtype.name} {value.shape} on {value.device}")
-            if _on.profiler is not None:
-                _on.profiler.on_grad(value._data)
-        self._grad = value
+        _set_grad(self, value)
 
     @staticmethod
     def _from_array(array, requires_grad=False):
