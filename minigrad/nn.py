@@ -59,14 +59,17 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__}.forward is not defined")
 
     # --- walking the tree
-    def _child_items(self):
+    def _child_items(self, lists=None):
         """Every (name, child) in attribute order, a child held twice listed twice (what repr shows)."""
         for name, value in vars(self).items():
             if name.startswith("_"):
                 continue
             if isinstance(value, Module):
                 yield name, value
-            elif _is_module_list(value):
+                continue
+            if lists is not None and isinstance(value, list):
+                lists.append((value, list(value)))  # NOTE [unnamed walks]
+            if _is_module_list(value):
                 for i, m in enumerate(value):
                     yield f"{name}.{i}", m
 
@@ -131,13 +134,23 @@ class Module:
     # no attribute sees: so the walk keeps a copy of every list it passed, and the result stands only while the
     # count is the same and each list still holds the same objects. PyTorch keeps its children and parameters in
     # registries (`_modules`, `_parameters`) for the same reason.
-    def _tensors(self, want_parameters, recurse):
+    def _remembered(self, key, walk):
+        """walk(lists), remembered while the tree is unchanged: walk adds (the list, a copy) to `lists` for each
+        list it passes."""
         walks = self.__dict__.setdefault("_walks", {})  # here, not in __init__: subclasses need not call it
-        walk = walks.get((want_parameters, recurse))
-        if walk is not None and walk[0] == _changes and all(len(a) == len(b) and all(map(operator.is_, a, b))
-                                                            for a, b in walk[1]):
-            return walk[2]
-        found, lists, seen, seen_modules, stack = [], [], set(), set(), [self]
+        hit = walks.get(key)
+        if hit is not None and hit[0] == _changes and all(len(a) == len(b) and all(map(operator.is_, a, b))
+                                                          for a, b in hit[1]):
+            return hit[2]
+        lists = []
+        walks[key] = hit = (_changes, lists, walk(lists))
+        return hit[2]
+
+    def _tensors(self, want_parameters, recurse):
+        return self._remembered((want_parameters, recurse), lambda lists: self._walk(want_parameters, recurse, lists))
+
+    def _walk(self, want_parameters, recurse, lists):
+        found, seen, seen_modules, stack = [], set(), set(), [self]
         while stack:  # depth first with a list as a stack: children pushed in reverse come out in order
             mod = stack.pop()
             if mod in seen_modules:
@@ -160,7 +173,6 @@ class Module:
                 elif recurse and isinstance(value, tuple) and _is_module_list(value):
                     children += value
             stack += reversed(children)
-        walks[want_parameters, recurse] = (_changes, lists, found)
         return found
 
     def __setattr__(self, name, value):
@@ -384,7 +396,7 @@ class Sequential(Module):
             self.add_module(name, _as_module(m, where))
 
     def forward(self, x):
-        for _, m in self._child_items():  # not `for m in self`: one generator fewer per step (NOTE [per-op overhead])
+        for m in self._remembered("children", lambda lists: [m for _, m in self._child_items(lists)]):  # NOTE [unnamed walks]
             x = m(x)
         return x
 

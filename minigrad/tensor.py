@@ -31,14 +31,20 @@ from .random import draw, generator
 
 class _Switches:
     """Everything the tape's behaviour depends on, in one place. Only the context managers below set
-    the first six; `backward` sets `taken`; each has a public query."""
-    grad_enabled = True  # record ops (no_grad turns it off)
-    keep_saved = True    # records keep what their ops saved (checkpoint's forward turns it off)
-    recomputing = False  # a checkpoint is re-running its forward during backward
-    profiler = None      # the active mg.profile: the tape reports to it
-    caching = None       # a selective checkpoint's forward: the cache whose policy picks the ops that keep anyway
-    replaying = None     # its recompute: the cache that hands those ops' results back (NOTE [selective checkpoint])
-    taken = None         # the running backward's gradient arrays that someone owns (NOTE [who owns a gradient])
+    the first six; `backward` sets `taken`; each has a public query. Slots: every op reads several of them
+    (NOTE [per-op overhead]), and a slot is read faster than an attribute looked up in a dict."""
+    __slots__ = ("grad_enabled", "keep_saved", "recomputing", "profiler", "caching", "replaying", "taken")
+
+    def __init__(self):
+        self.grad_enabled = True  # record ops (no_grad turns it off)
+        self.keep_saved = True    # records keep what their ops saved (checkpoint's forward turns it off)
+        self.recomputing = False  # a checkpoint is re-running its forward during backward
+        self.profiler = None      # the active mg.profile: the tape reports to it
+        self.caching = None       # a selective checkpoint's forward: the cache whose policy picks ops that keep
+        self.replaying = None     # its recompute: the cache that hands those ops' results back
+        #                           (NOTE [selective checkpoint])
+        self.taken = None         # the running backward's gradient arrays that someone owns
+        #                           (NOTE [who owns a gradient])
 
 
 _on = _Switches()
@@ -181,7 +187,7 @@ def apply(op_cls, *inputs, **attrs):
     if len(arrays) > 1 and op.same_dtype:
         _check_same_device_and_dtype(op_cls.name, arrays)
     needs = tuple([t._requires_grad for t in inputs])  # NOTE [per-op overhead]
-    record = _on.grad_enabled and any(needs)
+    record = _on.grad_enabled and True in needs
     if _on.profiler is not None:
         clock = _on.profiler.on_inputs(inputs)  # and starts the op's clock: NOTE [self time] (profiler.py)
     op.needs_input_grad = needs if record else (False,) * len(inputs)
@@ -342,15 +348,15 @@ def mark_written(tensors):
         _version_counter(t).n += 1
 
 
-def _check_versions(record):
-    for vc, n, i, k in record.versions:
-        if vc.n != n:
-            what, a = f"its input {k}" if k >= 0 else "its output", record.saved[i]
-            raise RuntimeError(f"backward: '{record.name}' saved {what} (shape {a.shape}, {a.dtype.name}) for its backward, "
-                               f"and it was modified in place after the forward (it is at version {vc.n}, it was "
-                               f"saved at version {n}): the gradient would be computed at the new values. Modify a "
-                               f"copy instead (x = x + 1, not x += 1), or run the forward again after the change "
-                               f"(an optimizer step belongs after backward).")
+def _written_since(record, now, n, i, k):
+    """The error for a record whose saved array i (its input k, or its output when k is -1) was written in place
+    since the forward: it is at version `now`, it was saved at version n."""
+    what, a = f"its input {k}" if k >= 0 else "its output", record.saved[i]
+    return RuntimeError(f"backward: '{record.name}' saved {what} (shape {a.shape}, {a.dtype.name}) for its backward, "
+                        f"and it was modified in place after the forward (it is at version {now}, it was "
+                        f"saved at version {n}): the gradient would be computed at the new values. Modify a "
+                        f"copy instead (x = x + 1, not x += 1), or run the forward again after the change "
+                        f"(an optimizer step belongs after backward).")
 
 
 def _explain(name, e, arrays):
@@ -474,11 +480,13 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
             raise RuntimeError(f"backward: '{op.name}' was recorded inside a checkpoint's forward, which keeps "
                                f"nothing for backward. A checkpointed function must return its tensors as they "
                                f"are or in tuples, lists and dicts (checkpoint does not look inside other objects)")
-        if op.versions:
-            _check_versions(op)
-        kept = op.retained() if op.retained is not None else None  # a tensor that asked retain_grad()
-        if kept is not None:
-            _accumulate(kept, g, taken)
+        for vc, n, i, k in op.versions:  # NOTE [version counters]
+            if vc.n != n:
+                raise _written_since(op, vc.n, n, i, k)
+        if op.retained is not None:  # a tensor that asked retain_grad(), if it is still alive
+            kept = op.retained()
+            if kept is not None:
+                _accumulate(kept, g, taken)
         input_grads = op.backward(g)
         if not retain_graph:
             release(op)
@@ -489,19 +497,16 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
         for nxt, gi in zip(op.next, input_grads):
             if nxt is None or gi is None:
                 continue
-            parts = gi if isinstance(gi, list) else (gi,)  # a checkpoint's list: one by one (NOTE [checkpoint sums])
-            if isinstance(nxt, Tensor):
-                for part in parts:
+            for part in (gi if type(gi) is list else (gi,)):  # a checkpoint's list: one by one (NOTE [checkpoint sums])
+                if isinstance(nxt, Tensor):
                     _accumulate(nxt, part, taken)
-            elif nxt.seq <= start:  # made before the checkpoint's segment: its record hands these on
-                leaving.setdefault(nxt, []).extend(parts)
-            else:
-                for part in parts:
-                    if nxt in grads:  # two uses of one tensor: their gradients summed into an array from the pool
-                        grads[nxt] = backend.pooled(backend.xp_of(part).add, grads[nxt], part)
-                    else:
-                        grads[nxt] = part
-                        heapq.heappush(waiting, (-nxt.seq, nxt))
+                elif nxt.seq <= start:  # made before the checkpoint's segment: its record hands these on
+                    leaving.setdefault(nxt, []).append(part)
+                elif nxt in grads:  # two uses of one tensor: their gradients summed into an array from the pool
+                    grads[nxt] = backend.pooled(backend.xp_of(part).add, grads[nxt], part)
+                else:
+                    grads[nxt] = part
+                    heapq.heappush(waiting, (-nxt.seq, nxt))
         if profiler is not None:
             profiler.stop_clock(clock, op.name, "backward")
 
