@@ -543,8 +543,8 @@ def _accumulate(t, g, taken):
         g = g.astype(t._data.dtype)
     if t._grad is None:
         if g.shape != t._data.shape:
-            raise ShapeError(f"backward: a gradient of shape {g.shape} reached a tensor of shape {t.shape}: an op's "
-                             f"backward returned the wrong shape (a bug in that op)")
+            raise ShapeError(f"backward: a tensor of shape {t.shape} got a gradient of shape {g.shape}: an op's "
+                             f"backward returned the wrong shape (it did not sum over broadcast dims, or reshape)")
         if (g.base is not None and backend.is_view(g)) or g in taken:
             g = g.copy()
         taken.add(g)
