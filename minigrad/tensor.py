@@ -206,7 +206,8 @@ def apply(op_cls, *inputs, **attrs):
         out = np.asarray(out)
     if record and out.dtype.kind != "f":  # integer and bool results have no gradient (a cast to int64)
         record = False
-    t = _wrap(out, record)
+    t = Tensor.__new__(Tensor)  # _wrap(out, record), written out: every op makes one (NOTE [per-op overhead])
+    t._data, t._requires_grad, t._grad, t._ctx, t._vc = out, record, None, None, None
     if op.returns_view and out.base is not None:  # a view of its input shares the input's version counter
         _share_version(t, inputs)
     if _on.caching is not None:
