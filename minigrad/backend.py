@@ -139,6 +139,8 @@ def as_array(x):
 def ones_like(array):
     """xp.ones_like (C order: backward asks it for one element, whose order does not matter)."""
     if type(array) is np.ndarray:
+        if not array.ndim:
+            return np.array(1, array.dtype)  # a scalar loss's gradient: the cheapest of all
         out = np.empty(array.shape, array.dtype)
         out.fill(1)
         return out
