@@ -427,15 +427,20 @@ def backward(root, gradient=None, retain_graph=False):
         if g.shape != root.shape:
             raise ShapeError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
         _check_same_device_and_dtype("backward", [root._data, g])
-    outer = _on.taken  # a backward inside a backward (checkpoint's recompute) shares the outer's set
-    _on.taken = taken = outer if outer is not None else _Owned()
-    taken.add(g)  # NOTE [who owns a gradient]: arrays that a .grad or someone else already holds
+    # NOTE [who owns a gradient]: `taken`, the arrays that a .grad or someone else already holds, g first
+    outer = _on.taken  # a backward inside a backward (checkpoint's recompute) shares the outer's
+    if outer is None:
+        _on.taken = taken = {id(g): g}
+        lent = ()
+    else:
+        taken, lent = outer, _lend(outer, [g])
     try:
         if root._ctx is None:
             _accumulate(root, g, taken)
         else:
             _run_tape([root], [g], retain_graph, taken)
     finally:
+        _give_back(taken, lent)
         _on.taken = outer
 
 
@@ -445,15 +450,31 @@ def backward_within(roots, gradients, start):
     record made before `start` does not run: its gradients come back unsummed, {record: [gradient, ...]}
     in the order they were made, for the checkpoint to hand on."""
     outer = _on.taken  # a checkpoint's record runs inside a backward: share its set
-    _on.taken = taken = outer if outer is not None else _Owned()
-    for g in gradients:
-        taken.add(g)  # NOTE [who owns a gradient]
+    _on.taken = taken = outer if outer is not None else {}
+    lent = _lend(taken, gradients)  # NOTE [who owns a gradient]
     leaving = {}
     try:
         _run_tape(roots, gradients, False, taken, start, leaving)
     finally:
+        _give_back(taken, lent)
         _on.taken = outer
     return leaving
+
+
+def _lend(taken, gradients):
+    """Note the gradients a backward starts from as held by its caller (NOTE [who owns a gradient]); returns
+    those that were not noted yet."""
+    lent = [g for g in gradients if id(g) not in taken]
+    for g in lent:
+        taken[id(g)] = g
+    return lent
+
+
+def _give_back(taken, lent):
+    """When that backward ends: `taken` holds its arrays no longer (a checkpoint's recompute runs inside a
+    backward that goes on, and its gradients should die when their last user drops them)."""
+    for g in lent:
+        del taken[id(g)]
 
 
 def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
@@ -512,21 +533,6 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
             profiler.stop_clock(clock, op.name, "backward")
 
 
-class _Owned:
-    """The gradient arrays of a running backward that a .grad or someone else holds (NOTE [who owns a gradient]).
-    By identity, through weak references: a dead array's id, reused by a new array, must not count."""
-
-    def __init__(self):
-        self._refs = {}
-
-    def add(self, array):
-        self._refs[id(array)] = weakref.ref(array)
-
-    def __contains__(self, array):
-        ref = self._refs.get(id(array))
-        return ref is not None and ref() is array
-
-
 def _accumulate(t, g, taken):
     """Add g into t.grad. The first time, take g itself unless it is a view or already taken."""
     # NOTE [who owns a gradient]: an op may hand one array to several inputs (Add gives g to
@@ -535,7 +541,10 @@ def _accumulate(t, g, taken):
     # .grad taken during this backward is added to in place only once no one else holds its
     # array any more (its reference count, as PyTorch's AccumulateGrad checks use_count(): a
     # tied weight's second gradient then needs no second buffer); a .grad that this leaf owns
-    # alone (from an earlier backward) is added to in place.
+    # alone (from an earlier backward) is added to in place. `taken` is {id(array): array}: it holds
+    # those arrays until the backward ends (they are alive then anyway, in a .grad or with whoever
+    # passed them), so that no id in it is reused by a new array meanwhile. Not weak references:
+    # this runs for every leaf of every step, and a weakref cost more than the rest of the check.
     if not t._requires_grad:  # requires_grad_(False) after the graph was built: PyTorch skips it too
         return
     if isinstance(g, np.generic):  # NumPy hands back a 0-d result as a scalar
@@ -546,11 +555,11 @@ def _accumulate(t, g, taken):
         if g.shape != t._data.shape:
             raise ShapeError(f"backward: a tensor of shape {t.shape} got a gradient of shape {g.shape}: an op's "
                              f"backward returned the wrong shape (it did not sum over broadcast dims, or reshape)")
-        if (g.base is not None and backend.is_view(g)) or g in taken:
+        if (g.base is not None and backend.is_view(g)) or id(g) in taken:
             g = g.copy()
-        taken.add(g)
+        taken[id(g)] = g
         _set_grad(t, _wrap(g))  # what the grad setter does after its checks, which this gradient passes by now
-    elif t._grad._data in taken and sys.getrefcount(t._grad._data) > 2:  # 2: t._grad's own, and the call's
+    elif id(t._grad._data) in taken and sys.getrefcount(t._grad._data) > 3:  # 3: t._grad's, taken's, the call's
         t.grad = _wrap(t._grad._data + g)
     else:
         # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,
