@@ -139,9 +139,12 @@ class Module:
         list it passes."""
         walks = self.__dict__.setdefault("_walks", {})  # here, not in __init__: subclasses need not call it
         hit = walks.get(key)
-        if hit is not None and hit[0] == _changes and all(len(a) == len(b) and all(map(operator.is_, a, b))
-                                                          for a, b in hit[1]):
-            return hit[2]
+        if hit is not None and hit[0] == _changes:
+            for a, b in hit[1]:
+                if len(a) != len(b) or not all(map(operator.is_, a, b)):
+                    break  # a list changed in place: walk again
+            else:
+                return hit[2]
         lists = []
         walks[key] = hit = (_changes, lists, walk(lists))
         return hit[2]
