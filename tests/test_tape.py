@@ -534,6 +534,31 @@ def test_two_leaves_with_an_explicit_gradient_do_not_share_grad():
     np.testing.assert_array_equal(g.numpy(), [1.0, -1.0])
 
 
+def test_a_checkpoints_recompute_stops_holding_its_gradients_when_it_ends(monkeypatch):
+    """NOTE [who owns a gradient]: a backward's `taken` holds arrays (no weak references). A checkpoint's recompute
+    runs inside the outer backward and notes the gradients it starts from; when it returns it must drop them, or
+    they would live until the whole backward ends (the peak the ledger measures would grow)."""
+    import importlib
+    tape, ckpt = importlib.import_module("minigrad.tensor"), importlib.import_module("minigrad.checkpoint")
+    seen = []
+
+    def watched(roots, gradients, start):
+        before = dict(tape._on.taken)
+        leaving = tape.backward_within(roots, gradients, start)
+        seen.append((all(id(g) not in tape._on.taken or id(g) in before for g in gradients), len(gradients)))
+        return leaving
+    monkeypatch.setattr(ckpt, "backward_within", watched)
+    x = mg.randn(3, 4, requires_grad=True, dtype="float64")
+    w = mg.randn(4, 4, requires_grad=True, dtype="float64")
+    y = mg.checkpoint(lambda a: (a @ w).tanh() @ w, x)
+    (y * y).sum().backward()
+    assert seen and all(ok and n for ok, n in seen)
+    x2, w2 = x.detach().requires_grad_(), w.detach().requires_grad_()
+    (((x2 @ w2).tanh() @ w2) ** 2).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), x2.grad.numpy())  # and the gradients are the plain ones
+    np.testing.assert_array_equal(w.grad.numpy(), w2.grad.numpy())
+
+
 def test_grad_of_a_broadcast_leaf_has_the_leafs_shape():
     x = mg.randn(4, 3)
     b = mg.tensor([1.0, 2.0, 3.0], requires_grad=True)
