@@ -2,9 +2,11 @@
 
 A Module finds its parameters by walking its attributes: a Parameter is a parameter, another
 Module is a child, a list of Modules is a list of children, and any other Tensor is a buffer
-(BatchNorm's running statistics). Attributes whose names start with '_' are private. PyTorch's
-add_module, register_parameter and register_buffer set such attributes by name; only
-register_buffer(..., persistent=False) adds something more: it keeps that buffer out of state_dict.
+(BatchNorm's running statistics). It remembers that walk until some module's attribute is set or
+deleted or a list of children changes (NOTE [unnamed walks]). Attributes whose names start with '_'
+are private. PyTorch's add_module, register_parameter and register_buffer set such attributes by
+name; only register_buffer(..., persistent=False) adds something more: it keeps that buffer out of
+state_dict.
 
 Read next: optim.py (what changes the parameters), gpt.py (a model built from these).
 """
