@@ -5,6 +5,7 @@ requires_grad_, apply, register_buffer (persistent or not), add_module, get_subm
 named_modules and state_dict with shared modules and tied weights; ModuleDict as nanoGPT uses it;
 BatchNorm1d(momentum=None). Each PyTorch comparison skips where torch is not installed.
 """
+import copy
 from collections import OrderedDict
 
 import numpy as np
@@ -227,6 +228,8 @@ def test_a_remembered_walk_sees_every_change_to_the_tree():
     assert len(walk(model)) == 1 and len(list(inner.parameters())) == 0
     assert len(list(model.parameters(recurse=False))) == 0  # each (kind, recurse) remembered on its own
     assert len(list(model[0].parameters(recurse=False))) == 1
+    twin = copy.deepcopy(model)  # a copy remembers its own tensors, not the original's
+    assert walk(twin) != walk(model) and len(walk(twin)) == len(walk(model))
 
 
 def test_module_list_slice_is_a_module_list_numbered_from_zero():
