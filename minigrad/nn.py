@@ -401,7 +401,8 @@ class Sequential(Module):
             self.add_module(name, _as_module(m, where))
 
     def forward(self, x):
-        for m in self._remembered("children", lambda lists: [m for _, m in self._child_items(lists)]):  # NOTE [unnamed walks]
+        children = self._remembered("children", lambda lists: [child for _, child in self._child_items(lists)])
+        for m in children:  # remembered, not walked every step (NOTE [unnamed walks])
             x = m(x)
         return x
 
