@@ -470,9 +470,11 @@ def backward_within(roots, gradients, start):
 def _lend(taken, gradients):
     """Note the gradients a backward starts from as held by its caller (NOTE [who owns a gradient]); returns
     those that were not noted yet."""
-    lent = [g for g in gradients if id(g) not in taken]
-    for g in lent:
-        taken[id(g)] = g
+    lent = []
+    for g in gradients:  # one array may come twice (Add hands one gradient to two outputs): noted, lent, once
+        if id(g) not in taken:
+            taken[id(g)] = g
+            lent.append(g)
     return lent
 
 

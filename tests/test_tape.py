@@ -559,6 +559,17 @@ def test_a_checkpoints_recompute_stops_holding_its_gradients_when_it_ends(monkey
     np.testing.assert_array_equal(w.grad.numpy(), w2.grad.numpy())
 
 
+def test_a_checkpoint_whose_outputs_get_one_gradient_array():
+    """Add hands one gradient array to both of its inputs: here, both outputs of one checkpoint. Its recompute
+    starts from that array twice, notes it once and gives it back once."""
+    x = mg.randn(3, 4, requires_grad=True, dtype="float64")
+    a, b = mg.checkpoint(lambda t: (t.tanh(), t * 2.0), x)
+    (a + b).sum().backward()
+    x2 = x.detach().requires_grad_()
+    (x2.tanh() + x2 * 2.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), x2.grad.numpy())
+
+
 def test_grad_of_a_broadcast_leaf_has_the_leafs_shape():
     x = mg.randn(4, 3)
     b = mg.tensor([1.0, 2.0, 3.0], requires_grad=True)
