@@ -354,24 +354,54 @@ class ZeroRedundancyOptimizer(Optimizer):
     """optimizer_class(params, **defaults) with its state sharded over the ranks (NOTE [ZeRO stage 1]): each rank
     owns a share of the parameters (whole parameters, balanced by size), keeps the state of its share only and
     steps it; the updated parameters are then all-gathered. The gradients must be the same on every rank (summed
-    by DistributedDataParallel) for the result to equal the unsharded optimizer's, which it does exactly."""
+    by DistributedDataParallel) for the result to equal the unsharded optimizer's, which it does exactly.
+
+    NOTE [ZeRO's param_groups]: `param_groups` are the whole model's groups, the same on every rank, with every
+    hyperparameter of optimizer_class's (its defaults too), and they are what steps: a schedule writes lr (or
+    weight_decay, betas, ...) there, as into any optimizer's, and step() first copies each group's values into the
+    wrapped optimizer's group of the same index, which holds this rank's share of its parameters (perhaps none).
+    PyTorch's ZeroRedundancyOptimizer syncs them so. add_param_group shares the new parameters out too; state_dict()
+    holds this rank's share of the state; load_state_dict keeps this rank's share of what it is given (a whole
+    optimizer's state dict too) and its hyperparameters."""
 
     def __init__(self, params, optimizer_class, **defaults):
+        self.owner = None  # add_param_group, which Optimizer.__init__ calls, shares out parameters once it is set
         super().__init__(params, defaults)
-        rank, world = get_rank(), get_world_size()
-        self.owner, loads = {}, [0] * world
-        for p in sorted(self.params, key=lambda p: -p.numel()):  # largest first, to the least loaded rank
-            r = loads.index(min(loads))
+        self.owner, self._loads = {}, [0] * get_world_size()
+        self._share_out(self.params)
+        self.optim = optimizer_class([self._share_of(g) for g in self.param_groups], **defaults)
+        self.state = self.optim.state  # the ledger counts this rank's share
+        _copy_hyperparameters(self.optim.param_groups, self.param_groups)  # its defaults (eps, ...) show here too
+
+    def _share_out(self, params):
+        """Give each parameter an owner: largest first, to the least loaded rank (the same on every rank)."""
+        for p in sorted(params, key=lambda p: -p.numel()):
+            r = self._loads.index(min(self._loads))
             self.owner[id(p)] = r
-            loads[r] += p.numel()
-        groups = [{**g, "params": [p for p in g["params"] if self.owner[id(p)] == rank]} for g in self.param_groups]
-        groups = [g for g in groups if g["params"]]
-        self.optim = optimizer_class(groups, **defaults) if groups else None
-        self.state = self.optim.state if self.optim is not None else {}  # the ledger counts this rank's share
+            self._loads[r] += p.numel()
+
+    def _share_of(self, group):
+        """The group with this rank's share of its parameters only, for the wrapped optimizer."""
+        rank = get_rank()
+        return {**group, "params": [p for p in group["params"] if self.owner[id(p)] == rank]}
+
+    def add_param_group(self, param_group):
+        super().add_param_group(param_group)
+        if self.owner is not None:  # after the constructor: the new parameters get owners, as in PyTorch
+            group = self.param_groups[-1]
+            self._share_out(group["params"])
+            self.optim.add_param_group(self._share_of(group))
+            _copy_hyperparameters(self.optim.param_groups[-1:], [group])
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)  # checked, its hyperparameters in param_groups, its state in self.state
+        rank = get_rank()
+        self.optim.state = {p: s for p, s in self.state.items() if self.owner[id(p)] == rank}
+        self.state = self.optim.state
 
     def step(self):
-        if self.optim is not None:
-            self.optim.step()
+        _copy_hyperparameters(self.param_groups, self.optim.param_groups)  # NOTE [ZeRO's param_groups]
+        self.optim.step()
         rank, world = get_rank(), get_world_size()
         params = self.params
         mine = [p for p in params if self.owner[id(p)] == rank]
@@ -392,6 +422,12 @@ class ZeroRedundancyOptimizer(Optimizer):
                     p.data[...] = backend.to_device(out[at[r]:at[r] + p.numel()].reshape(p.shape).astype(p.dtype),
                                                     p.device)
                 at[r] += p.numel()
+
+
+def _copy_hyperparameters(source, target):
+    """Every value but 'params' of each group in `source` into the group of the same index in `target`."""
+    for src, dst in zip(source, target):
+        dst.update((k, v) for k, v in src.items() if k != "params")
 
 
 __all__ = ["launch", "init_process_group", "destroy_process_group", "is_initialized", "get_rank", "get_world_size", "barrier",

@@ -2,9 +2,10 @@
 
 What must hold: the gradient that data parallel training with accumulation leaves on every rank equals the single
 process's full-batch gradient (float64, 1e-12 relative; uneven shards and ignored tokens included); ZeRO stage 1
-gives the unsharded optimizer's parameters over 5 steps and holds 1/N of its state per rank; the ledger counts the
-bytes a ring moves; a rank that raises, dies or hangs gives the others a clear error within a bounded time; ranks
-that built different models are told so before anything moves.
+gives the unsharded optimizer's parameters over 5 steps and holds 1/N of its state per rank, and under a schedule
+that writes param_groups, the plain optimizer's to the bit (on 1 and 2 ranks, as PyTorch's does); the ledger counts
+the bytes a ring moves; a rank that raises, dies or hangs gives the others a clear error within a bounded time;
+ranks that built different models are told so before anything moves.
 """
 import os
 
@@ -89,6 +90,127 @@ assert prof.communicated("received") == allreduce + sum(shares) - shares[rank]
 print("ok", worst, mine)
 """, timeout=90).check()
     assert all(out.startswith("ok") for out in r.stdout), r
+
+
+ZERO_HELPERS = COMMON + """
+import minigrad.nn as nn
+name = sys.argv[2]
+Optim, kw = getattr(mg.optim, name), dict(SGD=dict(lr=0.1, momentum=0.9), AdamW=dict(lr=1e-2))[name]
+
+def schedule(opt, step):
+    # written into every group between steps, as every LR schedule does (warmup, then decay), and more
+    for i, g in enumerate(opt.param_groups):
+        g["lr"] = kw["lr"] * (i + 1) * min(1.0, (step + 1) / 3) * 0.7 ** step
+        g["weight_decay"] = 0.2 * 0.5 ** step if i == 0 else 0.0
+        if name == "AdamW":
+            g["betas"] = (0.9 - 0.05 * step, 0.999 - 0.002 * step)
+        else:
+            g["momentum"] = 0.9 - 0.1 * step
+
+def run(model, opt, steps):
+    for step in steps:
+        schedule(opt, step)
+        mg.manual_seed(step)
+        x = mg.randn(6, 8, dtype="float64")  # the same batch on every rank: the same gradients, as if all-reduced
+        opt.zero_grad()
+        (model(x) ** 2).sum().backward()
+        opt.step()
+
+def differ(a, b):
+    return [n for (n, p), q in zip(a.named_parameters(), b.parameters())
+            if not np.array_equal(p.detach().numpy(), q.detach().numpy())]
+
+def groups(model):                           # the head joins later, through add_param_group
+    trunk = [p for layer in model[:4] for p in layer.parameters()]
+    return [{"params": [p for p in trunk if p.ndim == 2]}, {"params": [p for p in trunk if p.ndim == 1]}]
+"""
+
+ZERO_SCHEDULE = ZERO_HELPERS + """
+mg.manual_seed(0)
+sharded = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 4)).to("float64")
+plain = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 4)).to("float64")
+plain.load_state_dict(sharded.state_dict())
+zero, alone = dist.ZeroRedundancyOptimizer(groups(sharded), Optim, **kw), Optim(groups(plain), **kw)
+run(sharded, zero, range(3)); run(plain, alone, range(3))
+assert not differ(sharded, plain), ("a schedule", differ(sharded, plain))
+for model, opt in ((sharded, zero), (plain, alone)):
+    opt.add_param_group({"params": list(model[4].parameters()), "lr": 0.05})
+run(sharded, zero, range(3, 5)); run(plain, alone, range(3, 5))
+assert not differ(sharded, plain), ("add_param_group", differ(sharded, plain))
+mine, theirs = zero.state_dict(), alone.state_dict()
+assert mine["param_groups"] == theirs["param_groups"], (mine["param_groups"], theirs["param_groups"])
+shares = [None] * world                            # this rank's share of the state: together, all of it, once
+dist.all_gather_object(shares, sorted(mine["state"]))
+assert sorted(k for share in shares for k in share) == sorted(theirs["state"]) and all(shares), shares
+assert all(np.array_equal(v, theirs["state"][k][key]) for k, s in mine["state"].items() for key, v in s.items())
+restarted = dist.ZeroRedundancyOptimizer(groups(sharded) + [{"params": list(sharded[4].parameters())}], Optim, **kw)
+restarted.load_state_dict(alone.state_dict())      # a whole optimizer's state: this rank keeps its share
+assert {id(p) for p in restarted.state} == {id(p) for p in sharded.parameters() if restarted.owner[id(p)] == rank}
+run(sharded, restarted, range(5, 7)); run(plain, alone, range(5, 7))
+assert not differ(sharded, plain), ("load_state_dict", differ(sharded, plain))
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("name", ["SGD", "AdamW"])
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_zero_takes_what_a_schedule_writes_into_param_groups_as_the_plain_optimizer_does(ranks, name):
+    # Found: its param_groups were its own copy, never read by step(): lr (and every hyperparameter) written there
+    # was ignored, and after 3 steps of this schedule the parameters were of order 1 (relative) from the plain
+    # optimizer's. Equal to the bit now, also after add_param_group and load_state_dict. 1 rank: the whole state.
+    r = run_ranks(ranks, ZERO_SCHEDULE, 60, name, timeout=90).check()
+    assert r.stdout == ["ok\n"] * ranks, r
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_zero_with_a_schedule_equals_torch_zero_redundancy_optimizer(ranks):
+    # PyTorch's takes what a schedule writes into its param_groups too (its step() copies them into the wrapped
+    # optimizer's), and shares out a group added later
+    pytest.importorskip("torch")
+    r = run_ranks(ranks, ZERO_HELPERS + """
+import socket
+import torch, torch.distributed as tdist
+from torch.distributed.optim import ZeroRedundancyOptimizer
+port = [None] * world                        # torch.distributed on gloo beside MPI, at a port rank 0 found free
+if rank == 0:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    free = s.getsockname()[1]
+    s.close()
+dist.all_gather_object(port, free if rank == 0 else None)
+tdist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port[0]}", rank=rank, world_size=world)
+
+def run_torch(model, opt, steps):             # run(), in PyTorch, on the same batches
+    for step in steps:
+        schedule(opt, step)
+        mg.manual_seed(step)
+        x = torch.from_numpy(mg.randn(6, 8, dtype="float64").numpy())
+        opt.zero_grad()
+        (model(x) ** 2).sum().backward()
+        opt.step()
+
+for name in ("SGD", "AdamW"):              # one job for both: importing torch takes seconds
+    Optim, kw = getattr(mg.optim, name), dict(SGD=dict(lr=0.1, momentum=0.9), AdamW=dict(lr=1e-2))[name]
+    mg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 4)).to("float64")
+    theirs = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 16), torch.nn.Tanh(),
+                                 torch.nn.Linear(16, 4)).double()
+    with torch.no_grad():
+        for p, q in zip(model.parameters(), theirs.parameters()):
+            q.copy_(torch.from_numpy(p.detach().numpy()))
+    zero = dist.ZeroRedundancyOptimizer(groups(model), Optim, **kw)
+    torch_zero = ZeroRedundancyOptimizer(groups(theirs), getattr(torch.optim, name), **kw)
+    run(model, zero, range(3)); run_torch(theirs, torch_zero, range(3))
+    for m, opt in ((model, zero), (theirs, torch_zero)):
+        opt.add_param_group({"params": list(m[4].parameters()), "lr": 0.05})
+    run(model, zero, range(3, 6)); run_torch(theirs, torch_zero, range(3, 6))
+    worst = max(float(np.abs(p.detach().numpy() - q.detach().numpy()).max() / np.abs(q.detach().numpy()).max())
+                for p, q in zip(model.parameters(), theirs.parameters()))
+    assert worst < 1e-12, (name, worst)
+tdist.destroy_process_group()
+print("ok")
+""", 60, "SGD", timeout=120).check()
+    assert r.stdout == ["ok\n"] * ranks, r
 
 
 FAILING_STEP = COMMON + """
