@@ -144,6 +144,15 @@ CURVE_ALL_K = 64          # chains up to this long get every k; longer ones a sa
 CURVE_MAX_BYTES = 2 ** 31  # refuse a model that would hold more than about this
 
 
+def _budget(text):
+    """argparse type: a memory budget that plan.parse_bytes reads, kept as written (plan says how it read it)."""
+    try:
+        plan.parse_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def _at_least_one(text):
     """argparse type: a whole number >= 1 (argparse names the option in front of the message)."""
     try:
@@ -473,7 +482,8 @@ def main(argv=None):
           python -m minigrad plan --model bert-large-uncased --memory 16GB --batch-size 32 --seq-len 512
           python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024"""))
     _step_arguments(p)
-    p.add_argument("--memory", required=True, help="the budget: 24GB (10^9 bytes), 24GiB (2^30) or 24000MB")
+    p.add_argument("--memory", type=_budget, required=True,
+                   help="the budget: 24GB (10^9 bytes), 24GiB (2^30) or 24000MB")
     p.add_argument("--batch-size", type=_at_least_one, required=True, help="sequences per optimizer step")
     p.add_argument("--top", type=_at_least_one, default=5, help="how many plans to print (default 5)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -39,7 +39,9 @@ from .profiler import profile
 from .random import get_rng_state, set_rng_state
 from .schedules import Chain, Rerun, check_segments, segment_bounds
 from .tensor import (Tensor, apply, backward_within, caching, enable_grad, hand_over, is_grad_enabled,
-                     is_keeping_saved, is_recomputing, keep_saved, mark, records_since, recomputing, replaying)
+                     is_keeping_saved, is_recomputing, keep_saved, mark, noting_reads, records_since, recomputing,
+                     replaying)
+from .tensor import _placeholders, _version_counter, _wrap  # NOTE [reads outside the tape], NOTE [version counters]
 
 __all__ = ["checkpoint", "checkpoint_sequential", "checkpoint_segments", "checkpoint_policies", "measure_chain",
            "is_recomputing", "set_checkpoint_early_stop"]
@@ -126,9 +128,20 @@ def _saved_by(records):
 # it returns the forward's output (or, when nothing reads it, a NaN placeholder of its shape) and its new
 # record takes over what the forward's kept. The same arrays, so gradients are bit-identical.
 # An op that records nothing (its inputs need no gradient: the causal mask's triu) always runs again, and
-# a nested checkpoint's record is never kept: it recomputes its own insides. Two costs of keeping it
-# simple: remembered outputs are freed when the checkpoint's backward ends, with its inputs, not op by op;
-# and a function must not read values outside minigrad's ops (.item()) of what a kept op made.
+# a nested checkpoint's record is never kept: it recomputes its own insides. A cost of keeping it simple:
+# remembered outputs are freed when the checkpoint's backward ends, with its inputs, not op by op. A value
+# read outside the ops (w > 0, .item()) counts as a read (NOTE [reads outside the tape], tensor.py).
+#
+# NOTE [writes the tape does not record]: whatever the recompute hands back (a kept op's output, a remembered
+# one) must be what the op made. A write under no_grad, through detach() or a view changes the array in place
+# and the function runs it again in the recompute: handing back the written array would apply it twice. So in
+# the forward, `before_write` copies the outputs that share the written memory, once, before the first such
+# write (copy-on-write; writes inside checkpointed functions are rare), and `seal` remembers the copy instead.
+# What cannot be repeated is refused: a write into the checkpoint's argument or a parameter inside the
+# function (`check_unwritten`: the recompute would write it again), and a write after the forward into an
+# output the recompute hands back (`take` checks its version, `watch`). The ops inside note the versions of
+# what they read as in a plain run, though they keep nothing; the Checkpoint record checks them at the start
+# of its backward, so a write that a plain run's backward refuses is refused here too.
 #
 # NOTE [recompute what backward reads]: with any policy, nothing_saveable too, the recompute runs an op again
 # only if something needs what only running it makes. Backward needs of each op what it saved; an op whose
@@ -193,12 +206,13 @@ checkpoint_policies = types.SimpleNamespace(
 class _Entry:
     """One op of a checkpoint's forward, in order."""
     __slots__ = ("name", "index", "record", "kept", "producers", "refill", "own_out", "extra", "n_saved", "out", "ref",
-                 "meta", "slot", "flops", "rng_after")
+                 "meta", "slot", "flops", "rng_after", "vc", "snapshot", "watch")
 
     def __init__(self, name, index):
         self.name, self.index, self.record, self.kept, self.refill, self.own_out = name, index, None, False, (), None
         self.extra, self.producers = False, ()
         self.n_saved = self.out = self.ref = self.meta = self.slot = self.flops = self.rng_after = None
+        self.vc = self.snapshot = self.watch = None  # NOTE [writes the tape does not record]
 
 
 def _position(array, arrays, attrs):
@@ -224,13 +238,16 @@ class OpCache:
         self._out_of = {}     # id(output array) -> (weakref to it, its entry's index) (until seal)
         self._made = {}       # id(buffer) -> [(weakref to the buffer, entry)]: kept ops' outputs (until seal)
         self._chosen = set()  # ids of the records the policy keeps (until seal)
+        self._read_out = set()  # entries whose outputs were read outside the ops (NOTE [reads outside the tape])
+        self._written = {}      # id(version counter) -> it: tensors written outside the tape in the forward
         self.cursor, self.remembered, self._placeholders, self.diverged = 0, (), [], False
+        self.checks = True  # its checkpoint checks the recompute (determinism_check is not 'none')
 
     # --- the forward
-    def add(self, op, record, arrays, out, attrs):
-        """`op` ran on `arrays` (and keyword arguments `attrs`) and gave `out`; `record` is op if it records,
+    def add(self, op, record, arrays, t, attrs):
+        """`op` ran on `arrays` (and keyword arguments `attrs`) and gave tensor `t`; `record` is op if it records,
         else None."""
-        name = op.name
+        name, out = op.name, t._data
         e = _Entry(name, len(self.entries))
         if self.count_flops:
             e.flops = sum(op.flops(arrays, out).values())
@@ -254,6 +271,7 @@ class OpCache:
                 buffer = backend.owner(out)
                 self._made.setdefault(id(buffer), []).append((weakref.ref(buffer), e))
                 e.ref = weakref.ref(out)  # weakly: an output nobody reads again may die as in a plain run
+                e.vc = _version_counter(t)  # a write after the forward must not reach the recompute
         if self._made:  # a kept op's output may be among them (none without a policy)
             for a in reads:
                 self._read(a)
@@ -273,6 +291,37 @@ class OpCache:
             if ref() is buffer and e.out is None and e.own_out is None:
                 e.out = e.ref()  # still alive: it is being read. None: a dead view of a live buffer
 
+    def read_outside(self, array):
+        """Python code read `array`'s values outside the ops (NOTE [reads outside the tape]): the recompute must make
+        it for real, to read it again."""
+        i = self._producer(array)
+        if i is not None:
+            self._read_out.add(i)
+        if self._made:
+            self._read(array)
+
+    def before_write(self, t):
+        """Tensor t is about to be written in place outside the tape (NOTE [writes the tape does not record]): copy
+        the outputs of this forward's ops that share its memory, as their ops made them, for the recompute."""
+        self._written[id(_version_counter(t))] = t._vc
+        buffer = backend.owner(t._data)
+        for ref, i in self._out_of.values():
+            out = ref()
+            if i >= 0 and out is not None and self.entries[i].snapshot is None and backend.owner(out) is buffer:
+                self.entries[i].snapshot = out.copy()
+
+    def check_unwritten(self, who, inputs, leaves):
+        """The forward wrote none of the checkpoint's inputs and parameters outside the tape: its recompute would
+        write them again, and start from other values than the forward's."""
+        for kind, tensors in (("argument", inputs), ("parameter (a leaf that requires grad)", leaves)):
+            for t in tensors:
+                if t._vc is not None and id(t._vc) in self._written:
+                    raise RuntimeError(
+                        f"checkpoint: '{who}' wrote in place into a tensor {kind} of shape {t.shape} ({t.dtype}) under "
+                        f"no_grad or through .detach() or .data, which the tape does not record: its recompute in "
+                        f"backward would run the write again, on values the forward already changed. Write into a copy "
+                        f"inside the function (y = x.clone() is x * 1 here), or make the change before the checkpoint")
+
     def saves(self, record):
         """Does the policy keep this record (tensor.keep asks)?"""
         return id(record) in self._chosen
@@ -281,23 +330,31 @@ class OpCache:
         """The forward is over, and `outputs` are the arrays of the function's results that its ops made.
         Decide which ops run again (NOTE [recompute what backward reads]); return the outputs that the
         recompute must be handed, for the Checkpoint record to save."""
-        results = {self._producer(o): o for o in outputs}
+        results = {self._producer(o._data): o for o in outputs}
         results.pop(None, None)
-        runs, needed, _ = self.plan(results)
+        runs, needed, _ = self.plan({i: o._data for i, o in results.items()}, self._read_out)
         for e, run, read in zip(self.entries, runs, needed):
             if run:
-                e.record = e.out = None
+                e.record = e.out = e.vc = None
             elif not e.kept:
-                e.out = results.get(e.index) if e.own_out is not None or read else None  # the Checkpoint keeps it
-            elif not read:
-                e.out = None  # remembered while the forward ran, but no reader runs again after all
+                o = results.get(e.index) if e.own_out is not None or read else None  # the Checkpoint keeps it
+                e.out, e.vc = (o._data, _version_counter(o)) if o is not None else (None, None)
+            elif not read and e.own_out is None:
+                e.out = e.vc = None  # remembered while the forward ran, but no reader runs again after all
         remembered = []
         for e in self.entries:
+            if e.snapshot is not None:  # written outside the tape after its op made it: hand back what the op made
+                if e.out is not None or (e.kept and e.own_out is not None):
+                    e.out = e.snapshot
+                    e.vc = None  # a copy of its own: no one else can write it
+                e.snapshot = None
             if e.out is not None:
                 e.slot = len(remembered)
                 remembered.append(e.out)
-            e.out = e.ref = None
-        self._out_of, self._made, self._chosen = {}, {}, set()
+            if e.vc is not None:
+                e.watch = (e.vc, e.vc.n)
+            e.out = e.ref = e.vc = None
+        self._out_of, self._made, self._chosen, self._read_out, self._written = {}, {}, set(), set(), {}
         return remembered
 
     def plan(self, results, read_after=()):
@@ -351,22 +408,34 @@ class OpCache:
         record, e.record = e.record, None
         if e.rng_after is not None:
             set_rng_state(e.rng_after)
-        if e.kept and e.own_out is not None:
-            out = record.saved[e.own_out]  # its record kept its output
-        elif e.slot is not None:
+        if e.watch is not None and e.watch[0].n != e.watch[1]:
+            raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward hands back the output of '{name}' "
+                               f"(its op {i}) as the forward made it, but it was modified in place after the forward "
+                               f"(it is at version {e.watch[0].n}, it was at version {e.watch[1]}): the recompute "
+                               f"would read the new values. Modify a copy instead (y = y * 2, not y.mul_(2)), or make "
+                               f"the change after backward")
+        if e.slot is not None:
             out = self.remembered[e.slot]
-        else:  # nothing in the recompute reads it: a placeholder, NaN so that a stray read shows
+        elif e.kept and e.own_out is not None:
+            out = record.saved[e.own_out]  # its record kept its output
+        else:  # nothing in the recompute reads it: a placeholder, which no read may see (NOTE [reads outside the tape])
             shape, dtype, xp = e.meta
             out = xp.broadcast_to(xp.full((), float("nan"), dtype=dtype), shape)
             self._placeholders.append(out)
+            _placeholders[id(out)] = (out, name, self)
         saved = list(record.saved) if e.kept else [None] * e.n_saved
-        if not e.kept and e.own_out is not None:
+        if e.own_out is not None:
             saved[e.own_out] = out
         return record, saved, e.refill, out
 
     def placeholder(self, array):
         """Is this one of the placeholders that `take` handed out?"""
         return any(array is p for p in self._placeholders)
+
+    def close(self):
+        """The recompute's forward has ended, or failed: its placeholders are no longer handed out."""
+        for p in self._placeholders:
+            _placeholders.pop(id(p), None)
 
     def finish(self):
         """The recompute is over: every op came back."""
@@ -411,10 +480,12 @@ class Checkpoint(ops.Op):
     outputs] for several)."""
     name = "checkpoint"
     same_dtype = False  # token ids and float weights go in together
+    recomputes = True   # with no tensor argument it saves nothing, but a second backward must still be refused
 
     def forward(self, *arrays, out, function, nest, n_inputs, rng_state, determinism_check, outputs, saved, cache,
-                remembered):
+                remembered, inside_versions):
         self.function, self.nest, self.rng_state, self.n_inputs = function, nest, rng_state, n_inputs
+        self.inside_versions = inside_versions  # NOTE [writes the tape does not record]
         self.determinism_check = determinism_check
         self.outputs_meta = [_meta(o) for o in outputs]
         self.fingerprints = [_fingerprint(o) for o in outputs] if determinism_check == "values" else None
@@ -430,6 +501,15 @@ class Checkpoint(ops.Op):
         return {}  # and the recompute's ops count theirs
 
     def backward(self, g):
+        for record, vc, n, k in self.inside_versions:  # what the segment's ops read in the forward is unchanged
+            if vc.n != n:
+                what = f"its input {k}" if k >= 0 else "its output"
+                raise RuntimeError(f"backward: '{record}' inside the checkpointed '{self._name()}' read {what} in the "
+                                   f"forward, and it was modified in place after (it is at version {vc.n}, it was "
+                                   f"read at version {n}): the recompute would run on the new values, and a plain "
+                                   f"run's backward refuses this too. Modify a copy instead (x = x + 1, not x += 1), "
+                                   f"or run the forward again after the change (an optimizer step belongs after "
+                                   f"backward).")
         grads = g if isinstance(g, _OutputGrads) else {0: g}
         inputs = [_stand_in(node, array) for node, array in zip(self.next, self.saved[:self.n_inputs])]
         # the forward's records are taken back once; a second backward (retain_graph) recomputes everything
@@ -437,6 +517,7 @@ class Checkpoint(ops.Op):
         if cache is not None:
             # the outputs it kept go to the recompute's records, which keep them only as long as they need them
             cache.start(hand_over(self, self.n_inputs))
+            cache.checks = self.determinism_check != "none"
         outer_rng = get_rng_state()
         if self.rng_state is not None:
             set_rng_state(self.rng_state)  # dropout draws the same masks again
@@ -447,6 +528,8 @@ class Checkpoint(ops.Op):
                 outputs = _made_inside(self.function(*args, **kwargs), start)
         finally:
             set_rng_state(outer_rng)
+            if cache is not None:
+                cache.close()
         if cache is not None:
             cache.finish()
         self._check_determinism(outputs, start, cache)
@@ -536,7 +619,9 @@ def _stand_in(node, array):
     captured by a closure."""
     if isinstance(node, Tensor):
         return node
-    t = Tensor._from_array(array, requires_grad=node is not None)
+    # _wrap, not a new tensor's door (_new): the array is the forward's, which the ledger counted where it was made
+    # if that was in the profile, and must not count as new if it was not (NOTE [an old array, a new tensor])
+    t = _wrap(array, node is not None)
     t._ctx = node
     return t
 
@@ -605,38 +690,44 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     # inside another checkpoint's forward, which keeps nothing, nothing is noted: that one recomputes this whole
     # and determinism_check='values' (or early stop off) runs every op that the policy does not keep again
     reads_only = _early_stop and determinism_check != "values"
-    cache = None if not is_keeping_saved() or (policy is None and not reads_only) else \
-        OpCache(policy or nothing_saveable, getattr(function, "__name__", type(function).__name__),
-                reads_only=reads_only)
+    who = getattr(function, "__name__", type(function).__name__)
+    # without a policy and with reads_only off every op runs again, but the cache still sees the forward's writes
+    cache = OpCache(policy or nothing_saveable, who, reads_only=reads_only) if is_keeping_saved() else None
     rng_state = get_rng_state()
     start = mark()
     # NOTE [checkpoint]: the segment's records are made, but keep nothing (but what a policy saves)
-    with keep_saved(False), caching(cache), replaying(None):
+    with keep_saved(False), caching(cache), replaying(None), noting_reads(cache):
         result = function(*args, **kwargs)
     outputs = _made_inside(result, start)
-    remembered = cache.seal([o._data for o in outputs]) if cache is not None else []
     if not outputs:
         return result  # nothing to recompute: no record of the function's needs a gradient
     if not preserve_rng_state and get_rng_state() != rng_state:
-        name = getattr(function, "__name__", type(function).__name__)
-        warnings.warn(f"checkpoint: '{name}' drew from minigrad's random generator (dropout?) but "
+        warnings.warn(f"checkpoint: '{who}' drew from minigrad's random generator (dropout?) but "
                       f"preserve_rng_state=False, so its recompute in backward draws other numbers and its "
                       f"gradients are not those of this forward. Leave preserve_rng_state=True.", stacklevel=2)
     inputs = _tensors((args, kwargs))
     index = {id(t): i for i, t in enumerate(inputs)}
     records = records_since(outputs, start)
+    leaves = _leaves_reached(records, start, inputs)
+    if cache is not None:
+        cache.check_unwritten(who, inputs, leaves)
+    remembered = cache.seal(outputs) if cache is not None else []
     attrs = dict(function=function, nest=_map(lambda v: _Input(index[id(v)]) if isinstance(v, Tensor) else v,
                                               (args, kwargs)),
                  n_inputs=len(inputs), rng_state=rng_state if preserve_rng_state else None,
                  determinism_check=determinism_check, outputs=[o._data for o in outputs],
-                 saved=_saved_by(records) if determinism_check != "none" else None, cache=cache, remembered=remembered)
-    leaves = _leaves_reached(records, start, inputs)
+                 saved=_saved_by(records) if determinism_check != "none" else None, cache=cache, remembered=remembered,
+                 inside_versions=[(r.name, vc, n, k) for r in records for vc, n, _, k in r.versions] +
+                 [v for r in records if isinstance(r, Checkpoint) for v in r.inside_versions])  # nested: theirs too
     if len(outputs) == 1:
         made = [apply(Checkpoint, *inputs, *leaves, out=outputs[0]._data, **attrs)]
     else:  # NOTE [checkpoint outputs]
         token = backend.xp_of(outputs[0]._data).empty((0,), dtype=outputs[0].dtype)
         record = apply(Checkpoint, *inputs, *leaves, out=token, **attrs)
         made = [apply(CheckpointOutput, record, out=o._data, slot=i) for i, o in enumerate(outputs)]
+    for o, m in zip(outputs, made):  # the tensor the caller gets is the output: a write to it is a write to it
+        if m._vc is None:
+            m._vc = _version_counter(o)
     replace = {id(o): m for o, m in zip(outputs, made)}
     return _map(lambda v: replace.get(id(v), v) if isinstance(v, Tensor) else v, result)
 
@@ -765,7 +856,7 @@ def measure_chain(functions, input):
             start, flops_before = mark(), prof.flops("forward")
             cache = OpCache(nothing_saveable, getattr(f, "__name__", type(f).__name__), count_flops=True)
             cache.note_input(x._data)
-            with caching(cache):
+            with caching(cache), noting_reads(cache):
                 y = f(x)
             kept = prof.activations_kept(records_since(y, start))  # a saved weight stays a parameter
             sizes.append(x._data.nbytes)
@@ -785,7 +876,7 @@ def _rerun_of(cache, out):
     results = {} if last in (None, -1) else {last: out}
 
     def cost(results, read_after):
-        runs, read, needed = cache.plan(results, read_after)
+        runs, read, needed = cache.plan(results, set(read_after) | cache._read_out)  # reads outside the ops too
         flops = sum(e.flops for e, run in zip(cache.entries, runs) if run)
         keeps = last in results and not runs[last] and (cache.entries[last].own_out is not None or read[last])
         return flops, -1 in needed, keeps

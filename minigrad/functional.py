@@ -208,7 +208,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     inverse of nn.MultiheadAttention's key_padding_mask), or a float of the query's dtype added to the scores
     (it gets a gradient if it requires one). is_causal: query i attends to keys 0..i. A query that may attend
     to nothing gets zeros, as in PyTorch. dropout_p drops attention weights whenever it is > 0: pass 0.0 in
-    eval mode, as in PyTorch.
+    eval mode, as in PyTorch. enable_gqa=True: grouped-query attention, key and value with fewer heads (dim -3)
+    than query, a divisor of its count, each head repeated for its group of queries (_repeat_heads).
 
     One fused op, as FlashAttention (NOTE [fused attention] in ops.py): it keeps query, key, value, the output
     and one log-sum-exp per query row, not the (..., L, S) probabilities that the eager composition
@@ -233,16 +234,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if value.shape[-2] != key.shape[-2]:
         raise ShapeError(f"{name}: got {shapes}; expected query (..., L, E), key (..., S, E), value (..., S, Ev): "
                          f"value's second-to-last dim ({value.shape[-2]}) must equal key's (S = {key.shape[-2]})")
+    if enable_gqa:
+        key, value = _repeat_heads(name, shapes, query, key, value)
     batch = ops.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     if batch is None:
+        gqa = (min(query.ndim, key.ndim, value.ndim) > 2 and key.shape[-3] and value.shape[-3] and
+               query.shape[-3] % key.shape[-3] == 0 and query.shape[-3] % value.shape[-3] == 0)
         raise ShapeError(f"{name}: the leading (batch) dims of {shapes} do not broadcast: compared from the "
-                         f"right, each pair must be equal or one of them 1")
+                         f"right, each pair must be equal or one of them 1" +
+                         ("; for grouped-query attention (key and value with fewer heads, dim -3, than query) pass "
+                          "enable_gqa=True" if gqa else ""))
     if not 0 <= dropout_p <= 1:
         raise ValueError(f"{name}: dropout_p must be a probability in [0, 1], got {dropout_p}")
-    if enable_gqa:
-        raise NotImplementedError(f"{name}: enable_gqa=True is not supported; repeat key's and value's heads to "
-                                  f"the query's first, e.g. key.reshape(B, Hk, 1, S, E).expand(B, Hk, Hq // Hk, S, "
-                                  f"E).reshape(B, Hq, S, E)")
     masks = ()
     if attn_mask is not None:
         _check_tensor(attn_mask, name, "attn_mask")
@@ -263,6 +266,26 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         masks = (attn_mask,)
     return apply(ops.ScaledDotProductAttention, query, key, value, *masks, dropout_p=dropout_p,
                  is_causal=is_causal, scale=scale)
+
+
+def _repeat_heads(name, shapes, query, key, value):
+    """enable_gqa=True: key and value, with Hk and Hv heads (dim -3) dividing the query's Hq, each head repeated
+    Hq // Hk (Hq // Hv) times in place, as PyTorch's repeat_interleave along dim -3: (..., Hk, S, E) -> (..., Hq, S,
+    E). The repeats are copies (the fused op keeps them, as PyTorch's math backend does); their gradients add up."""
+    if min(query.ndim, key.ndim, value.ndim) < 3:
+        raise ShapeError(f"{name}: enable_gqa=True needs a heads dim, (..., H, L or S, E), in query, key and value; "
+                         f"got {shapes}")
+    hq = query.shape[-3]
+    if not key.shape[-3] or not value.shape[-3] or hq % key.shape[-3] or hq % value.shape[-3]:
+        raise ShapeError(f"{name}: enable_gqa=True: the heads (dim -3) of key ({key.shape[-3]}) and value "
+                         f"({value.shape[-3]}) must each divide the query's ({hq}); got {shapes}")
+
+    def repeat(t):
+        *lead, h, n, e = t.shape
+        if h == hq:
+            return t
+        return t.reshape(*lead, h, 1, n, e).expand(*lead, h, hq // h, n, e).reshape(*lead, hq, n, e)
+    return repeat(key), repeat(value)
 
 
 def embedding(input, weight, padding_idx=None):

@@ -39,6 +39,8 @@ class Op:
     name = "op"
     same_dtype = True      # the tape checks that every input has one dtype and device
     returns_view = False   # its output may be a view of an input (reshape, transpose, a slice)
+    recomputes = False     # its backward makes again what it did not save (a checkpoint): it runs once, as one
+    #                        that saved arrays (NOTE [memory drains], tensor.py)
     needs_input_grad = ()  # one bool per input, set by the tape before forward runs
     saved = ()             # what save_for_backward named, while the record keeps it
     # set by the tape (tensor.py) when the op is recorded:
@@ -120,14 +122,17 @@ def unbroadcast(grad, shape):
 
 
 def rows(a):
-    """a as a 2-d array of rows, every leading dim a batch dim (no call at all when it is 2-d already)."""
-    return a if a.ndim == 2 else a.reshape(-1, a.shape[-1])
+    """a as a 2-d array of rows, every leading dim a batch dim (no call at all when it is 2-d already). The row
+    count is spelled out for an empty array, whose -1 NumPy cannot infer when a row is empty too."""
+    if a.ndim == 2:
+        return a
+    return a.reshape(-1, a.shape[-1]) if a.size else a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 def matmul(a, b):
     """a @ b; a big result goes into an array from the pool (NOTE [host memory pool] in backend.py)."""
-    if a.ndim < 2 or b.ndim < 2 or a.size // a.shape[-1] * b.shape[-1] * a.itemsize < POOL_MIN:
-        return a @ b  # 1-d operands as NumPy's @; a small result from malloc, without the pool's look-up
+    if a.ndim < 2 or b.ndim < 2 or not a.shape[-1] or a.size // a.shape[-1] * b.shape[-1] * a.itemsize < POOL_MIN:
+        return a @ b  # 1-d operands as NumPy's @; a small result (or k == 0: zeros) from malloc, no pool look-up
     shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
     return xp_of(a).matmul(a, b, out=empty(shape, a.dtype, a))
 
@@ -225,12 +230,14 @@ class Div(Op):
 
 
 class Pow(Op):
-    """d(x ** p) = p * x ** (p - 1), for a constant exponent p."""
+    """d(x ** p) = p * x ** (p - 1), for a constant exponent p; with zero_at_zero, 0 where x = 0 (NOTE [a root's
+    gradient at zero])."""
     name = "pow"
     flops_per_element = (1, (3,))  # g * p * x ** (p - 1)
+    zero_at_zero = False
 
-    def forward(self, x, exponent):
-        self.exponent = exponent
+    def forward(self, x, exponent, zero_at_zero=False):
+        self.exponent, self.zero_at_zero = exponent, zero_at_zero
         self.save_for_backward(x)
         return power(x, exponent)
 
@@ -239,7 +246,18 @@ class Pow(Op):
         p = self.exponent
         if p == 0:  # x ** 0 is constant; p * x ** -1 would give 0 * inf = nan at x = 0
             return (g * 0,)
-        return (g * (p * power(x, p - 1)),)
+        if not self.zero_at_zero:
+            return (g * (p * power(x, p - 1)),)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (masked_fill(g * (p * power(x, p - 1)), x == 0, 0),)
+
+
+# NOTE [a root's gradient at zero]: a norm is a root of a sum, sqrt(sum x^2) or (sum |x|^p) ** (1/p), and so is a
+# std, sqrt(var); at a sum of 0 (a zero vector, a constant row) the root's derivative is infinite and the chain
+# rule gives 0 * inf = nan. PyTorch's norm and std backward give 0 there; so do Sqrt and Pow with zero_at_zero,
+# which norm and std (tensor.py, _root) set. A flag of the op rather than a where() chosen by looking at the
+# values: the tape is the same whatever the values, so a checkpoint's recompute (whose inputs may be placeholders)
+# records the ops its forward did, and 'meta' arrays, which have no values, run it too.
 
 
 def power(x, p):
@@ -341,6 +359,34 @@ class Clamp(Op):
         return (g * self.saved[0],)
 
 
+class ClampTensor(Op):
+    """clamp(x, lo, hi) with tensor bounds (broadcasting; `sides` names the bounds given, after x), by PyTorch's rules:
+    the value is min(max(x, lo), hi) (x itself at a tie); dx = g where lo <= x <= hi (a tie is x's), dlo = g where
+    x < lo < hi, dhi = g where x > hi or hi < lo (then hi wins). Nobody's where a value is nan, nor where x < lo == hi
+    (PyTorch's clamp_backward and clamp_backward_min_max give nothing there either)."""
+    name = "clamp_tensor"
+    flops_per_element = (2, (2, 2, 2))  # max, min; per input: compare, * g
+
+    def forward(self, x, *bounds, sides):
+        xp = xp_of(x)
+        given = dict(zip(sides, bounds))
+        lo, hi = given.get("lo"), given.get("hi")
+        self.shapes = (x.shape,) + tuple(b.shape for b in bounds)
+        if hi is None:
+            masks, out = [x >= lo, x < lo], xp.maximum(x, lo)
+        elif lo is None:
+            masks, out = [x <= hi, x > hi], xp.minimum(x, hi)
+        else:
+            masks = [(x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo)]
+            out = xp.minimum(xp.maximum(x, lo), hi)
+        out = xp.where(masks[0], x, out)  # NumPy's maximum gives its second argument at a tie (0 and -0): x's sign
+        self.save_for_backward(*[m if need else None for m, need in zip(masks, self.needs_input_grad)])
+        return out
+
+    def backward(self, g):
+        return tuple(None if m is None else unbroadcast(g * m, shape) for m, shape in zip(self.saved, self.shapes))
+
+
 class Maximum(Op):
     """maximum(a, b) elementwise; g goes to the larger, split in half at ties (as PyTorch). Its own op: a
     where() gives a tie's whole gradient to one side."""
@@ -412,17 +458,23 @@ class Log(Op):
 
 
 class Sqrt(Op):
-    """d sqrt(x) = 1 / (2 sqrt(x))."""
+    """d sqrt(x) = 1 / (2 sqrt(x)); with zero_at_zero, 0 where x = 0 (NOTE [a root's gradient at zero])."""
     name = "sqrt"
     flops_per_element = (1, (2,))  # g / (2 y)
+    zero_at_zero = False
 
-    def forward(self, x):
+    def forward(self, x, zero_at_zero=False):
         y = xp_of(x).sqrt(x)
+        self.zero_at_zero = zero_at_zero
         self.save_for_backward(y)
         return y
 
     def backward(self, g):
-        return (g / (2 * self.saved[0]),)
+        (y,) = self.saved
+        if not self.zero_at_zero:
+            return (g / (2 * y),)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (masked_fill(g / (2 * y), y == 0, 0),)
 
 
 class Tanh(Op):
@@ -488,6 +540,16 @@ class Relu(Op):
         return (g * (self.saved[0] > 0),)
 
 
+# NOTE [GELU at large x]: GELU's tanh approximation computes x^3, which overflows far below the largest float
+# (|x| > 5.6e102 in float64, 7e12 in float32), where tanh is long saturated at +-1 and the exact value is x (or -0),
+# as PyTorch gives. The forward halves 1 + tanh before x multiplies it, so that 2 x never overflows (x near the
+# largest float): halving is exact, so the bits are the same as 0.5 * (x * (1 + t)) for every input that did not
+# overflow, at no cost. The backward's x^3 term, though, becomes inf * 0 = nan there (PyTorch's too, but only once
+# x^2 overflows, |x| > 1.3e154). Rather than another pass over every gradient to look for that, the backward runs
+# with NumPy's overflow and invalid checks raising (the processor's flags, read after each ufunc: about 2 us a
+# call); on the rare input that trips them it runs again and puts the limits, 1 for x > 20 and 0 for x < -20
+# (tanh is exactly +-1 there in every float dtype), where x is finite. CuPy has no such flags: on the GPU the
+# backward stays nan there.
 class Gelu(Op):
     """gelu(x) = x Phi(x); d gelu = Phi(x) + x phi(x) (or the derivative of the tanh approximation)."""
     name = "gelu"
@@ -502,8 +564,8 @@ class Gelu(Op):
             self.flops_per_element = self.flops_per_element_tanh
             y = self._tanh_of_inner(x)
             y += 1
-            y *= x
-            y *= 0.5  # 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
+            y *= 0.5  # halved before x multiplies (NOTE [GELU at large x])
+            y *= x  # 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
             return y
         y = normal_cdf(x)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
         y *= x
@@ -518,25 +580,37 @@ class Gelu(Op):
         t *= self.K
         return xp_of(x).tanh(t, out=t)
 
+    def _tanh_backward(self, x, g):
+        """g (0.5 (1 + t) + 0.5 x (1 - t^2) K (1 + 3 0.044715 x^2)), t the tanh above, in arrays of its own."""
+        xp = xp_of(x)
+        t = self._tanh_of_inner(x)
+        d = xp.square(x, out=empty_like(x))
+        d *= 3 * 0.044715
+        d += 1
+        d *= self.K
+        d *= x
+        d *= 0.5
+        u = xp.square(t, out=empty_like(x))
+        xp.subtract(1, u, out=u)
+        d *= u
+        t += 1
+        t *= 0.5
+        t += d
+        t *= g
+        return t
+
     def backward(self, g):
         (x,) = self.saved
         xp = xp_of(x)
-        if self.approximate == "tanh":  # 0.5 (1 + t) + 0.5 x (1 - t^2) K (1 + 3 0.044715 x^2), t the tanh above
-            t = self._tanh_of_inner(x)
-            d = xp.square(x, out=empty_like(x))
-            d *= 3 * 0.044715
-            d += 1
-            d *= self.K
-            d *= x
-            d *= 0.5
-            u = xp.square(t, out=empty_like(x))
-            xp.subtract(1, u, out=u)
-            d *= u
-            t += 1
-            t *= 0.5
-            t += d
-            t *= g
-            return (t,)
+        if self.approximate == "tanh":
+            try:
+                with np.errstate(over="raise", invalid="raise"):
+                    return (self._tanh_backward(x, g),)
+            except FloatingPointError:  # NOTE [GELU at large x]
+                with np.errstate(all="ignore"):
+                    grad = self._tanh_backward(x, g)
+                    saturated = xp.isfinite(x) & (xp.abs(x) > 20)
+                    return (xp.where(saturated, (x > 0) * g, grad).astype(grad.dtype, copy=False),)
         grad = xp.square(x, out=empty_like(x))  # in place from here: GELU's activations are a GPT's widest
                                                 # (out=: NumPy would return a 0-d result as a scalar)
         grad *= -0.5
@@ -879,6 +953,7 @@ class Expand(Op):
     """expand(x, shape): a broadcast view, no copy (as teenygrad's Expand); d = g summed back to x's shape."""
     name = "expand"
     flops_per_element = (0, (0,))  # the sums of the backward count as broadcasting's adds
+    returns_view = True            # so it shares its input's version counter (NOTE [version counters])
 
     def forward(self, x, shape):
         self.in_shape = x.shape

@@ -21,6 +21,7 @@ through the next forward; with 'none' (today's default) they are freed after the
 Read next: formulas.py, the closed forms that the ledger's measurements must equal; __main__.py, whose
 `memory` and `plan` commands print these predictions.
 """
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -238,7 +239,11 @@ def parse_bytes(text):
     if not m or m.group(2).upper() not in _UNITS:
         raise ValueError(f"memory {text!r}: write a number and a unit, e.g. 24GB (24 x 10^9 bytes), 24GiB (24 x 2^30) "
                          f"or 24000MB")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    n = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    if not math.isfinite(n):  # 1e999 is inf as a float: no number of bytes
+        raise ValueError(f"memory {text!r} is too large to be a number of bytes (beyond the largest float, about "
+                         f"1.8e308); write a budget such as 24GB (24 x 10^9 bytes), 24GiB (24 x 2^30) or 24000MB")
+    return int(n)
 
 
 def gib(n):

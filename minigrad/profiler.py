@@ -406,7 +406,19 @@ class profile:
 
     @_bookkeeping
     def on_new_tensor(self, t):
-        self._hold(t._data, PARAMETERS if isinstance(t, nn.Parameter) else TRANSIENT)
+        """A tensor was made around an array (tensor._new), or given one (_set_data). NOTE [an old array, a new
+        tensor]: a tensor is not a buffer. An array the ledger knows already is counted where it is (an op's
+        output, a record's saved array, a parameter), so wrapping it again adds no transient holder: one would
+        hold its bytes for as long as the array lives, also after the holder that counted it let go. A
+        checkpoint's recompute re-wraps its saved inputs so: the batch, alive before the block, would have stayed
+        'transient' after the step. A Parameter still holds its array as a parameter (nn.Parameter re-counts a
+        tensor it takes so). An array the ledger never saw it cannot date: wrapped in the block, it counts as new
+        (so a checkpoint's recompute wraps its saved inputs with tensor._wrap, which reports nothing: they are
+        the forward's arrays, also when the forward ran before the block)."""
+        if isinstance(t, nn.Parameter):
+            self._hold(t._data, PARAMETERS)
+        elif id(backend.owner(t._data)) not in self._buffers:
+            self._hold(t._data, TRANSIENT)
 
     @_bookkeeping
     def on_step(self, optimizer, done):

@@ -200,6 +200,9 @@ def apply(op_cls, *inputs, **attrs):
             if _on.profiler is not None:
                 _on.profiler.stop_clock(clock)  # not run: its time is the checkpoint's that replays it
             return t
+    if _placeholders:  # NOTE [reads outside the tape]: an op that runs reads its inputs
+        for a in arrays:
+            _check_real(a, op_cls.name, op=True)
     try:
         out = op.forward(*arrays, **attrs)
     except (ValueError, IndexError, TypeError) as e:
@@ -213,7 +216,7 @@ def apply(op_cls, *inputs, **attrs):
     if op.returns_view and out.base is not None:  # a view of its input shares the input's version counter
         _share_version(t, inputs)
     if _on.caching is not None:
-        _on.caching.add(op, op if record else None, arrays, out, attrs)  # before keep(): its policy decides
+        _on.caching.add(op, op if record else None, arrays, t, attrs)  # before keep(): its policy decides
     if record:
         op.next = tuple([i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs])
         op.seq = next(_seq)
@@ -231,17 +234,6 @@ def keep(record, inputs, out):
     whether the record keeps it (not inside a checkpoint's forward, which recomputes it later),
     notes the version of each kept array that a tensor holds (NOTE [version counters]), and tells
     the profiler, which counts it as activation memory until `release`."""
-    if not _on.keep_saved:
-        # what it would have kept, by metadata only: a checkpoint's recompute must keep the same
-        record.saved_meta = tuple((a.shape, a.dtype, backend.device_of(a)) for a in record.saved if backend.is_array(a))
-        if _on.caching is None or not _on.caching.saves(record):
-            record.saved = ()
-            return
-        # NOTE [selective checkpoint] (checkpoint.py): its policy keeps this op. It keeps what its backward
-        # reads but its inputs, which the recompute hands it again (made again, or remembered)
-        record.saved = tuple(None if any(a is t._data for t in inputs) else a for a in record.saved)
-    if not record.saved:
-        return
     versions = []
     i = -1  # counted by hand, not enumerate (NOTE [per-op overhead]), as k below
     for a in record.saved:
@@ -263,7 +255,18 @@ def keep(record, inputs, out):
             vc = t._vc = _Version()
         versions.append((vc, vc.n, i, k))
     if versions:
-        record.versions = versions
+        record.versions = versions  # inside a checkpoint's forward too: its record checks them (checkpoint.py)
+    if not _on.keep_saved:
+        # what it would have kept, by metadata only: a checkpoint's recompute must keep the same
+        record.saved_meta = tuple((a.shape, a.dtype, backend.device_of(a)) for a in record.saved if backend.is_array(a))
+        if _on.caching is None or not _on.caching.saves(record):
+            record.saved = ()
+            return
+        # NOTE [selective checkpoint] (checkpoint.py): its policy keeps this op. It keeps what its backward
+        # reads but its inputs, which the recompute hands it again (made again, or remembered)
+        record.saved = tuple(None if any(a is t._data for t in inputs) else a for a in record.saved)
+    if not record.saved:
+        return
     if _on.profiler is not None:
         _on.profiler.on_save(record)
 
@@ -286,6 +289,8 @@ def _replay(op_cls, inputs, attrs, forward, saved, refill, out):
     t._ctx = op
     for i, k in refill:  # the inputs it saved (by index), or keyword arguments (by name): this run's
         saved[i] = inputs[k]._data if isinstance(k, int) else attrs[k]
+        if _placeholders:
+            _check_real(saved[i], op_cls.name)
     op.save_for_backward(*saved)
     keep(op, inputs, t)
     release(forward)
@@ -308,7 +313,7 @@ def release(record):
     memory falls during backward as it rose during forward."""
     if _on.profiler is not None:
         _on.profiler.on_release(record)  # first: while the arrays still exist
-    record.released = bool(record.saved)  # a record that kept nothing can run again
+    record.released = bool(record.saved) or record.recomputes  # a record that kept nothing can run again
     record.saved = ()
 
 
@@ -391,6 +396,73 @@ def _check_same_device_and_dtype(name, arrays):
             dtypes = sorted({x.dtype.name for x in arrays})
             raise TypeError(f"{name}: inputs have different dtypes ({' and '.join(dtypes)}); minigrad does not "
                             f"promote silently: convert one with .to('{first.dtype.name}') first")
+
+
+# NOTE [reads outside the tape]: the tape sees what ops read, but Python code also reads values outside any op: a
+# comparison (w > 0, for a mask), .item(), .numpy(), an index's values, an in-place write the tape does not record.
+# A checkpoint's recompute skips the ops whose outputs backward does not read (NOTE [recompute what backward
+# reads], checkpoint.py) and hands out a NaN placeholder for each; such a read must never see one. So every read
+# outside the ops goes through `_values`: in a checkpoint's forward it tells the checkpoints running (`_noting`,
+# innermost last) that this array is read, and their recompute makes it for real; in a recompute, if the array is
+# a placeholder after all (the function read something else the second time), it raises, naming the op and the
+# fix. `_placeholders` holds what the recomputes running now handed out without running, by id; `apply` refuses to
+# run an op on one. Both are empty outside checkpoints: two falsy checks per read.
+_noting = []
+_placeholders = {}
+
+
+def _values(t, who):
+    """t's array, for a read outside the ops by `who` (NOTE [reads outside the tape])."""
+    a = t._data
+    for cache in _noting:
+        cache.read_outside(a)
+    if _placeholders:
+        _check_real(a, who)
+    return a
+
+
+def _before_write(t, who):
+    """t's array is about to be written in place by code the tape does not record: a read of the old values, and
+    the checkpoints running copy what their recompute must hand back as the op made it (NOTE [reads outside the
+    tape], NOTE [selective checkpoint])."""
+    a = _values(t, who)
+    for cache in _noting:
+        cache.before_write(t)
+    return a
+
+
+def _check_real(a, who, op=False):
+    hit = _placeholders.get(id(a))
+    if hit is not None and hit[0] is a:
+        cache = hit[2]
+        if op and cache.diverged and cache.checks:
+            return  # it ran other ops than its forward: its determinism check says what changed (checkpoint.py)
+        if cache.diverged:
+            raise RuntimeError(f"{who}: a checkpoint's recompute of '{cache.who}' in backward ran other ops than its "
+                               f"forward, and this reads the output of '{hit[1]}', which it did not run: a "
+                               f"checkpointed function must compute the same thing twice (determinism_check='none' "
+                               f"skips the check that says what changed)")
+        raise RuntimeError(f"{who}: a checkpoint's recompute of '{cache.who}' did not run '{hit[1]}' (backward does not "
+                           f"need its output) and this reads that output's values: the function read values outside "
+                           f"minigrad's ops that its forward did not read (its reads must be the same both times). "
+                           f"Read them the same way in both runs, or recompute every op: wrap the checkpoint in "
+                           f"`with mg.set_checkpoint_early_stop(False):`")
+
+
+class noting_reads:
+    """`with noting_reads(cache):` a checkpoint's forward: reads outside the ops are told to the cache
+    (NOTE [reads outside the tape])."""
+
+    def __init__(self, cache):
+        self.cache = cache
+
+    def __enter__(self):
+        if self.cache is not None:
+            _noting.append(self.cache)
+
+    def __exit__(self, *exc):
+        if self.cache is not None:
+            _noting.remove(self.cache)
 
 
 def mark():
@@ -703,7 +775,7 @@ class Tensor:
     @property
     def data(self):
         """The underlying NumPy or CuPy array. May be replaced by another of the same shape."""
-        return self._data
+        return _values(self, "data")
 
     @data.setter
     def data(self, array):
@@ -786,16 +858,16 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("numpy: this tensor requires grad; call .detach().numpy() "
                                "(as in PyTorch) so that no one writes into the recorded array by mistake")
-        return backend.to_numpy(self._data)
+        return backend.to_numpy(_values(self, "numpy"))
 
     def item(self):
         if self._data.size != 1:
             raise ValueError(f"item: only a one-element tensor converts to a Python number, this one has shape "
                              f"{self.shape}; reduce it first (.sum(), .mean()) or index one element")
-        return self._data.reshape(()).item()
+        return _values(self, "item").reshape(()).item()
 
     def tolist(self):
-        return backend.to_numpy(self._data).tolist()
+        return backend.to_numpy(_values(self, "tolist")).tolist()
 
     def __float__(self):
         return float(self.item())
@@ -812,7 +884,7 @@ class Tensor:
         return format(self.item(), spec) if self._data.size == 1 and spec else object.__format__(self, spec)
 
     def __repr__(self):
-        body = np.array2string(backend.to_numpy(self._data), separator=", ", precision=4, threshold=50,
+        body = np.array2string(backend.to_numpy(_values(self, "repr")), separator=", ", precision=4, threshold=50,
                                prefix="tensor(")
         extras = [f"dtype={self.dtype.name}"] if self.dtype.name not in ("float32", "int64", "bool") else []
         if self.device != "cpu":
@@ -974,6 +1046,11 @@ class Tensor:
             raise RuntimeError(f"{name}: in place on a view, or on a tensor that has views or detached copies, while "
                                f"grad mode records it: minigrad does not support that; write y = y ... instead, or "
                                f"do it under mg.no_grad()")
+        if not recording:  # the write reads the old values, and the other operands' (NOTE [reads outside the tape])
+            for o in others:
+                if isinstance(o, Tensor):
+                    _values(o, name)
+            _before_write(self, name)
         if not recording and numpy_write is not None:
             numpy_write(self._data)
             _version_counter(self).n += 1
@@ -984,7 +1061,10 @@ class Tensor:
                                f"{self.dtype.name} of shape {self.shape}: an in-place op cannot change either; "
                                f"write x = x ... for a new tensor")
         if recording:
+            old = self._ctx
             self._data, self._ctx, self._requires_grad, self._vc = new._data, new._ctx, new._requires_grad, None
+            if old is not None and old.retained is not None and old.retained() is self:
+                old.retained, new._ctx.retained = None, weakref.ref(self)  # retain_grad() follows the tensor, as in PyTorch
         else:
             self._data[...] = new._data
             _version_counter(self).n += 1
@@ -1046,6 +1126,11 @@ class Tensor:
         """Copy src's values in (broadcast to this shape, converted to this dtype and device)."""
         if not isinstance(src, Tensor):
             raise TypeError(f"copy_: expected a Tensor, got {type(src).__name__}")
+        # checked here, the same in every grad mode (recorded, the write is a where(), whose error names the wrong op)
+        if ops.broadcast_shapes(src.shape, self.shape) != self.shape:
+            raise ShapeError(f"copy_: the source's shape {src.shape} does not broadcast to this tensor's shape "
+                             f"{self.shape}; reshape the source (src.reshape{self.shape} when it has as many elements) "
+                             f"or copy into a tensor of the source's shape")
         src = src.to(self.device, self.dtype)
 
         def numpy_write(array):
@@ -1054,14 +1139,22 @@ class Tensor:
         return self._write("copy_", lambda: where(everywhere, src, self), (src,), numpy_write)
 
     def clamp(self, min=None, max=None):
-        """Values below min become min, above max become max; the gradient passes where neither applies."""
+        """Values below min become min, above max become max; the gradient passes where neither applies. min and max
+        may be tensors (broadcasting), as in PyTorch: each then gets the gradient where it was chosen
+        (ops.ClampTensor has the rules, ties included)."""
         if min is None and max is None:
             raise ValueError("clamp: give min, max or both")
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            return _clamp_by_tensors(self, min, max)
         return apply(ops.Clamp, self, lo=min, hi=max)
 
     clip = clamp
 
     def clamp_(self, min=None, max=None):
+        bounds = tuple(b for b in (min, max) if isinstance(b, Tensor))
+        if bounds:  # computed out of place, then written in: _write checks that the shape and dtype stay
+            return self._write("clamp_", lambda: self.clamp(min, max), bounds)
+
         def numpy_write(array):
             backend.xp_of(array).clip(array, min, max, out=array)
         return self._write("clamp_", lambda: self.clamp(min, max), (), numpy_write)
@@ -1085,8 +1178,8 @@ class Tensor:
 
     # --- comparisons: not differentiable, they return bool tensors
     def _compare(self, other, fn):
-        other = other._data if isinstance(other, Tensor) else other
-        return _new(backend.as_array(fn(self._data, other)))
+        other = _values(other, fn.__name__) if isinstance(other, Tensor) else other
+        return _new(backend.as_array(fn(_values(self, fn.__name__), other)))
 
     def __lt__(self, other):
         return self._compare(other, operator.lt)
@@ -1107,21 +1200,21 @@ class Tensor:
         return self._compare(other, operator.ne)
 
     def __invert__(self):
-        return _new(~self._data)
+        return _new(~_values(self, "invert"))
 
     __hash__ = object.__hash__  # tensors are dict keys by identity (optimizer state)
 
     def any(self):
-        return _new(backend.as_array(self._data.any()))
+        return _new(backend.as_array(_values(self, "any").any()))
 
     def all(self):
-        return _new(backend.as_array(self._data.all()))
+        return _new(backend.as_array(_values(self, "all").all()))
 
     def argmax(self, dim=None, keepdim=False):
-        return _new(backend.as_array(self._data.argmax(axis=dim, keepdims=keepdim)))
+        return _new(backend.as_array(_values(self, "argmax").argmax(axis=dim, keepdims=keepdim)))
 
     def argmin(self, dim=None, keepdim=False):
-        return _new(backend.as_array(self._data.argmin(axis=dim, keepdims=keepdim)))
+        return _new(backend.as_array(_values(self, "argmin").argmin(axis=dim, keepdims=keepdim)))
 
     # --- reductions
     def sum(self, dim=None, keepdim=False):
@@ -1146,7 +1239,8 @@ class Tensor:
         d = ops.normalize_dims(name, dim, self.ndim, self.shape)
         if d and self.shape[d[0]] == 0:
             return apply(op_cls, self, dim=dim)  # raises: the max of nothing
-        arg = self._data.argmax if name == "max" else self._data.argmin
+        a = _values(self, name)
+        arg = a.argmax if name == "max" else a.argmin
         index = _new(backend.as_array(arg(axis=d[0], keepdims=True)) if d else
                      backend.xp_of(self._data).zeros((), dtype="int64"))
         values = self.gather(dim, index)
@@ -1190,8 +1284,9 @@ class Tensor:
             return squares / max(n - correction, 0)
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        """The square root of var(...), with the same arguments."""
-        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+        """The square root of var(...), with the same arguments. Where the std is 0 (a constant row) the gradient
+        is 0, as in PyTorch, not the nan that d sqrt(v) at v = 0 would give (_root, as norm's)."""
+        return _root(self.var(dim, unbiased, keepdim, correction=correction), 2)
 
     def logsumexp(self, dim, keepdim=False):
         """log(sum(exp(x))) over dim, computed stably: the max m is taken out, log(sum(exp(x - m))) + m."""
@@ -1199,7 +1294,7 @@ class Tensor:
         axes = ops.normalize_dims("logsumexp", dim, x.ndim, x.shape)
         xp = backend.xp_of(x._data)
         if all(x.shape[a] for a in axes):
-            m = x._data.max(axis=axes, keepdims=True)
+            m = _values(x, "logsumexp").max(axis=axes, keepdims=True)
             m = xp.where(xp.isfinite(m), m, 0)  # every x -inf (or an inf): x - m would be nan
         else:  # an empty dim: the sum is 0 and the result -inf
             m = xp.zeros(ops.keepdim_shape(x.shape, axes), dtype=x.dtype)
@@ -1223,7 +1318,8 @@ class Tensor:
         if p == 0:
             return (x != 0).to(x.dtype).sum(dim, keepdim)
         if _is_number(p) and not isinstance(p, (bool, np.bool_)) and p > 0:
-            return _root((x.abs() ** p).sum(dim, keepdim), p)
+            # |x| ** p with p < 1 has an infinite derivative at 0 too: 0 there, as PyTorch's (ops.Pow's zero_at_zero)
+            return _root(apply(ops.Pow, x.abs(), exponent=p, zero_at_zero=True).sum(dim, keepdim), p)
         raise ValueError(f"norm: p must be 'fro', 0, a number > 0, inf or -inf, got {p!r} ('nuc' and p < 0 are "
                          f"not supported)")
 
@@ -1245,7 +1341,7 @@ class Tensor:
         d = ops.normalize_dims("topk", dim, self.ndim, self.shape)[0]
         if not 0 <= k <= self.shape[d]:
             raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
-        a = self._data
+        a = _values(self, "topk")
         xp = backend.xp_of(a)
         if a.dtype.kind == "f":
             key = xp.where(xp.isnan(a), -xp.inf, -a) if largest else a  # argsort puts nan last
@@ -1369,8 +1465,9 @@ class Tensor:
         n = self.shape[d]
         if isinstance(split_size_or_sections, (int, np.integer)):
             size = int(split_size_or_sections)
-            if size <= 0 and n:
-                raise ValueError(f"split: split_size must be positive, got {size}")
+            if size < 0 or (size == 0 and n):  # as PyTorch: 0 only splits a dim of size 0 (into one piece)
+                raise ValueError(f"split: split_size must be positive (0 only for a dim of size 0), got {size} for "
+                                 f"dim {dim} of shape {self.shape}")
             sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
         else:
             sizes = [int(k) for k in split_size_or_sections]
@@ -1386,7 +1483,9 @@ class Tensor:
         if chunks <= 0:
             raise ValueError(f"chunk: chunks must be positive, got {chunks}")
         n = self.shape[self._dim("chunk", dim)]
-        return self.split(max(-(-n // chunks), 1), dim)
+        if not n:  # as torch.chunk: `chunks` empty pieces (split(0) would give one)
+            return self.split([0] * chunks, dim)
+        return self.split(-(-n // chunks), dim)
 
     def unbind(self, dim=0):
         """The slices along dim, that dim removed: a tuple of views."""
@@ -1465,9 +1564,12 @@ def _index_key(key, t):
     out, raw = [], []
     for k in key:
         if isinstance(k, Tensor):
-            k = k._data
-        elif isinstance(k, (list, np.ndarray)):
-            k = backend.to_device(np.asarray(k), t.device)
+            k = _values(k, "index")
+        elif isinstance(k, (list, tuple, np.ndarray)):  # a tuple inside the key is a list, as in PyTorch and NumPy
+            a = np.asarray(k)
+            if not a.size and not isinstance(k, np.ndarray):
+                a = a.astype(np.int64)  # [] or (): no index (as PyTorch and NumPy index), not float64's nothing
+            k = backend.to_device(a, t.device)
         raw.append(k)
         if hasattr(k, "dtype"):
             if k.dtype == bool:
@@ -1496,7 +1598,7 @@ def _check_mask_fits(before, after, t):
 
 
 def _bool_array(mask, like, op):
-    m = mask._data if isinstance(mask, Tensor) else backend.to_device(np.asarray(mask), like.device)
+    m = _values(mask, op) if isinstance(mask, Tensor) else backend.to_device(np.asarray(mask), like.device)
     if m.dtype != bool:
         raise TypeError(f"{op}: the mask must be a bool tensor, got {m.dtype}; compare to make one (t > 0)")
     if backend.device_of(m) != like.device:
@@ -1506,7 +1608,7 @@ def _bool_array(mask, like, op):
 
 def _integer_index(op, index, like):
     """An index (Tensor, list or array) as an integer array on like's device."""
-    a = index._data if isinstance(index, Tensor) else backend.to_device(np.asarray(index), like.device)
+    a = _values(index, op) if isinstance(index, Tensor) else backend.to_device(np.asarray(index), like.device)
     if a.dtype.kind not in "iu":
         raise TypeError(f"{op}: the index must be an integer tensor, got {a.dtype}")
     if backend.device_of(a) != like.device:
@@ -1523,14 +1625,29 @@ def _check_in_range(op, index, n, where_):
 
 
 def _root(s, p):
-    """s ** (1/p), with a zero gradient where s == 0 (where d sqrt(s) is infinite and 0 * inf would be nan), as
-    PyTorch's norm: the root is taken of 1 there, and its result not used."""
-    zero = s._data == 0
-    if not zero.any():
-        return s.sqrt() if p == 2 else s ** (1 / p)
-    zero = _new(zero)
-    safe = where(zero, 1.0, s)
-    return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1 / p))
+    """s ** (1/p) of a floating s, with a zero gradient where s == 0 (where d sqrt(s) is infinite and 0 * inf
+    would be nan), as PyTorch's norm and std: one op whatever the values (NOTE [a root's gradient at zero], ops.py),
+    so it runs on 'meta' and records the same ops in a checkpoint's recompute."""
+    if p == 2:
+        return apply(ops.Sqrt, s, zero_at_zero=True)
+    return apply(ops.Pow, s, exponent=1 / p, zero_at_zero=True)
+
+
+def _clamp_by_tensors(x, lo, hi):
+    """x.clamp(lo, hi) where a bound is a tensor (a number beside it is a constant one): x and the bounds in one
+    dtype by NOTE [type promotion], their shapes broadcast, one ops.ClampTensor."""
+    sides, bounds = [], []
+    for side, b in (("lo", lo), ("hi", hi)):
+        if b is not None:
+            x, b = _operands(x, b, "clamp")
+            sides.append(side)
+            bounds.append(b)
+    bounds = [b if b.dtype == x.dtype else b.to(x.dtype) for b in bounds]  # a max that promoted x promotes min too
+    if ops.broadcast_shapes(x.shape, *(b.shape for b in bounds)) is None:
+        given = ", ".join(f"{'min' if side == 'lo' else 'max'} {b.shape}" for side, b in zip(sides, bounds))
+        raise ShapeError(f"clamp: the input's shape {x.shape} and the bounds' ({given}) do not broadcast: compared "
+                         f"from the right, each pair of dims must be equal or one of them 1")
+    return apply(ops.ClampTensor, x, *bounds, sides=tuple(sides))
 
 
 # (values, indices), as torch.return_types: `values, indices = x.max(1)` and `x.max(1).values` both work
@@ -1627,7 +1744,7 @@ def multinomial(input, num_samples, replacement=False):
     if not isinstance(input, Tensor) or input.ndim not in (1, 2) or input.dtype.kind != "f":
         raise TypeError(f"multinomial: input must be a 1-d or 2-d float tensor of weights, got "
                         f"{getattr(input, 'dtype', type(input).__name__)} {getattr(input, 'shape', '')}")
-    w = backend.to_numpy(input._data).astype("float64").reshape(-1, input.shape[-1])
+    w = backend.to_numpy(_values(input, "multinomial")).astype("float64").reshape(-1, input.shape[-1])
     if not np.isfinite(w).all() or (w < 0).any() or (w.sum(axis=1) <= 0).any():
         raise ValueError("multinomial: the weights must be finite, non-negative, and not all zero in a row")
     if not replacement and num_samples > int((w > 0).sum(axis=1).min()):

@@ -1,4 +1,5 @@
 """Shared fixtures. Tests run on the default device: MINIGRAD_DEVICE=cuda runs the whole suite on CuPy."""
+import importlib
 import os
 
 # One BLAS/OpenMP thread, set before anything imports NumPy (OpenBLAS reads these once, when it loads; PyTorch
@@ -23,6 +24,8 @@ def _seed_and_a_clean_tape():
     yield
     assert is_keeping_saved() and not is_recomputing() and mg.is_grad_enabled(), "a test left the tape's switches set"
     assert active_profiler() is None, "a test left a profile active"
+    tape = importlib.import_module("minigrad.tensor")  # the module (mg.tensor is the function)
+    assert not tape._noting and not tape._placeholders, "a test left a checkpoint's read guards set"
 
 
 @pytest.fixture

@@ -690,7 +690,8 @@ def test_default_check_names_the_function_and_both_shapes():
 def test_none_check_skips_the_shape_check_too():
     shape_shifter, _ = shape_shifter_factory()
     y = mg.checkpoint(shape_shifter, mg.randn(3, 4), determinism_check="none")
-    with pytest.raises(ValueError, match="does not match"):  # the backward's own check, not checkpoint's
+    # not checkpoint's shape check: the recompute's slice reads the Linear's output, which it did not run
+    with pytest.raises(RuntimeError, match="ran other ops than its forward.*'linear'"):
         y.sum().backward()
 
 

@@ -387,8 +387,16 @@ def test_sdpa_dropout_p_and_gqa():
     q, k, v = _qkv()
     with pytest.raises(ValueError, match=rf"^{SDPA}: dropout_p must be a probability in \[0, 1\], got 1.5"):
         F.scaled_dot_product_attention(q, k, v, dropout_p=1.5)
-    with pytest.raises(NotImplementedError, match=rf"^{SDPA}: enable_gqa=True is not supported; repeat"):
-        F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    q4, kv3 = mg.randn(1, 4, 5, 8), mg.randn(1, 3, 5, 8)  # grouped-query attention: key's heads must divide query's
+    with pytest.raises(ValueError, match=rf"^{SDPA}: enable_gqa=True: the heads \(dim -3\) of key \(3\) and value "
+                                         rf"\(3\) must each divide the query's \(4\); got query \(1, 4, 5, 8\)"):
+        F.scaled_dot_product_attention(q4, kv3, kv3, enable_gqa=True)
+    with pytest.raises(ValueError, match=rf"^{SDPA}: enable_gqa=True needs a heads dim"):
+        F.scaled_dot_product_attention(q[0], k[0], v[0], enable_gqa=True)
+    kv2 = mg.randn(1, 2, 5, 8)  # fewer heads without enable_gqa: the batch dims do not broadcast, and the hint
+    with pytest.raises(ValueError, match=rf"^{SDPA}: the leading \(batch\) dims of query \(1, 4, 5, 8\), key "
+                                         rf"\(1, 2, 5, 8\).* do not broadcast.*pass enable_gqa=True"):
+        F.scaled_dot_product_attention(q4, kv2, kv2)
 
 
 def test_gpt_sequence_longer_than_block_size():
