@@ -234,6 +234,8 @@ def keep(record, inputs, out):
     whether the record keeps it (not inside a checkpoint's forward, which recomputes it later),
     notes the version of each kept array that a tensor holds (NOTE [version counters]), and tells
     the profiler, which counts it as activation memory until `release`."""
+    if not record.saved:
+        return
     versions = []
     i = -1  # counted by hand, not enumerate (NOTE [per-op overhead]), as k below
     for a in record.saved:
@@ -265,8 +267,6 @@ def keep(record, inputs, out):
         # NOTE [selective checkpoint] (checkpoint.py): its policy keeps this op. It keeps what its backward
         # reads but its inputs, which the recompute hands it again (made again, or remembered)
         record.saved = tuple(None if any(a is t._data for t in inputs) else a for a in record.saved)
-    if not record.saved:
-        return
     if _on.profiler is not None:
         _on.profiler.on_save(record)
 
