@@ -37,7 +37,7 @@ import time
 import weakref
 
 from . import backend, nn, optim
-from .tensor import Tensor, active_profiler, is_recomputing, profiling
+from .tensor import Listener, Tensor, active_profiler, is_recomputing, profiling
 
 CATEGORIES = ("parameters", "optimizer", "gradients", "activations", "transient")
 PARAMETERS, OPTIMIZER, GRADIENTS, ACTIVATIONS, TRANSIENT = range(5)
@@ -112,7 +112,7 @@ def _bookkeeping(hook):
     return timed
 
 
-class profile:
+class profile(Listener):
     """Context manager that records bytes by category, FLOPs and time by phase and op (see module doc)."""
 
     def __init__(self, *scope):

@@ -117,8 +117,64 @@ class recomputing(_Mode):
 
 
 class profiling(_Mode):
-    """Report every op, saved array, gradient and new tensor to `profiler` (mg.profile enters this)."""
+    """Report every op, saved array, gradient and new tensor to `listener`, a Listener (mg.profile enters this)."""
     switch = "profiler"
+
+
+class Listener:
+    """NOTE [what the tape reports]: every report the tape (and the optimizer and the collectives) makes to the
+    listener of `with profiling(listener):`, in one place: each does nothing here, and mg.profile (profiler.py)
+    overrides them to keep its ledger of bytes, FLOPs and time. Where each is called, in the order of a step:
+
+      apply         on_inputs (it also starts the op's clock) ... on_forward; stop_clock for an op a
+                    checkpoint's recompute replays without running it
+      keep          on_save: a record keeps its saved arrays (activation memory)
+      hand_over     on_hand_over: a checkpoint gives the outputs it kept to its recompute's records
+      _run_tape     start_clock, on_backward, stop_clock: a record's backward ran
+      release       on_release: a record frees its saved arrays
+      _set_grad     on_grad: a .grad comes into being
+      _new          on_new_tensor: a tensor that is no op's output (factories, comparisons, .data = ...)
+      optim.py      on_step (before and after an optimizer's step), start_clock and stop_clock around it
+      distributed   on_communication: bytes sent and received by a collective
+
+    The tape reads `_on.profiler` once per op and calls only when a listener is active: without one, none of
+    this runs."""
+
+    def on_inputs(self, inputs):
+        """An op is about to run on these tensors; returns the clock that on_forward stops."""
+
+    def start_clock(self):
+        """Returns a clock for stop_clock."""
+
+    def stop_clock(self, clock, op=None, phase=None):
+        """The time since start_clock belongs to op (a name) in phase ('forward', 'backward', 'step', ...)."""
+
+    def on_forward(self, op, inputs, out, clock):
+        """op ran on inputs and made the array out (op is a record if it recorded); stops its clock."""
+
+    def on_save(self, record):
+        """record keeps record.saved for its backward (through keep, the one choke point)."""
+
+    def on_hand_over(self, record, arrays):
+        """record (a checkpoint) gives these saved arrays to its recompute's records before its backward."""
+
+    def on_release(self, record):
+        """record's saved arrays are about to be dropped: its backward ran (they are still there)."""
+
+    def on_backward(self, op, grad, input_grads):
+        """op's backward turned grad into input_grads (one per input, None where none)."""
+
+    def on_grad(self, array):
+        """array became a tensor's .grad."""
+
+    def on_new_tensor(self, t):
+        """t was made around an array, or given a new one, outside any op."""
+
+    def on_step(self, optimizer, done):
+        """optimizer's step is about to run (done False) or has run (done True)."""
+
+    def on_communication(self, op, sent, received):
+        """A collective op sent and received these many bytes."""
 
 
 class caching(_Mode):

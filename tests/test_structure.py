@@ -191,3 +191,21 @@ def test_no_grad_as_a_decorator_nests_in_itself():
             assert is_grad_enabled()
         assert not is_grad_enabled()
     assert is_grad_enabled()
+
+
+# ----------------------------------------------------------------------------- the tape's reports in one place
+
+def test_the_listener_declares_every_report_the_code_makes():
+    """NOTE [what the tape reports] (tensor.py): each report called on a profiler anywhere in minigrad/ is a method
+    of tensor.Listener, each Listener method is called somewhere, and mg.profile overrides every one."""
+    from minigrad.tensor import Listener
+    called = set()
+    for root, _, files in os.walk(PACKAGE):
+        for f in files:
+            if f.endswith(".py"):
+                text = open(os.path.join(root, f), encoding="utf-8").read()
+                called |= set(re.findall(r"\bprofiler\.(on_\w+|start_clock|stop_clock)\(", text))
+    declared = {n for n in vars(Listener) if not n.startswith("_")}
+    assert called == declared, (called - declared, declared - called)
+    assert all(getattr(mg.profile, n) is not getattr(Listener, n) for n in declared)
+    assert issubclass(mg.profile, Listener)
