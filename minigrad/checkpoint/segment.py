@@ -34,14 +34,14 @@ import types
 import warnings
 import weakref
 
-from . import backend, ops
-from .profiler import profile
-from .random import get_rng_state, set_rng_state
-from .schedules import Chain, Rerun, check_segments, segment_bounds
-from .tensor import (Tensor, apply, backward_within, caching, enable_grad, hand_over, is_grad_enabled,
-                     is_keeping_saved, is_recomputing, keep_saved, mark, noting_reads, records_since, recomputing,
-                     replaying)
-from .tensor import _placeholders, _version_counter, _wrap  # NOTE [reads outside the tape], NOTE [version counters]
+from .. import backend, ops
+from ..profiler import profile
+from ..random import get_rng_state, set_rng_state
+from ..schedules import Chain, Rerun, check_segments, segment_bounds
+from ..tensor import (Tensor, apply, backward_within, caching, enable_grad, hand_over, is_grad_enabled,
+                      is_keeping_saved, is_recomputing, keep_saved, mark, noting_reads, records_since, recomputing,
+                      replaying)
+from ..tensor import _placeholders, _version_counter, _wrap  # NOTE [reads outside the tape], NOTE [version counters]
 
 __all__ = ["checkpoint", "checkpoint_sequential", "checkpoint_segments", "checkpoint_policies", "measure_chain",
            "is_recomputing", "set_checkpoint_early_stop"]
