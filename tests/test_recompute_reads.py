@@ -1,4 +1,4 @@
-"""NOTE [recompute what backward reads] (checkpoint.py): a checkpoint's recompute runs an op again only
+"""NOTE [recompute what backward reads] (checkpoint/policies.py): a checkpoint's recompute runs an op again only
 when backward, or an op that runs again, reads something that only running it makes.
 
 What is checked: which ops run again (by name and count, under mg.profile) for chains that end on each kind
