@@ -621,7 +621,7 @@ def recompute_estimate(rows, times, depth, width, batch):
     """What sqrt(n) checkpointing must cost on this machine, from the forward's measured share of a step.
 
     checkpoint_sequential recomputes every segment but the last, less each one's last Linear and Tanh (NOTE
-    [recompute what backward reads] in minigrad/checkpoint.py): schedules.sqrt_n predicts that fraction of
+    [recompute what backward reads] in minigrad/checkpoint/policies.py): schedules.sqrt_n predicts that fraction of
     the forward's FLOPs from the measured chain. So sqrt-ckpt / minigrad >= 1 + fraction * forward / step,
     give or take the checkpoint's bookkeeping and the clock's noise."""
     model, x = mlp(depth, width, batch)

@@ -7,7 +7,7 @@ frees it. The activations of the segment shrink to x's bytes; the price is one m
 segment (mg.profile counts those FLOPs as 'recompute'). The same ops on the same numbers give the
 same gradients, bit for bit.
 
-You write three pieces (minigrad's own mg.checkpoint, in minigrad/checkpoint.py, is the full version):
+You write three pieces (minigrad's own mg.checkpoint, in minigrad/checkpoint/segment.py, is the full version):
 
 1. my_checkpoint(module, x), the forward:
 

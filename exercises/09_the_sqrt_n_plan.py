@@ -44,7 +44,7 @@ Check your numbers against measurement yourself, as the grader does:
 
 (set_checkpoint_early_stop(False) makes every op of a recomputed segment run again, the model above. By
 default minigrad's recompute skips the ops whose results backward does not read, such as a segment's last
-Linear and Tanh: NOTE [recompute what backward reads] in minigrad/checkpoint.py, and chain.reruns.)
+Linear and Tanh: NOTE [recompute what backward reads] in minigrad/checkpoint/policies.py, and chain.reruns.)
 
 (minigrad/schedules.py holds the answer: segment_bounds, _normal, predict; read it after.)
 Grade it:  python -m minigrad check 9

@@ -22,7 +22,7 @@ measured here on a small block, each against the same block run plainly:
 This lesson recomputes whole blocks, as the checkpoint you build in exercise 7 does: it runs under
 set_checkpoint_early_stop(False) (PyTorch's name). By default minigrad's recompute also skips the ops whose
 results backward does not read, such as a block's last Linear and Tanh (lesson 11, NOTE [recompute what
-backward reads] in minigrad/checkpoint.py); the lesson prints what that default saves at the end.
+backward reads] in minigrad/checkpoint/policies.py); the lesson prints what that default saves at the end.
 
 Plot: out/07_checkpointed_block.png (activation memory over one step, event by event: plain,
 one checkpoint, nested).

@@ -137,7 +137,7 @@ def part1(functions, x):
           f"{back[-1]} every segment but the last has one function and the last one, run plainly, has n - k + 1 "
           f"of them: the peak is the plain run's again. The recompute is the checkpointed segments' forward but each "
           f"one's last pair, whose results backward does not read again (NOTE [recompute what backward reads] in "
-          f"minigrad/checkpoint.py): (k - 1)(n/k - 1)/n of a pass where k divides n, against 1 - 1/k for whole "
+          f"minigrad/checkpoint/policies.py): (k - 1)(n/k - 1)/n of a pass where k divides n, against 1 - 1/k for whole "
           f"segments.\n")
     return dict(rows=rows, one=one, n=n)
 
@@ -317,7 +317,7 @@ def main(argv=None):
     print(f"Uniform: revolve's recompute, counted in whole steps, is binomial_steps(n, slots) for every slot count "
           f"(asserted); the engine ran {ran:.0%} of those FLOPs, as it does not run a recomputed segment's last pair "
           f"again (its Tanh's output is kept, and only that Tanh reads its Linear's: NOTE [recompute what backward "
-          f"reads] in minigrad/checkpoint.py). Of the plans run, {' and '.join(below) or 'none'} went below sqrt(n)'s peak: down to "
+          f"reads] in minigrad/checkpoint/policies.py). Of the plans run, {' and '.join(below) or 'none'} went below sqrt(n)'s peak: down to "
           f"{one_slot[1]:.1%} of the plain peak, at {one_slot[0]:.1f} forward passes, with one slot. Within "
           f"sqrt(n)'s peak revolve costs {at_sqrt[0]:.2f} passes against sqrt(n)'s {point(u, u_sqrt)[0]:.2f}: "
           f"revolve is optimal where memory is the stored states and each step is reversed alone; here a "

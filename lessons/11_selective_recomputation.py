@@ -4,7 +4,7 @@
     python lessons/11_selective_recomputation.py --quick    # fewer blocks: about 3 s
 
 Checkpointing so far dropped everything inside a segment and recomputed it, all but the ops whose results
-backward does not read (NOTE [recompute what backward reads] in minigrad/checkpoint.py): the most memory saved,
+backward does not read (NOTE [recompute what backward reads] in minigrad/checkpoint/policies.py): the most memory saved,
 for most of an extra forward pass. But a transformer block's ops are not alike. Its matrix products are most of the
 FLOPs and keep arrays of (B, T, C) or (B, T, 4C); the ops on attention's scores (scale, mask, softmax, dropout)
 cost few FLOPs and keep the (B, heads, T, T) arrays that grow with the square of the sequence. So keep the
@@ -87,7 +87,7 @@ def part1(n):
     nothing = rows["nothing_saveable"]
     print(f"\nnothing_saveable is plain checkpointing: the least memory, for {nothing[1] / forward:.1%} of a forward "
           f"recomputed, not all of it: the recompute runs only what backward reads (NOTE [recompute what backward "
-          f"reads] in minigrad/checkpoint.py), and nothing reads the output of a block's MLP projection again (its "
+          f"reads] in minigrad/checkpoint/policies.py), and nothing reads the output of a block's MLP projection again (its "
           f"dropout reads only its mask, the residual add nothing). dots_saveable keeps the products' outputs and recomputes {dots[1] / forward:.1%} of a forward for {dots[0] / plain[0]:.0%} "
           f"of the plain run's activations. The Korthikanti split keeps everything but attention's (B, heads, T, T) "
           f"arrays: {core[1] / forward:.1%} of a forward recomputed, for {core[0] / plain[0]:.0%} of the memory. "

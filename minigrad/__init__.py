@@ -11,7 +11,7 @@ Reading order, each module importing only the ones above it (the README's table;
   nn.py, optim.py   modules and optimizers with PyTorch's names
   profiler.py    mg.profile: bytes by category, FLOPs by phase, a timeline
   schedules.py   where to cut a chain, and what it will cost (pure functions)
-  checkpoint.py  mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping
+  checkpoint/    mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping (policies, segment, chains)
   accumulate.py  mg.accumulate: micro-batches that add up to the full batch's gradient
   distributed.py data parallel over MPI: gradients summed across processes, ZeRO stage 1 (import it)
   gpt.py         a small GPT, a character tokenizer and a tiny corpus

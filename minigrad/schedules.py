@@ -16,9 +16,9 @@ every segment but the last under mg.checkpoint: it keeps the inputs x_lo of thos
 and recomputes each one's insides in backward. predict() simulates what the engine then
 holds, buffer by buffer, so that running the plan under mg.profile measures exactly the
 predicted peak of activation bytes and recompute FLOPs. The recompute runs only what backward reads
-(NOTE [recompute what backward reads], checkpoint.py): a Rerun says, per function, what that leaves of it.
+(NOTE [recompute what backward reads], checkpoint/policies.py): a Rerun says, per function, what that leaves of it.
 
-Read next: checkpoint.py, which runs a plan (and measures a chain).
+Read next: checkpoint/ (segment.py first; chains.py runs a plan and measures a chain).
 """
 import math
 from dataclasses import dataclass, field

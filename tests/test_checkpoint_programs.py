@@ -1,6 +1,6 @@
 """Checkpointing random small programs: gradients bit-identical to the plain run's, or a clear error.
 
-NOTE [reads outside the tape] and NOTE [writes the tape does not record] (tensor.py, checkpoint.py): a
+NOTE [reads outside the tape] and NOTE [writes the tape does not record] (tensor.py, checkpoint/policies.py): a
 checkpoint's recompute skips the ops whose outputs backward does not read and hands back what a policy kept,
 so anything the recompute does not run must never be visible outside the tape. The programs here are made to
 break that: they read values between ops (comparisons, masks, where, masked_fill, boolean indexing, .item()

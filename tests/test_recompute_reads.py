@@ -1,4 +1,4 @@
-"""NOTE [recompute what backward reads] (checkpoint.py): a checkpoint's recompute runs an op again only
+"""NOTE [recompute what backward reads] (checkpoint/policies.py): a checkpoint's recompute runs an op again only
 when backward, or an op that runs again, reads something that only running it makes.
 
 What is checked: which ops run again (by name and count, under mg.profile) for chains that end on each kind
@@ -113,7 +113,7 @@ def test_measure_chain_says_what_a_recompute_runs_of_each_function():
 
 
 def test_early_stop_off_recomputes_every_op_and_is_restored():
-    ckpt_module = importlib.import_module("minigrad.checkpoint")  # mg.checkpoint is the function
+    ckpt_module = importlib.import_module("minigrad.checkpoint.segment")  # the switch lives there
     mg.manual_seed(0)
     block = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh())
     x = mg.randn(4, 8)

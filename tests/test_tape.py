@@ -539,7 +539,7 @@ def test_a_checkpoints_recompute_stops_holding_its_gradients_when_it_ends(monkey
     runs inside the outer backward and notes the gradients it starts from; when it returns it must drop them, or
     they would live until the whole backward ends (the peak the ledger measures would grow)."""
     import importlib
-    tape, ckpt = importlib.import_module("minigrad.tensor"), importlib.import_module("minigrad.checkpoint")
+    tape, ckpt = importlib.import_module("minigrad.tensor"), importlib.import_module("minigrad.checkpoint.segment")
     seen = []
 
     def watched(roots, gradients, start):

@@ -1,4 +1,4 @@
-"""Exercise 7, the reference: checkpoint one segment (minigrad/checkpoint.py does the same for any
+"""Exercise 7, the reference: checkpoint one segment (minigrad/checkpoint/segment.py does the same for any
 function, any arguments, several outputs and bit-identical sums; NOTE [checkpoint] there)."""
 import minigrad as mg
 from minigrad.ops import Op

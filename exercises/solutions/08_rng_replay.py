@@ -1,5 +1,5 @@
 """Exercise 8, the reference: replay minigrad's generator in the recompute (mg.checkpoint does the
-same, with preserve_rng_state=True: Checkpoint.backward in minigrad/checkpoint.py)."""
+same, with preserve_rng_state=True: Checkpoint.backward in minigrad/checkpoint/segment.py)."""
 import minigrad as mg
 from minigrad.ops import Op
 from minigrad.tensor import apply, enable_grad, keep_saved, recomputing

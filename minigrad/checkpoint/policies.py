@@ -1,0 +1,349 @@
+"""Selective checkpointing: what a checkpoint keeps rather than recomputes, and what its recompute runs again.
+
+    y = mg.checkpoint(block, x, policy=mg.checkpoint_policies.dots_saveable)
+
+The policies (nothing_saveable, the default; everything_saveable; dots_saveable;
+save_anything_except_core_attention) decide op by op (NOTE [selective checkpoint]). OpCache is what a
+checkpoint's forward (segment.py) notes for its recompute: the ops in order, which of them the policy keeps,
+the writes the tape does not record (NOTE [writes the tape does not record]) and which ops need not run again
+because backward never reads what only running them makes (NOTE [recompute what backward reads]); the
+recompute takes the ops back from it in the same order. The tape talks to it through `caching` and
+`replaying` (tensor.py).
+
+Read next: chains.py, checkpointing a chain of functions.
+"""
+import types
+import weakref
+
+from .. import backend
+from ..random import get_rng_state, set_rng_state
+from ..tensor import _placeholders, _version_counter  # NOTE [reads outside the tape], NOTE [version counters]
+
+
+# NOTE [selective checkpoint]: a policy decides, op by op, what a checkpoint keeps rather than recomputes:
+# policy(op_name, input_shapes, output_shape) -> True keeps the op, as JAX's checkpoint policies (whose
+# names these are) and PyTorch's selective activation checkpointing (torch.utils.checkpoint.
+# create_selective_checkpoint_contexts). In the forward (OpCache.add, then tensor.keep), a kept op keeps
+# what its backward reads, but its inputs: those come from the recompute, which makes them again or hands
+# them back. An output is remembered (saved by the Checkpoint record) when the recompute will read it: an
+# op that runs again reads it, or a kept op's backward does. In the recompute (OpCache.take, then
+# tensor._replay) the same ops come in the same order, checked by name; a kept op does not run (no FLOPs):
+# it returns the forward's output (or, when nothing reads it, a NaN placeholder of its shape) and its new
+# record takes over what the forward's kept. The same arrays, so gradients are bit-identical.
+# An op that records nothing (its inputs need no gradient: the causal mask's triu) always runs again, and
+# a nested checkpoint's record is never kept: it recomputes its own insides. A cost of keeping it simple:
+# remembered outputs are freed when the checkpoint's backward ends, with its inputs, not op by op. A value
+# read outside the ops (w > 0, .item()) counts as a read (NOTE [reads outside the tape], tensor.py).
+#
+# NOTE [writes the tape does not record]: whatever the recompute hands back (a kept op's output, a remembered
+# one) must be what the op made. A write under no_grad, through detach() or a view changes the array in place
+# and the function runs it again in the recompute: handing back the written array would apply it twice. So in
+# the forward, `before_write` copies the outputs that share the written memory, once, before the first such
+# write (copy-on-write; writes inside checkpointed functions are rare), and `seal` remembers the copy instead.
+# What cannot be repeated is refused: a write into the checkpoint's argument or a parameter inside the
+# function (`check_unwritten`: the recompute would write it again), and a write after the forward into an
+# output the recompute hands back (`take` checks its version, `watch`). The ops inside note the versions of
+# what they read as in a plain run, though they keep nothing; the Checkpoint record checks them at the start
+# of its backward, so a write that a plain run's backward refuses is refused here too.
+#
+# NOTE [recompute what backward reads]: with any policy, nothing_saveable too, the recompute runs an op again
+# only if something needs what only running it makes. Backward needs of each op what it saved; an op whose
+# saved arrays are all its inputs (a linear: x and W; a matmul; a dropout: its mask, drawn again by the
+# caller) or nothing (an add, a view) can be replayed, its record rebuilt from the inputs, if nothing that
+# runs again reads its output; an op that saved its output (tanh, exp, softmax) can be replayed if that
+# output is one of the function's results, which the Checkpoint record then keeps (when the next segment
+# keeps it as its input, as in a chain, that costs nothing). So `seal` decides last op first (`plan`): a
+# chain of Linear and Tanh skips its last Linear and Tanh, a GPT block its MLP's c_proj, dropout and
+# residual add. An op that keeps arrays of its own (LayerNorm's x-hat) runs again, and so does what it reads.
+# The generator: an op that drew in its forward (sdpa's dropout notes rng_state) sets it, when replayed, to
+# where the forward left it. set_checkpoint_early_stop(False) (PyTorch's name) and determinism_check='values'
+# turn this off: every op runs again (the values check then compares a full recompute).
+
+def nothing_saveable(op_name, input_shapes, output_shape):
+    """Save nothing: recompute the whole function in backward (checkpoint's default)."""
+    return False
+
+
+def everything_saveable(op_name, input_shapes, output_shape):
+    """Save every op: nothing runs again in backward; the memory is the plain run's, plus the inputs."""
+    return True
+
+
+DOTS = ("matmul", "linear")
+
+
+def dots_saveable(op_name, input_shapes, output_shape):
+    """Save the matrix products (ops 'matmul' and 'linear'), where the FLOPs are; recompute the cheap rest
+    (pointwise ops, normalizations, softmax, dropout)."""
+    return op_name in DOTS
+
+
+SCORE_OPS = ("matmul", "mul", "div", "add", "sub", "masked_fill", "where", "softmax", "dropout")
+
+
+def _scores(shape):
+    """A (B, heads, T, T) array: attention scores or probabilities."""
+    return len(shape) >= 4 and shape[-1] == shape[-2]
+
+
+def save_anything_except_core_attention(op_name, input_shapes, output_shape):
+    """Korthikanti et al. 2022's selective recomputation (Megatron-LM's "core attention"): save everything
+    but the (B, heads, T, T) arrays, whose memory grows with T^2 for few FLOPs: q @ k^T, its scaling and
+    mask, softmax, dropout, and the matmul with v that reads them.
+
+    The rule, by op name and shapes: an op of attention's kinds (SCORE_OPS) whose output has at least 4
+    dims with the last two equal, or a matmul with such an input, runs again. A (B, C, H, W) map with
+    H == W would match too (minigrad has none); the fused scaled_dot_product_attention ('sdpa'), which keeps
+    no T x T array, is always saved."""
+    if op_name not in SCORE_OPS:
+        return True
+    return not (_scores(output_shape) or (op_name == "matmul" and any(_scores(s) for s in input_shapes)))
+
+
+# mg.checkpoint_policies.dots_saveable, as jax.checkpoint_policies.dots_saveable
+checkpoint_policies = types.SimpleNamespace(
+    nothing_saveable=nothing_saveable, everything_saveable=everything_saveable, dots_saveable=dots_saveable,
+    save_anything_except_core_attention=save_anything_except_core_attention)
+
+
+class _Entry:
+    """One op of a checkpoint's forward, in order."""
+    __slots__ = ("name", "index", "record", "kept", "producers", "refill", "own_out", "extra", "n_saved", "out", "ref",
+                 "meta", "slot", "flops", "rng_after", "vc", "snapshot", "watch")
+
+    def __init__(self, name, index):
+        self.name, self.index, self.record, self.kept, self.refill, self.own_out = name, index, None, False, (), None
+        self.extra, self.producers = False, ()
+        self.n_saved = self.out = self.ref = self.meta = self.slot = self.flops = self.rng_after = None
+        self.vc = self.snapshot = self.watch = None  # NOTE [writes the tape does not record]
+
+
+def _position(array, arrays, attrs):
+    """Where `array` was handed to an op: its index among `arrays`, the name of the keyword argument, or None."""
+    k = next((k for k, b in enumerate(arrays) if array is b), None)
+    return k if k is not None else next((name for name, b in attrs.items() if array is b), None)
+
+
+class OpCache:
+    """What a checkpoint's forward notes for its recompute (NOTE [selective checkpoint], NOTE [recompute
+    what backward reads]).
+
+    The forward shows it every op (`add`, from tensor.apply) and tensor.keep asks it which records keep
+    (`saves`); `seal` ends the forward: it decides which ops run again and gives the outputs to remember,
+    which the Checkpoint record saves. The recompute takes the ops back in order (`take`): for an op that
+    does not run again, the forward's record, its saved arrays with the inputs left to fill in, and the
+    output to return."""
+
+    def __init__(self, policy, who, count_flops=False, reads_only=True):
+        self.policy, self.who, self.count_flops = policy, who, count_flops
+        self.reads_only = reads_only  # False: every op the policy does not keep runs again (determinism 'values')
+        self.entries = []     # one _Entry per op of the forward, in order
+        self._out_of = {}     # id(output array) -> (weakref to it, its entry's index) (until seal)
+        self._made = {}       # id(buffer) -> [(weakref to the buffer, entry)]: kept ops' outputs (until seal)
+        self._chosen = set()  # ids of the records the policy keeps (until seal)
+        self._read_out = set()  # entries whose outputs were read outside the ops (NOTE [reads outside the tape])
+        self._written = {}      # id(version counter) -> it: tensors written outside the tape in the forward
+        self.cursor, self.remembered, self._placeholders, self.diverged = 0, (), [], False
+        self.checks = True  # its checkpoint checks the recompute (determinism_check is not 'none')
+
+    # --- the forward
+    def add(self, op, record, arrays, t, attrs):
+        """`op` ran on `arrays` (and keyword arguments `attrs`) and gave tensor `t`; `record` is op if it records,
+        else None."""
+        name, out = op.name, t._data
+        e = _Entry(name, len(self.entries))
+        if self.count_flops:
+            e.flops = sum(op.flops(arrays, out).values())
+        e.producers = tuple(self._producer(a) for a in arrays)
+        reads = arrays  # what the recompute may read: all its inputs, if it runs again
+        if record is not None and name not in ("checkpoint", "checkpoint_output") and not any(out is a for a in arrays):
+            saved = record.saved
+            e.record, e.n_saved = record, len(saved)
+            e.meta = (out.shape, out.dtype, backend.xp_of(out))  # for a placeholder, if it does not run again
+            # where each saved array came from: an input (its index) or a keyword argument (its name: a dropout mask)
+            e.refill = tuple((i, k) for i, a in enumerate(saved) if a is not None
+                             for k in [_position(a, arrays, attrs)] if k is not None)
+            e.own_out = next((i for i, a in enumerate(saved) if a is out), None)
+            e.extra = len(e.refill) + (e.own_out is not None) < sum(a is not None for a in saved)
+            if getattr(op, "rng_state", None) is not None:  # it drew from the generator (sdpa's dropout): a replay
+                e.rng_after = get_rng_state()                 # moves the generator on as the forward did
+            if self.policy is not nothing_saveable and self.policy(name, tuple(a.shape for a in arrays), out.shape):
+                e.kept = True
+                self._chosen.add(id(record))
+                reads = [arrays[k] for _, k in e.refill if isinstance(k, int)]  # not run again: what backward reads
+                buffer = backend.owner(out)
+                self._made.setdefault(id(buffer), []).append((weakref.ref(buffer), e))
+                e.ref = weakref.ref(out)  # weakly: an output nobody reads again may die as in a plain run
+                e.vc = _version_counter(t)  # a write after the forward must not reach the recompute
+        if self._made:  # a kept op's output may be among them (none without a policy)
+            for a in reads:
+                self._read(a)
+        self._out_of[id(out)] = (weakref.ref(out), len(self.entries))
+        self.entries.append(e)
+
+    def _producer(self, array):
+        """The index of the entry whose output `array` is, or None (an input, a parameter, a new array)."""
+        hit = self._out_of.get(id(array))
+        return hit[1] if hit is not None and hit[0]() is array else None
+
+    def _read(self, array):
+        """The recompute may read `array`: a kept op that made it (or the buffer it views) remembers it, until
+        seal knows whether the reader runs again."""
+        buffer = backend.owner(array)
+        for ref, e in self._made.get(id(buffer), ()):
+            if ref() is buffer and e.out is None and e.own_out is None:
+                e.out = e.ref()  # still alive: it is being read. None: a dead view of a live buffer
+
+    def read_outside(self, array):
+        """Python code read `array`'s values outside the ops (NOTE [reads outside the tape]): the recompute must make
+        it for real, to read it again."""
+        i = self._producer(array)
+        if i is not None:
+            self._read_out.add(i)
+        if self._made:
+            self._read(array)
+
+    def before_write(self, t):
+        """Tensor t is about to be written in place outside the tape (NOTE [writes the tape does not record]): copy
+        the outputs of this forward's ops that share its memory, as their ops made them, for the recompute."""
+        self._written[id(_version_counter(t))] = t._vc
+        buffer = backend.owner(t._data)
+        for ref, i in self._out_of.values():
+            out = ref()
+            if i >= 0 and out is not None and self.entries[i].snapshot is None and backend.owner(out) is buffer:
+                self.entries[i].snapshot = out.copy()
+
+    def check_unwritten(self, who, inputs, leaves):
+        """The forward wrote none of the checkpoint's inputs and parameters outside the tape: its recompute would
+        write them again, and start from other values than the forward's."""
+        for kind, tensors in (("argument", inputs), ("parameter (a leaf that requires grad)", leaves)):
+            for t in tensors:
+                if t._vc is not None and id(t._vc) in self._written:
+                    raise RuntimeError(
+                        f"checkpoint: '{who}' wrote in place into a tensor {kind} of shape {t.shape} ({t.dtype}) under "
+                        f"no_grad or through .detach() or .data, which the tape does not record: its recompute in "
+                        f"backward would run the write again, on values the forward already changed. Write into a copy "
+                        f"inside the function (y = x.clone() is x * 1 here), or make the change before the checkpoint")
+
+    def saves(self, record):
+        """Does the policy keep this record (tensor.keep asks)?"""
+        return id(record) in self._chosen
+
+    def seal(self, outputs):
+        """The forward is over, and `outputs` are the arrays of the function's results that its ops made.
+        Decide which ops run again (NOTE [recompute what backward reads]); return the outputs that the
+        recompute must be handed, for the Checkpoint record to save."""
+        results = {self._producer(o._data): o for o in outputs}
+        results.pop(None, None)
+        runs, needed, _ = self.plan({i: o._data for i, o in results.items()}, self._read_out)
+        for e, run, read in zip(self.entries, runs, needed):
+            if run:
+                e.record = e.out = e.vc = None
+            elif not e.kept:
+                o = results.get(e.index) if e.own_out is not None or read else None  # the Checkpoint keeps it
+                e.out, e.vc = (o._data, _version_counter(o)) if o is not None else (None, None)
+            elif not read and e.own_out is None:
+                e.out = e.vc = None  # remembered while the forward ran, but no reader runs again after all
+        remembered = []
+        for e in self.entries:
+            if e.snapshot is not None:  # written outside the tape after its op made it: hand back what the op made
+                if e.out is not None or (e.kept and e.own_out is not None):
+                    e.out = e.snapshot
+                    e.vc = None  # a copy of its own: no one else can write it
+                e.snapshot = None
+            if e.out is not None:
+                e.slot = len(remembered)
+                remembered.append(e.out)
+            if e.vc is not None:
+                e.watch = (e.vc, e.vc.n)
+            e.out = e.ref = e.vc = None
+        self._out_of, self._made, self._chosen, self._read_out, self._written = {}, {}, set(), set(), {}
+        return remembered
+
+    def plan(self, results, read_after=()):
+        """NOTE [recompute what backward reads], last op first. `results`: {entry index: array} of the outputs
+        that the Checkpoint record can keep; `read_after`: entry indices whose outputs something after the
+        function reads. Returns (runs again?, output read in the recompute?) per entry, and the set of entry
+        indices (-1: the input, see `note_input`) whose outputs the recompute reads."""
+        n = len(self.entries)
+        needed = set(read_after)
+        runs, read = [False] * n, [False] * n
+        for i in range(n - 1, -1, -1):
+            e = self.entries[i]
+            read[i] = i in needed
+            wants_out = e.own_out is not None or read[i]
+            runs[i] = e.record is None or (not e.kept and (not self.reads_only or e.extra or
+                                                           (wants_out and i not in results)))
+            needed.update(p for p in (e.producers if runs[i] else [e.producers[k] for _, k in e.refill
+                                                                   if isinstance(k, int)]) if p is not None)
+        return runs, read, needed
+
+    def note_input(self, array):
+        """Let `plan` say whether the recompute reads `array` (as entry -1): measure_chain asks."""
+        self._out_of[id(array)] = (weakref.ref(array), -1)
+
+    # --- the recompute
+    def start(self, remembered):
+        self.cursor, self.remembered, self._placeholders, self.diverged = 0, remembered, [], False
+
+    def take(self, name):
+        """The recompute runs op `name`: None if it runs again; else (the forward's record, the arrays its new
+        record saves, with None where its inputs go, [(position in them, input index)], the output to return)."""
+        i, again = self.cursor, "A checkpointed function must compute the same thing twice."
+        if self.diverged:
+            return None
+        if self.policy is nothing_saveable and (i >= len(self.entries) or self.entries[i].name != name):
+            # no policy: run the rest again, and let the determinism check say what differs, in PyTorch's terms
+            self.diverged = True
+            return None
+        if i >= len(self.entries):
+            raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward ran more ops than its forward "
+                               f"({len(self.entries)}); the next one is '{name}'. The recompute must run the same ops "
+                               f"in the same order. {again}")
+        e = self.entries[i]
+        if e.name != name:
+            raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward ran '{name}' as its op {i}, where "
+                               f"the forward ran '{e.name}'. The recompute must run the same ops in the same order. "
+                               f"{again}")
+        self.cursor += 1
+        if e.record is None:
+            return None
+        record, e.record = e.record, None
+        if e.rng_after is not None:
+            set_rng_state(e.rng_after)
+        if e.watch is not None and e.watch[0].n != e.watch[1]:
+            raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward hands back the output of '{name}' "
+                               f"(its op {i}) as the forward made it, but it was modified in place after the forward "
+                               f"(it is at version {e.watch[0].n}, it was at version {e.watch[1]}): the recompute "
+                               f"would read the new values. Modify a copy instead (y = y * 2, not y.mul_(2)), or make "
+                               f"the change after backward")
+        if e.slot is not None:
+            out = self.remembered[e.slot]
+        elif e.kept and e.own_out is not None:
+            out = record.saved[e.own_out]  # its record kept its output
+        else:  # nothing in the recompute reads it: a placeholder, which no read may see (NOTE [reads outside the tape])
+            shape, dtype, xp = e.meta
+            out = xp.broadcast_to(xp.full((), float("nan"), dtype=dtype), shape)
+            self._placeholders.append(out)
+            _placeholders[id(out)] = (out, name, self)
+        saved = list(record.saved) if e.kept else [None] * e.n_saved
+        if e.own_out is not None:
+            saved[e.own_out] = out
+        return record, saved, e.refill, out
+
+    def placeholder(self, array):
+        """Is this one of the placeholders that `take` handed out?"""
+        return any(array is p for p in self._placeholders)
+
+    def close(self):
+        """The recompute's forward has ended, or failed: its placeholders are no longer handed out."""
+        for p in self._placeholders:
+            _placeholders.pop(id(p), None)
+
+    def finish(self):
+        """The recompute is over: every op came back."""
+        n, self.remembered = len(self.entries), ()
+        if self.cursor != n and self.policy is not nothing_saveable:
+            raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward ran {self.cursor} ops, its forward "
+                               f"{n}. The recompute must run the same ops in the same order. A checkpointed function "
+                               f"must compute the same thing twice.")

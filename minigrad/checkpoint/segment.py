@@ -1,0 +1,402 @@
+"""One checkpointed segment: mg.checkpoint, the Checkpoint record that stands for it, and its recompute.
+
+    y = mg.checkpoint(block, x)
+    y = mg.checkpoint(block, x, policy=mg.checkpoint_policies.dots_saveable)
+
+NOTE [checkpoint]: the forward runs `function` with recording on but keeping nothing (`keep_saved(False)`:
+the tape's choke point drops each record's saved arrays and notes only their shapes, dtypes and devices),
+which tells us which tensors needing gradients it reached: its inputs and the parameters it uses. One
+record, made by `apply` like any op's, replaces all of it: it saves only the inputs (and the RNG state).
+Its backward re-runs `function` under `recomputing()` (FLOPs tagged 'recompute' in mg.profile), keeping
+what it saves this time, backpropagates the incoming gradients through that fresh graph, which frees
+itself as it goes, and hands the inputs' gradients on; the parameters get theirs directly. The recompute
+replays the same ops on the same numbers, and the gradients that leave it are added in the order a plain
+run adds them (NOTE [checkpoint sums]), so gradients are bit-identical to a plain run.
+
+With a policy, and to run again only what backward reads, the forward shows each op to an OpCache
+(policies.py: NOTE [selective checkpoint], NOTE [recompute what backward reads]), which the Checkpoint
+record hands to its recompute.
+
+Read next: policies.py, what the forward notes for the recompute, op by op; then chains.py.
+"""
+import contextlib
+import hashlib
+import warnings
+
+from .. import backend, ops
+from ..random import get_rng_state, set_rng_state
+from ..tensor import (Tensor, apply, backward_within, caching, enable_grad, hand_over, is_grad_enabled,
+                      is_keeping_saved, keep_saved, mark, noting_reads, records_since, recomputing, replaying)
+from ..tensor import _version_counter, _wrap  # NOTE [version counters], NOTE [an old array, a new tensor]
+from .policies import OpCache, checkpoint_policies, nothing_saveable
+
+DETERMINISM_CHECKS = ("default", "values", "none")
+_NOT_IMPLEMENTED = ("context_fn", "debug", "early_stop")  # options of PyTorch's checkpoint that minigrad lacks
+_early_stop = True  # set_checkpoint_early_stop's switch
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable):
+    """`with set_checkpoint_early_stop(False):` checkpoints made inside recompute every op of their function in
+    backward, not only what backward reads (NOTE [recompute what backward reads], policies.py). PyTorch's name:
+    its early stop (on by default) ends a recompute once every saved tensor is back; minigrad's skips the same
+    tail ops and also the last ops whose outputs the checkpoint keeps."""
+    global _early_stop
+    before, _early_stop = _early_stop, bool(enable)
+    try:
+        yield
+    finally:
+        _early_stop = before
+
+
+def _fingerprint(array):
+    return hashlib.sha1(backend.to_numpy(array).tobytes()).hexdigest()
+
+
+def _meta(array):
+    return array.shape, array.dtype, backend.device_of(array)
+
+
+def _describe(meta):
+    shape, dtype, device = meta
+    return f"{dtype} {shape} on {device}"
+
+
+def _map(fn, nest):
+    """`nest` with fn applied to every value that is not a tuple, list or dict: checkpoint's arguments
+    and results may be nests of these, as PyTorch's may."""
+    if isinstance(nest, dict):
+        return {k: _map(fn, v) for k, v in nest.items()}
+    if isinstance(nest, (tuple, list)):
+        items = [_map(fn, v) for v in nest]
+        return type(nest)(*items) if hasattr(nest, "_fields") else type(nest)(items)  # a namedtuple too
+    return fn(nest)
+
+
+def _tensors(nest):
+    """The distinct tensors in a nest, in order."""
+    found = {}
+    _map(lambda v: found.setdefault(id(v), v) if isinstance(v, Tensor) else None, nest)
+    return list(found.values())
+
+
+def _made_inside(result, start):
+    """The distinct tensors of a function's result that its own records made (after `start`): what
+    the checkpoint stands for. An input returned as it is, a tensor needing no gradient and any other
+    value pass through unchanged."""
+    return [t for t in _tensors(result) if t._ctx is not None and t._ctx.seq > start]
+
+
+def _saved_by(records):
+    """[(op name, (shape, dtype, device))] of every array these records keep (or kept, until keep()
+    dropped it inside a checkpoint's forward), in the order they were made."""
+    found = []
+    for r in sorted(records, key=lambda r: r.seq):
+        metas = r.saved_meta or tuple(_meta(a) for a in r.saved if backend.is_array(a))
+        if isinstance(r, Checkpoint):  # its inputs; the outputs its policy remembers are none in a forward that
+            metas = metas[:r.n_inputs]  # keeps nothing (a checkpoint inside another's forward)
+        found.extend((r.name, m) for m in metas)
+    return found
+
+
+class _Input:
+    """Where the i-th tensor input sat among the arguments: the record keeps its array, not the tensor."""
+
+    def __init__(self, i):
+        self.i = i
+
+
+# NOTE [checkpoint outputs]: with one tensor output (what a Tensor-returning function gives), the
+# Checkpoint record's output is that tensor. With several, its output is an empty array that ties
+# them together, and each tensor output is the output of a small CheckpointOutput record on it,
+# which hands its gradient back as {slot: gradient}. The tape adds gradients with `+`, which for
+# these merges the slots, and runs the Checkpoint record once, after every consumer of every output:
+# it gets all the outputs' gradients together (none for an output nobody used) and backpropagates
+# them through one recompute, as the plain run does, where the gradients of several outputs meet at
+# shared records before going on. A record per output, each recomputing, would do the work twice and
+# sum in another order.
+
+
+class _OutputGrads(dict):
+    """{slot: gradient} of a checkpoint record with several outputs (NOTE [checkpoint outputs])."""
+
+    def __add__(self, other):
+        return _OutputGrads({**self, **other})  # one CheckpointOutput per slot: no slot comes twice
+
+
+class Checkpoint(ops.Op):
+    """The one record that stands for a checkpointed segment: it saves the segment's tensor inputs only.
+
+    Its inputs are the segment's tensor arguments, then every leaf needing a gradient that the segment
+    reached (its parameters): edges that make the outputs require grad. Its forward does no work: the
+    segment already ran (keeping nothing), and its output is the segment's output (NOTE [checkpoint
+    outputs] for several)."""
+    name = "checkpoint"
+    same_dtype = False  # token ids and float weights go in together
+    recomputes = True   # with no tensor argument it saves nothing, but a second backward must still be refused
+
+    def forward(self, *arrays, out, function, nest, n_inputs, rng_state, determinism_check, outputs, saved, cache,
+                remembered, inside_versions):
+        self.function, self.nest, self.rng_state, self.n_inputs = function, nest, rng_state, n_inputs
+        self.inside_versions = inside_versions  # NOTE [writes the tape does not record], policies.py
+        self.determinism_check = determinism_check
+        self.outputs_meta = [_meta(o) for o in outputs]
+        self.fingerprints = [_fingerprint(o) for o in outputs] if determinism_check == "values" else None
+        self.forward_saved = saved  # what the segment's records saved, by metadata (None: not checked)
+        self.cache = cache  # with a policy: what the recompute takes back (NOTE [selective checkpoint], policies.py)
+        self.save_for_backward(*arrays[:n_inputs], *remembered)  # the inputs, and outputs the policy remembers
+        return out
+
+    def flops(self, inputs, out):
+        return {}  # the segment's own ops counted their forward FLOPs as they ran
+
+    def backward_flops(self, grad, input_grads):
+        return {}  # and the recompute's ops count theirs
+
+    def backward(self, g):
+        for record, vc, n, k in self.inside_versions:  # what the segment's ops read in the forward is unchanged
+            if vc.n != n:
+                what = f"its input {k}" if k >= 0 else "its output"
+                raise RuntimeError(f"backward: '{record}' inside the checkpointed '{self._name()}' read {what} in the "
+                                   f"forward, and it was modified in place after (it is at version {vc.n}, it was "
+                                   f"read at version {n}): the recompute would run on the new values, and a plain "
+                                   f"run's backward refuses this too. Modify a copy instead (x = x + 1, not x += 1), "
+                                   f"or run the forward again after the change (an optimizer step belongs after "
+                                   f"backward).")
+        grads = g if isinstance(g, _OutputGrads) else {0: g}
+        inputs = [_stand_in(node, array) for node, array in zip(self.next, self.saved[:self.n_inputs])]
+        # the forward's records are taken back once; a second backward (retain_graph) recomputes everything
+        cache, self.cache = self.cache, None
+        if cache is not None:
+            # the outputs it kept go to the recompute's records, which keep them only as long as they need them
+            cache.start(hand_over(self, self.n_inputs))
+            cache.checks = self.determinism_check != "none"
+        outer_rng = get_rng_state()
+        if self.rng_state is not None:
+            set_rng_state(self.rng_state)  # dropout draws the same masks again
+        try:
+            with enable_grad(), keep_saved(True), recomputing(), caching(None), replaying(cache):
+                start = mark()
+                args, kwargs = _map(lambda v: inputs[v.i] if isinstance(v, _Input) else v, self.nest)
+                outputs = _made_inside(self.function(*args, **kwargs), start)
+        finally:
+            set_rng_state(outer_rng)
+            if cache is not None:
+                cache.close()
+        if cache is not None:
+            cache.finish()
+        self._check_determinism(outputs, start, cache)
+        slots = sorted(grads)
+        roots, gradients = [outputs[i] for i in slots], [grads[i] for i in slots]
+        for r, gr in zip(roots, gradients):
+            if r.shape != gr.shape:
+                raise ValueError(f"checkpoint: the gradient of shape {gr.shape} does not match the shape {r.shape} "
+                                 f"that recomputing '{self._name()}' gave; it computed something else in backward")
+        # NOTE [checkpoint sums]: a plain run adds the gradients for a tensor one at a time, in the order
+        # the tape makes them. For a tensor from before the segment (an input) the order is: those from
+        # ops after the segment, then those from inside it, then those from before it. Summing the inside
+        # ones first and handing on their sum (as a fresh leaf standing for the input once did) rounds
+        # otherwise when an input is used twice inside and again after: (a + b) + c is not a + (b + c). So the
+        # recompute's backward stops at the records made before it and returns their gradients unsummed,
+        # and this record hands each input's list on: the tape adds them one by one, as the plain run.
+        # Leaves (parameters) get theirs directly: every other use of a leaf is before or after the
+        # segment, so adding into .grad as the recompute goes keeps the plain order too.
+        leaving = backward_within(roots, gradients, start)
+        input_grads = tuple(leaving.pop(node, None) if isinstance(node, ops.Op) else None for node in self.next)
+        if leaving:
+            raise RuntimeError(f"checkpoint: recomputing '{self._name()}' in backward reached a tensor from before "
+                               f"the checkpoint that the forward did not ({', '.join(r.name for r in leaving)}'s "
+                               f"output). A checkpointed function must compute the same thing twice.")
+        return input_grads
+
+    def _name(self):
+        return getattr(self.function, "__name__", type(self.function).__name__)
+
+    def _check_determinism(self, outputs, start, cache=None):
+        name = self._name()
+        again = "A checkpointed function must compute the same thing twice."
+        if len(outputs) != len(self.outputs_meta):  # checked always: gradients could not be matched to outputs
+            raise RuntimeError(f"checkpoint: recomputing '{name}' in backward gave {len(outputs)} tensor outputs "
+                               f"that need gradients, but the forward gave {len(self.outputs_meta)}. {again}")
+        if self.determinism_check == "none":
+            return
+        for i, (o, want) in enumerate(zip(outputs, self.outputs_meta)):
+            if _meta(o._data) != want:
+                which = f"output {i}" if len(outputs) > 1 else "its output"
+                raise RuntimeError(f"checkpoint: recomputing '{name}' in backward gave {which} as shape {o.shape}, "
+                                   f"dtype {o.dtype} on {o.device}, but the forward gave shape {want[0]}, dtype "
+                                   f"{want[1]} on {want[2]}. {again}")
+        got, want = _saved_by(records_since(outputs, start)), self.forward_saved
+        if len(got) != len(want):
+            raise RuntimeError(f"checkpoint: recomputing '{name}' in backward saved {len(got)} arrays for backward, "
+                               f"but the forward saved {len(want)} (the determinism check compares them, as "
+                               f"PyTorch's does). Does it branch on something that changed in between? {again}")
+        for k, ((op_got, m_got), (op_want, m_want)) in enumerate(zip(got, want)):
+            if (op_got, m_got) != (op_want, m_want):
+                raise RuntimeError(f"checkpoint: recomputing '{name}' in backward saved, as its array {k} for "
+                                   f"backward, {_describe(m_got)} (by '{op_got}'), but the forward saved "
+                                   f"{_describe(m_want)} (by '{op_want}'). {again}")
+        # an output that a selective checkpoint handed back as a placeholder is the forward's by construction
+        fresh = [(o, f) for o, f in zip(outputs, self.fingerprints or ())
+                 if cache is None or not cache.placeholder(o._data)]
+        if any(_fingerprint(o._data) != f for o, f in fresh):
+            raise RuntimeError(f"checkpoint: recomputing '{name}' in backward gave different values than the "
+                               f"forward (determinism_check='values'). Does it draw random numbers from "
+                               f"something other than minigrad's generator (mg.manual_seed), or read state that "
+                               f"changed in between?")
+
+
+class CheckpointOutput(ops.Op):
+    """One of several tensor outputs of a checkpoint: its gradient goes back as {slot: gradient}
+    (NOTE [checkpoint outputs])."""
+    name = "checkpoint_output"
+
+    def forward(self, token, *, out, slot):
+        self.slot = slot
+        return out
+
+    def flops(self, inputs, out):
+        return {}
+
+    def backward_flops(self, grad, input_grads):
+        return {}
+
+    def backward(self, g):
+        return (_OutputGrads({self.slot: g}),)
+
+
+def _stand_in(node, array):
+    """An input again, for the recompute: a leaf that needs a gradient is itself (as in PyTorch, which
+    re-runs the function on the same arguments); any other is its saved array, pointing at the record
+    that made it, so that the recomputed segment has the forward's edges, also to the same tensor
+    captured by a closure."""
+    if isinstance(node, Tensor):
+        return node
+    # _wrap, not a new tensor's door (_new): the array is the forward's, which the ledger counted where it was made
+    # if that was in the profile, and must not count as new if it was not (NOTE [an old array, a new tensor])
+    t = _wrap(array, node is not None)
+    t._ctx = node
+    return t
+
+
+def _check_options(who, use_reentrant, determinism_check):
+    if use_reentrant is not None and not isinstance(use_reentrant, bool):
+        raise TypeError(f"{who}: use_reentrant must be None, False or True, got {use_reentrant!r}")
+    if use_reentrant:
+        raise ValueError(f"{who}: use_reentrant=True is not supported: minigrad implements only the non-reentrant "
+                         f"variant (PyTorch's use_reentrant=False, the one PyTorch recommends) and follows its "
+                         f"semantics. Pass use_reentrant=False, or leave it out.")
+    if determinism_check not in DETERMINISM_CHECKS:
+        raise ValueError(f"{who}: determinism_check must be 'default', 'values' or 'none', got {determinism_check!r}")
+
+
+def _check_policy(who, policy):
+    if policy is not None and not callable(policy):
+        named = isinstance(policy, str) and hasattr(checkpoint_policies, policy)
+        hint = f" (mg.checkpoint_policies.{policy})" if named else ""
+        raise TypeError(f"{who}: policy must be None or a function policy(op_name, input_shapes, output_shape) -> "
+                        f"bool, got {policy!r}{hint}; the ready ones are in mg.checkpoint_policies: "
+                        f"{', '.join(vars(checkpoint_policies))}")
+
+
+def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, determinism_check="default", policy=None,
+               **kwargs):
+    """Run function(*args, **kwargs) keeping only its tensor inputs; recompute its insides during backward.
+
+    PyTorch's signature and semantics (torch.utils.checkpoint.checkpoint, non-reentrant): the options are
+    keyword-only and every other keyword argument goes to `function`. use_reentrant: None or False (True
+    is refused: minigrad has only the non-reentrant variant). The arguments and the result may be
+    tensors, other values, and tuples, lists and dicts of them: the result comes back with each tensor
+    that the function's ops made replaced by the checkpoint's (gradients flow through every one of them,
+    also when the loss uses only some); other values, and inputs returned as they are, pass through.
+    Parameters used inside get gradients even when no input requires grad. Gradients are bit-identical
+    to the plain run's (NOTE [checkpoint sums]).
+
+    preserve_rng_state: replay minigrad's generator in the recompute, so dropout draws the same masks;
+    with False a function that draws from it gets a warning, as its gradients would not be the forward's.
+    determinism_check: 'default' compares, in backward, the recomputed outputs' shapes, dtypes and devices
+    and the number and the metadata (shape, dtype, device) of every array the recompute saves for backward
+    with the forward's, as PyTorch's does; 'values' also compares the outputs' bytes (a check PyTorch does
+    not offer); 'none' skips them. Under no_grad it just runs the function. A tensor the function creates
+    with requires_grad=True gets no .grad (the recompute makes a new one), and a tensor requiring grad that
+    was computed before the checkpoint must be an argument, not only captured by a closure.
+
+    policy: which ops to keep rather than recompute (NOTE [selective checkpoint], policies.py), a function
+    policy(op_name, input_shapes, output_shape) -> bool, such as those in mg.checkpoint_policies:
+    nothing_saveable (None, the default: recompute everything), dots_saveable, everything_saveable,
+    save_anything_except_core_attention. PyTorch's selective checkpointing passes its policy through
+    context_fn=create_selective_checkpoint_contexts(policy_fn); JAX's, as this, through policy=.
+    """
+    _check_options("checkpoint", use_reentrant, determinism_check)
+    _check_policy("checkpoint", policy)
+    if not callable(function):
+        raise TypeError(f"checkpoint: the first argument must be a callable (a function or module), "
+                        f"got {type(function).__name__}")
+    lacking = [k for k in _NOT_IMPLEMENTED if k in kwargs]
+    if lacking:
+        raise TypeError(f"checkpoint: minigrad does not implement PyTorch's {', '.join(lacking)} (it always "
+                        f"recomputes the whole function, as early_stop=False); remove the argument"
+                        + ("; for selective checkpointing pass policy=, e.g. policy=mg.checkpoint_policies."
+                           "dots_saveable" if "context_fn" in lacking else ""))
+    if not is_grad_enabled():
+        return function(*args, **kwargs)
+    # inside another checkpoint's forward, which keeps nothing, nothing is noted: that one recomputes this whole
+    # and determinism_check='values' (or early stop off) runs every op that the policy does not keep again
+    reads_only = _early_stop and determinism_check != "values"
+    who = getattr(function, "__name__", type(function).__name__)
+    # without a policy and with reads_only off every op runs again, but the cache still sees the forward's writes
+    cache = OpCache(policy or nothing_saveable, who, reads_only=reads_only) if is_keeping_saved() else None
+    rng_state = get_rng_state()
+    start = mark()
+    # NOTE [checkpoint]: the segment's records are made, but keep nothing (but what a policy saves)
+    with keep_saved(False), caching(cache), replaying(None), noting_reads(cache):
+        result = function(*args, **kwargs)
+    outputs = _made_inside(result, start)
+    if not outputs:
+        return result  # nothing to recompute: no record of the function's needs a gradient
+    if not preserve_rng_state and get_rng_state() != rng_state:
+        warnings.warn(f"checkpoint: '{who}' drew from minigrad's random generator (dropout?) but "
+                      f"preserve_rng_state=False, so its recompute in backward draws other numbers and its "
+                      f"gradients are not those of this forward. Leave preserve_rng_state=True.", stacklevel=2)
+    inputs = _tensors((args, kwargs))
+    index = {id(t): i for i, t in enumerate(inputs)}
+    records = records_since(outputs, start)
+    leaves = _leaves_reached(records, start, inputs)
+    if cache is not None:
+        cache.check_unwritten(who, inputs, leaves)
+    remembered = cache.seal(outputs) if cache is not None else []
+    attrs = dict(function=function, nest=_map(lambda v: _Input(index[id(v)]) if isinstance(v, Tensor) else v,
+                                              (args, kwargs)),
+                 n_inputs=len(inputs), rng_state=rng_state if preserve_rng_state else None,
+                 determinism_check=determinism_check, outputs=[o._data for o in outputs],
+                 saved=_saved_by(records) if determinism_check != "none" else None, cache=cache, remembered=remembered,
+                 inside_versions=[(r.name, vc, n, k) for r in records for vc, n, _, k in r.versions] +
+                 [v for r in records if isinstance(r, Checkpoint) for v in r.inside_versions])  # nested: theirs too
+    if len(outputs) == 1:
+        made = [apply(Checkpoint, *inputs, *leaves, out=outputs[0]._data, **attrs)]
+    else:  # NOTE [checkpoint outputs]
+        token = backend.xp_of(outputs[0]._data).empty((0,), dtype=outputs[0].dtype)
+        record = apply(Checkpoint, *inputs, *leaves, out=token, **attrs)
+        made = [apply(CheckpointOutput, record, out=o._data, slot=i) for i, o in enumerate(outputs)]
+    for o, m in zip(outputs, made):  # the tensor the caller gets is the output: a write to it is a write to it
+        if m._vc is None:
+            m._vc = _version_counter(o)
+    replace = {id(o): m for o, m in zip(outputs, made)}
+    return _map(lambda v: replace.get(id(v), v) if isinstance(v, Tensor) else v, result)
+
+
+def _leaves_reached(records, start, inputs):
+    """Leaf tensors needing gradients that the segment's records (made after `start`) reach."""
+    input_ids = {id(t) for t in inputs}
+    input_ctxs = {id(t._ctx) for t in inputs if t._ctx is not None}
+    leaves = {}
+    for op in records:
+        for nxt in op.next:
+            if isinstance(nxt, Tensor):
+                if id(nxt) not in input_ids:
+                    leaves[id(nxt)] = nxt
+            elif nxt is not None and nxt.seq <= start and id(nxt) not in input_ctxs:
+                raise RuntimeError("checkpoint: the function uses a tensor that requires grad, was computed "
+                                   f"before it (by '{nxt.name}') and is not one of its arguments; pass it as an "
+                                   "argument, so that its gradient can flow")
+    return list(leaves.values())
