@@ -11,7 +11,6 @@ Every number printed here is measured in this run. The loss curve goes to out/01
 """
 # %%
 import argparse
-import os
 import sys
 import time
 
@@ -22,8 +21,9 @@ import numpy as np
 from tqdm import tqdm
 
 import minigrad as mg
-from minigrad import grading
 from minigrad.gpt import GPT, CharTokenizer, GPTConfig, get_batch, tiny_corpus, unigram_entropy
+
+from _lesson import finish, save_plot
 
 # settings
 SEED = 0
@@ -32,7 +32,6 @@ QUICK_STEPS = 40
 BATCH, BLOCK = 16, 32
 N_LAYER, N_HEAD, N_EMBD = 2, 4, 64
 LR = 3e-3
-OUT = "out"
 EXERCISES = (1, 4, 12)  # python -m minigrad check N: build the parts of the engine this lesson runs on
 PLOTS = {"01_loss.png": "the tiny GPT's training loss, step by step, against the unigram baseline"}
 
@@ -85,11 +84,7 @@ def plot(losses, baseline):
     ax.set_ylabel("cross-entropy (nats per character)")
     ax.set_title("A tiny GPT learns its corpus")
     ax.legend()
-    fig.tight_layout()
-    os.makedirs(OUT, exist_ok=True)
-    path = os.path.join(OUT, "01_loss.png")
-    fig.savefig(path, dpi=120)
-    print(f"plot: {path}")
+    print(f"plot: {save_plot(fig, '01_loss.png')}")
 
 
 # %%
@@ -124,7 +119,7 @@ def main(argv=None):
     print("sample:", repr(tok.decode(sample.numpy()[0].tolist())))
     if not args.no_plot:
         plot(losses, baseline)
-    grading.now_build_it(EXERCISES)
+    finish(EXERCISES)
 
 
 # %%

@@ -35,14 +35,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 import minigrad as mg
-from minigrad import formulas, grading
+from minigrad import formulas
 from minigrad.gpt import GPT, GPTConfig
 from minigrad.profiler import CATEGORIES, format_bytes, format_flops
+
+from _lesson import command_line, finish, save_plot
 
 # settings
 SEED = 0
 BATCH, WIDTH, DEPTH, IN = 256, 256, 8, 128
-OUT = "out"
 MiB = 2 ** 20
 EXERCISES = (5, 6)  # python -m minigrad check N: build what this lesson measures
 PLOTS = {"02_memory_timeline.png": "one steady-state training step, event by event, with zero_grad before the "
@@ -174,8 +175,7 @@ def when(points, prof):
 
 # %%
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--no-plot", action="store_true", help="skip writing out/02_memory_timeline.png")
+    ap = command_line(__doc__, no_plot="skip writing out/02_memory_timeline.png")
     ap.add_argument("--steps-alone", action="store_true", help=argparse.SUPPRESS)  # between_steps' worker
     args = ap.parse_args(argv)
     if args.steps_alone:
@@ -221,7 +221,7 @@ def main(argv=None):
     if not args.no_plot:
         plot([(points, prof, "opt.zero_grad() first: the forward runs without gradients"),
               (late_points, late, "opt.zero_grad() after the forward: last step's gradients ride through it")])
-    grading.now_build_it(EXERCISES)
+    finish(EXERCISES)
 
 
 # %% [markdown]
@@ -251,11 +251,7 @@ def plot(steps):
     axes[1].set_xlabel("event: one op's forward or backward, or a moment sampled (zero_grad, step)")
     fig.suptitle(f"A steady-state training step of the MLP (batch {BATCH}), as mg.profile saw it:\n"
                  "activations ramp up in forward and drain in backward while the gradients fill", fontsize=11)
-    fig.tight_layout()
-    os.makedirs(OUT, exist_ok=True)
-    path = os.path.join(OUT, "02_memory_timeline.png")
-    fig.savefig(path, dpi=120)
-    print(f"\nplot: {path}")
+    print(f"\nplot: {save_plot(fig, '02_memory_timeline.png')}")
 
 
 # %%

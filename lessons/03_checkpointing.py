@@ -21,9 +21,7 @@ Pareto front), and the plans that cost more than they save.
 Plot: out/03_checkpointing.png.
 """
 # %%
-import argparse
 import math
-import os
 import sys
 import time
 
@@ -34,10 +32,11 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from tqdm import tqdm
 
 import minigrad as mg
-from minigrad import grading
 from minigrad import schedules as S
 from minigrad.checkpoint import checkpoint_segments, measure_chain
 from minigrad.profiler import format_bytes, format_flops
+
+from _lesson import command_line, finish, save_plot
 
 # settings
 SEED = 0
@@ -46,7 +45,6 @@ WIDTH, BATCH = 32, 8
 TRADEOFF_DEPTH = 64             # part 2's chain: 2 x 64 = 128 functions
 REVOLVE_SLOTS = (2, 3, 4, 6, 8, 12)
 QUICK_DEPTHS, QUICK_TRADEOFF_DEPTH = DEPTHS[:2], 32
-OUT = "out"
 EXERCISES = (7, 9, 10)  # python -m minigrad check N: build what this lesson measures
 PLOTS = {"03_checkpointing.png": "peak activation memory against depth (log-log, measured), and against recompute "
                                  "for every way to cut one chain, with the Pareto front"}
@@ -232,27 +230,21 @@ def plot(depths, rows, slope, t):
     a2.set_title(f"Memory against recompute, one chain of {n} functions, measured")
     a2.grid(True, alpha=0.3)
     a2.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # outside: the annotations fill the inside
-    fig.tight_layout()
-    os.makedirs(OUT, exist_ok=True)
-    path = os.path.join(OUT, "03_checkpointing.png")
-    fig.savefig(path, dpi=120)
-    print(f"\nplot: {path}")
+    print(f"\nplot: {save_plot(fig, '03_checkpointing.png')}")
 
 
 # %%
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help=f"depths {' and '.join(map(str, QUICK_DEPTHS))} only, and part 2 on a chain of "
-                         f"{2 * QUICK_TRADEOFF_DEPTH} functions instead of {2 * TRADEOFF_DEPTH}")
-    ap.add_argument("--no-plot", action="store_true", help="skip writing out/03_checkpointing.png")
+    ap = command_line(__doc__, quick=f"depths {' and '.join(map(str, QUICK_DEPTHS))} only, and part 2 on a chain "
+                                     f"of {2 * QUICK_TRADEOFF_DEPTH} functions instead of {2 * TRADEOFF_DEPTH}",
+                      no_plot="skip writing out/03_checkpointing.png")
     args = ap.parse_args(argv)
     depths = QUICK_DEPTHS if args.quick else DEPTHS
     rows, slope = against_depth(depths)
     t = tradeoff(QUICK_TRADEOFF_DEPTH if args.quick else TRADEOFF_DEPTH)
     if not args.no_plot:
         plot(depths, rows, slope, t)
-    grading.now_build_it(EXERCISES)
+    finish(EXERCISES)
 
 
 # %%

@@ -24,8 +24,6 @@ mg.accumulate itself, against a plain loop of backward() that adds into a float1
 Plot: out/04_accumulation.png.
 """
 # %%
-import argparse
-import os
 import sys
 import time
 
@@ -37,10 +35,11 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 import minigrad as mg
 import minigrad.functional as F
-from minigrad import grading
 from minigrad.accumulate import micro_batch_slices
 from minigrad.gpt import GPT, GPTConfig
 from minigrad.profiler import CATEGORIES, format_bytes
+
+from _lesson import command_line, finish, save_plot
 
 # settings
 SEED = 0
@@ -49,7 +48,6 @@ CFG = dict(vocab_size=VOCAB, block_size=64, n_layer=4, n_head=4, n_embd=128)
 REPEATS = 3
 QUICK_CFG = dict(CFG, block_size=32, n_layer=2, n_embd=64)  # --quick: part 1's GPT, timed once
 ROWS, DIM = 64, 64       # part 3: a batch of 64 rows through a 64 x 64 float16 linear layer
-OUT = "out"
 EXERCISES = (11, 12)  # python -m minigrad check N: build what this lesson measures
 PLOTS = {"04_accumulation.png": "memory at the peak of one GPT step, by category, for batch 8, 2 x 4, 8 x 1 and "
                                 "8 x 1 with checkpointing; and the error of float16 gradients summed in a float16 "
@@ -217,27 +215,22 @@ def plot(results, ks, e16, e32):
     a2.set_title("Summing float16 gradients over k micro-batches")
     a2.grid(True, which="both", alpha=0.3)
     a2.legend()
-    fig.tight_layout()
-    os.makedirs(OUT, exist_ok=True)
-    path = os.path.join(OUT, "04_accumulation.png")
-    fig.savefig(path, dpi=120)
-    print(f"\nplot: {path}")
+    print(f"\nplot: {save_plot(fig, '04_accumulation.png')}")
 
 
 # %%
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help=f"part 1 on a smaller GPT ({QUICK_CFG['n_layer']} blocks, {QUICK_CFG['n_embd']} wide, "
-                         f"{QUICK_CFG['block_size']} tokens) and speed timed once instead of best of {REPEATS}")
-    ap.add_argument("--no-plot", action="store_true", help="skip writing out/04_accumulation.png")
+    ap = command_line(__doc__, quick=f"part 1 on a smaller GPT ({QUICK_CFG['n_layer']} blocks, {QUICK_CFG['n_embd']} "
+                                     f"wide, {QUICK_CFG['block_size']} tokens) and speed timed once instead of best "
+                                     f"of {REPEATS}",
+                      no_plot="skip writing out/04_accumulation.png")
     args = ap.parse_args(argv)
     results = part1(QUICK_CFG, 1) if args.quick else part1()
     part2()
     ks, e16, e32 = part3()
     if not args.no_plot:
         plot(results, ks, e16, e32)
-    grading.now_build_it(EXERCISES)
+    finish(EXERCISES)
 
 
 # %%

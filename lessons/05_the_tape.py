@@ -18,8 +18,6 @@ deeper than Python's recursion limit and shows why the walk is a loop, not a rec
 Plot: out/05_tape.png.
 """
 # %%
-import argparse
-import os
 import sys
 import time
 
@@ -33,6 +31,8 @@ import minigrad as mg
 from minigrad.profiler import format_bytes
 from minigrad.tensor import records_since
 
+from _lesson import command_line, save_plot
+
 # %%
 # settings
 SEED = 0
@@ -41,7 +41,6 @@ DEPTH = 50_000            # ops in the deep chain of part 3
 QUICK_DEPTH = 5_000       # --quick: still five times Python's recursion limit
 SHALLOW = 500             # a chain a recursive walk still manages
 FACTOR = 1.00001          # the deep chain multiplies by this at every op
-OUT = "out"
 PLOTS = {"05_tape.png": "the recorded graph of a small expression, each record's saved bytes on it, "
                         "and the activation bytes rising in forward and draining in backward"}
 
@@ -297,7 +296,7 @@ def layout(root, named, rows):
     return dict(nodes=nodes, edges=edges, depth=depth)
 
 
-def draw(picture, events, records, path):
+def draw(picture, events, records):
     nodes, edges, depth = picture["nodes"], picture["edges"], picture["depth"]
     columns = {}
     for nd in nodes:
@@ -363,33 +362,27 @@ def draw(picture, events, records, path):
                   "as each record frees its saved arrays", fontsize=10)
     ax2.legend(loc="upper left", fontsize=8)
     ax2.set_ylim(0, max(e["activations"] for e in steps) / 1024 * 1.25)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    print(f"\nplot: {save_plot(fig, '05_tape.png')}")
 
 
 # %%
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help=f"the deep chain of part 3 {QUICK_DEPTH:,} ops long instead of {DEPTH:,} (still deeper "
-                         f"than the recursion limit)")
-    ap.add_argument("--no-plot", action="store_true", help="skip writing out/05_tape.png")
-    args = ap.parse_args([] if "ipykernel" in sys.modules else None)  # a notebook's own arguments are not ours
+def main(argv=None):
+    ap = command_line(__doc__, quick=f"the deep chain of part 3 {QUICK_DEPTH:,} ops long instead of {DEPTH:,} "
+                                     f"(still deeper than the recursion limit)",
+                      no_plot="skip writing out/05_tape.png")
+    args = ap.parse_args(argv)
 
     named, records, rows, kept_before, after, prof, picture = part1()
     compare(named)
     part2(named, records, rows, kept_before, after, prof)
     part3(QUICK_DEPTH if args.quick else DEPTH)
     if not args.no_plot:
-        path = os.path.join(OUT, "05_tape.png")
-        draw(picture, prof.timeline(), records, path)
-        print(f"\nplot: {path}")
+        draw(picture, prof.timeline(), records)
     print("\nNow build it: python -m minigrad check 1  (the backward of elementwise ops: what each record computes)\n"
           "              python -m minigrad check 2  (unbroadcasting, which add and mul call: next lesson)\n"
           "              python -m minigrad check 4  (the tape walk itself: collect, order, hand gradients on)")
 
 
+# %%
 if __name__ == "__main__":
-    main()
+    main([] if "ipykernel" in sys.modules else None)  # in a notebook, the kernel's arguments are not the lesson's

@@ -15,8 +15,6 @@ NumPy, in a hand-written update, broadcasts it silently into a wrong parameter.
 Plot: out/06_broadcasting.png (the gradient at each copy, and its sum, as heatmaps).
 """
 # %%
-import argparse
-import os
 import sys
 
 import matplotlib
@@ -28,13 +26,14 @@ import minigrad as mg
 from minigrad import ops
 from minigrad.tensor import apply
 
+from _lesson import command_line, save_plot
+
 # %%
 # settings
 SEED = 0
 ROWS, COLS = 5, 4             # a is (ROWS, COLS); b is broadcast over the rows (or the columns)
 BATCH, SEQ, IN, OUT_F = 2, 3, 6, 4   # part 3: x (BATCH, SEQ, IN) into Linear(IN, OUT_F)
 EPS = 1e-6                    # the step of the central differences (everything here is float64)
-OUT = "out"
 PLOTS = {"06_broadcasting.png": "the gradient arriving at each broadcast copy, and its sum, as "
                                 "heatmaps (engine, finite differences, the wrong mean)"}
 
@@ -263,7 +262,7 @@ def heatmap(ax, values, title, fig, xlabel="", ylabel="", xticks=None, yticks=No
     fig.colorbar(im, ax=ax, shrink=0.7, pad=0.03).set_label("gradient (d loss / d element)", fontsize=7)
 
 
-def plot(rows_case, cols_case, linear_case, path):
+def plot(rows_case, cols_case, linear_case):
     fig, axes = plt.subplots(3, 2, figsize=(11, 10.5), gridspec_kw=dict(width_ratios=[1.5, 1]))
     heatmap(axes[0, 0], rows_case["arriving"], f"out = a + b with b of shape ({COLS},):\nthe gradient arriving at "
             f"each of b's {ROWS} copies (out.grad)", fig, "column j of out", "row i of out = copy i of b")
@@ -284,17 +283,13 @@ def plot(rows_case, cols_case, linear_case, path):
             xticks=["engine\nbias.grad", "finite\ndiff."], ylabel="output feature")
     fig.suptitle("Broadcasting copies a tensor; its gradient is the sum of the gradients at its copies\n"
                  "(float64; each panel has its own colour scale, and the numbers are the gradients)", fontsize=11)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    print(f"\nplot: {save_plot(fig, '06_broadcasting.png', dpi=110)}")
 
 
 # %%
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--no-plot", action="store_true", help="skip writing out/06_broadcasting.png")
-    args = ap.parse_args([] if "ipykernel" in sys.modules else None)  # a notebook's own arguments are not ours
+def main(argv=None):
+    ap = command_line(__doc__, no_plot="skip writing out/06_broadcasting.png")
+    args = ap.parse_args(argv)
 
     rows_case = part1()
     cols_case = part1_columns()
@@ -302,12 +297,11 @@ def main():
     linear_case = part3()
     part4()
     if not args.no_plot:
-        path = os.path.join(OUT, "06_broadcasting.png")
-        plot(rows_case, cols_case, linear_case, path)
-        print(f"\nplot: {path}")
+        plot(rows_case, cols_case, linear_case)
     print("\nNow build it: python -m minigrad check 2  (unbroadcast: sum a gradient down to its input's shape)\n"
           "              python -m minigrad check 3  (the batched matmul's backward, summed over broadcast batch dims)")
 
 
+# %%
 if __name__ == "__main__":
-    main()
+    main([] if "ipykernel" in sys.modules else None)  # in a notebook, the kernel's arguments are not the lesson's

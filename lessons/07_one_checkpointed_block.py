@@ -28,8 +28,6 @@ Plot: out/07_checkpointed_block.png (activation memory over one step, event by e
 one checkpoint, nested).
 """
 # %%
-import argparse
-import os
 import sys
 import time
 import warnings
@@ -40,10 +38,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import minigrad as mg
-from minigrad import grading, nn
+from minigrad import nn
 from minigrad.checkpoint import set_checkpoint_early_stop
 from minigrad.profiler import format_bytes, format_flops
 from minigrad.tensor import is_recomputing
+
+from _lesson import command_line, finish, save_plot
 
 # %% settings
 SEED = 0
@@ -51,7 +51,6 @@ BATCH, WIDTH = 16, 32          # parts 1-3: a small block
 P_DROP = 0.5                   # part 1
 BN_SHIFT = 3.0                 # part 2: the batch's features have mean about 3, so the running mean moves
 NEST_PAIRS, NEST_WIDTH, NEST_BATCH = 8, 128, 64   # part 4: 8 Linear -> Tanh pairs, cut in halves
-OUT = "out"
 PLOTS = {"07_checkpointed_block.png": "activation memory over one step, event by event: plain, one "
                                       "checkpoint, nested checkpoints"}
 EXERCISES = (7, 8)
@@ -315,7 +314,7 @@ def phase_runs(timeline):
     return runs
 
 
-def plot(rows, path):
+def plot(rows):
     kib = 1024
     shown = ["plain", "one checkpoint", "nested"]
     colors = {"forward": "tab:blue", "recompute": "tab:orange", "backward": "tab:green"}
@@ -354,11 +353,7 @@ def plot(rows, path):
     axes[-1].set_xlabel("event in one training step (one op run: forward, recompute or backward)")
     fig.suptitle(f"Activation memory over one step of {NEST_PAIRS} Linear+Tanh pairs, as mg.profile's timeline "
                  f"saw it", fontsize=11)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"plot: {path}\n")
+    print(f"plot: {save_plot(fig, '07_checkpointed_block.png')}\n")
 
 
 def early_stop_note():
@@ -379,8 +374,7 @@ def early_stop_note():
 
 # %%
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--no-plot", action="store_true", help="skip writing out/07_checkpointed_block.png")
+    ap = command_line(__doc__, no_plot="skip writing out/07_checkpointed_block.png")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     with set_checkpoint_early_stop(False):  # whole blocks run again, as in exercise 7
@@ -390,9 +384,8 @@ def main(argv=None):
         rows = part4_nesting()
     early_stop_note()
     if not args.no_plot:
-        plot(rows, os.path.join(OUT, "07_checkpointed_block.png"))
-    print(f"(the lesson took {time.perf_counter() - t0:.1f} s)\n")
-    grading.now_build_it(EXERCISES)
+        plot(rows)
+    finish(EXERCISES, t0)
 
 
 # %%

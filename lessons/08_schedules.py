@@ -18,10 +18,8 @@ runs under mg.profile, and its measured peak and recompute FLOPs equal the predi
 (asserted). Plot: out/08_schedules.png (the k sweep with the theory; memory against recompute).
 """
 # %%
-import argparse
 import dataclasses
 import math
-import os
 import sys
 import time
 
@@ -31,11 +29,13 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 import minigrad as mg
-from minigrad import grading, nn
+from minigrad import nn
 from minigrad import schedules as S
 from minigrad.checkpoint import checkpoint_segments, measure_chain
 from minigrad.gpt import GPT, GPTConfig
 from minigrad.profiler import format_bytes, format_flops
+
+from _lesson import command_line, finish, save_plot
 
 # %% settings
 SEED = 0
@@ -44,7 +44,6 @@ GPT_CFG = dict(vocab_size=65, block_size=128, n_layer=8, n_head=4, n_embd=32)   
 GPT_BATCH = 2
 MAX_SLOTS = 16                                        # revolve: 1 .. 16 slots (fewer than n)
 QUICK = dict(pairs=16, n_layer=4)                     # --quick: shorter chains, the same widths
-OUT = "out"
 PLOTS = {"08_schedules.png": "peak memory against the number of segments k with the n/k + k theory; "
                              "memory against recompute for revolve, sqrt(n) and the budgeted greedy"}
 EXERCISES = (9, 10)
@@ -198,7 +197,7 @@ def report(study, extra=()):
 
 
 # %%
-def plot(p1, studies, path):
+def plot(p1, studies):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12.5, 4.8))
     kib, n, one = 1024, p1["n"], p1["one"]
     fine = [1 + i * (n - 1) / 400 for i in range(401)]
@@ -262,20 +261,15 @@ def plot(p1, studies, path):
                plt.Line2D([], [], color="k", marker="*", ms=12, lw=0, label="budgeted greedy, least peak")]
     handles += [plt.Line2D([], [], color=colors[s["kind"]], lw=6, label=s["label"]) for s in studies]
     a2.legend(handles=handles, fontsize=7.5, loc="upper right")
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"plot: {path}\n")
+    print(f"plot: {save_plot(fig, '08_schedules.png')}\n")
 
 
 # %%
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help=f"a uniform chain of {QUICK['pairs']} pairs instead of {PAIRS}, and {QUICK['n_layer']} GPT "
-                         f"blocks instead of {GPT_CFG['n_layer']} (the same widths and sequence length)")
-    ap.add_argument("--no-plot", action="store_true", help="skip writing out/08_schedules.png")
+    ap = command_line(__doc__, quick=f"a uniform chain of {QUICK['pairs']} pairs instead of {PAIRS}, and "
+                                     f"{QUICK['n_layer']} GPT blocks instead of {GPT_CFG['n_layer']} (the same widths "
+                                     f"and sequence length)",
+                      no_plot="skip writing out/08_schedules.png")
     args = ap.parse_args(argv)
     pairs_n = QUICK["pairs"] if args.quick else PAIRS
     n_layer = QUICK["n_layer"] if args.quick else GPT_CFG["n_layer"]
@@ -333,9 +327,8 @@ def main(argv=None):
           f"memory ({point(t, t['families']['revolve'][0])[1]:.1%} with one slot) for many more passes.\n")
 
     if not args.no_plot:
-        plot(p1, [uniform, transformer], os.path.join(OUT, "08_schedules.png"))
-    print(f"(the lesson took {time.perf_counter() - t0:.1f} s)\n")
-    grading.now_build_it(EXERCISES)
+        plot(p1, [uniform, transformer])
+    finish(EXERCISES, t0)
 
 
 # %%

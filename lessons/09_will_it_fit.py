@@ -20,8 +20,6 @@ Part 4: the planner: what fits a 16 GB GPU for bert-large, and an 80 GB one for 
 Plots: out/09_will_it_fit.png. The commands behind it: python -m minigrad memory / plan --help.
 """
 # %%
-import argparse
-import os
 import sys
 import time
 
@@ -30,8 +28,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 import minigrad as mg
-from minigrad import grading, models, plan
+from minigrad import models, plan
 from minigrad.tensor import mark, records_since
+
+from _lesson import command_line, finish, save_plot
 
 # %% settings
 MODEL, SEQ = "bert-large-uncased", 512
@@ -45,7 +45,6 @@ HF_CONTEXT_MIB = 1343
 # The software of January 2022 (PyTorch 1.10 was current): the Trainer's model.zero_grad() zeroed the gradients in
 # place (set_to_none=False before PyTorch 2.0), and softmax kept its input as well as its output (until 1.11).
 HF_SOFTWARE = plan.Software(zero_grad="zeros", softmax_keeps_input=True)
-OUT = "out"
 PLOTS = {"09_will_it_fit.png": "one training step of bert-large by category (GiB) for each batch size and for "
                                "accumulation and checkpointing; the activations one layer keeps, op by op (MiB)"}
 EXERCISES = (6,)
@@ -158,7 +157,7 @@ def part4(quick):
           f"--batch-size {cases[0][2]} --seq-len {cases[0][3]}\n")
 
 
-def plot(rows, parts, path):
+def plot(rows, parts):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1.3, 1]})
     names = list(rows)
     bottom = [0.0] * len(names)
@@ -179,17 +178,11 @@ def plot(rows, parts, path):
     a2.set_xlabel("activations kept for backward (MiB)")
     a2.set_title("one layer, batch 4: op by op, in the order they ran", fontsize=10)
     a2.grid(True, axis="x", alpha=0.3)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"plot: {path}")
+    print(f"plot: {save_plot(fig, '09_will_it_fit.png')}")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="skip gpt2-xl's plan")
-    ap.add_argument("--no-plot", action="store_true", help="print only")
+    ap = command_line(__doc__, quick="skip gpt2-xl's plan", no_plot="print only")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     rows = part1()
@@ -197,9 +190,8 @@ def main(argv=None):
     part3(rows)
     part4(args.quick)
     if not args.no_plot:
-        plot(rows, parts, os.path.join(OUT, "09_will_it_fit.png"))
-    print(f"(the lesson took {time.perf_counter() - t0:.1f} s)\n")
-    grading.now_build_it(EXERCISES)
+        plot(rows, parts)
+    finish(EXERCISES, t0)
 
 
 # %%

@@ -18,7 +18,6 @@ Part 3: what each process holds and sends: plain data parallel (every process ke
 Plot: out/10_data_parallel.png (bytes per process by category; bytes sent per step).
 """
 # %%
-import argparse
 import os
 import sys
 import time
@@ -28,8 +27,9 @@ import numpy as np
 import minigrad as mg
 import minigrad.distributed as dist
 import minigrad.functional as F
-from minigrad import grading
 from minigrad.gpt import GPT, CharTokenizer, GPTConfig, get_batch, tiny_corpus
+
+from _lesson import command_line, finish, save_plot
 
 # %% settings
 RANKS = 2
@@ -37,7 +37,6 @@ CFG = dict(block_size=32, n_layer=2, n_head=4, n_embd=64)
 BATCH, MICRO = 8, 2                  # the optimizer's batch, split over the ranks; micro-batches of 2 rows per rank
 STEPS, QUICK_STEPS = 60, 20
 SEED = 0
-OUT = "out"
 PLOTS = {"10_data_parallel.png": "bytes per process by category for plain data parallel and ZeRO stage 1; "
                                  "bytes sent per process per step"}
 EXERCISES = (11,)
@@ -156,7 +155,7 @@ def part3(tok, data):
     return rows
 
 
-def plot(rows, losses, path):
+def plot(rows, losses):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -189,17 +188,11 @@ def plot(rows, losses, path):
     a3.set_ylabel("loss per token (nats)")
     a3.set_title(f"training on {dist.get_world_size()} processes", fontsize=10)
     a3.grid(True, alpha=0.3)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"plot: {path}")
+    print(f"plot: {save_plot(fig, '10_data_parallel.png')}")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} training steps instead of {STEPS}")
-    ap.add_argument("--no-plot", action="store_true", help="print only")
+    ap = command_line(__doc__, quick=f"{QUICK_STEPS} training steps instead of {STEPS}", no_plot="print only")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     dist.init_process_group()
@@ -210,9 +203,8 @@ def main(argv=None):
     rows = part3(tok, data)
     if dist.get_rank() == 0:
         if not args.no_plot:
-            plot(rows, losses, os.path.join(OUT, "10_data_parallel.png"))
-        print(f"(the lesson took {time.perf_counter() - t0:.1f} s)\n")
-        grading.now_build_it(EXERCISES)
+            plot(rows, losses)
+        finish(EXERCISES, t0)
     dist.destroy_process_group()
 
 

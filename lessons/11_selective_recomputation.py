@@ -23,16 +23,16 @@ Part 3: full size, on the 'meta' device (lesson 9): gpt2-xl's training step with
 Plot: out/11_selective_recomputation.png.
 """
 # %%
-import argparse
-import os
 import sys
 import time
 
 import numpy as np
 
 import minigrad as mg
-from minigrad import grading, plan
+from minigrad import plan
 from minigrad.gpt import Block, GPTConfig
+
+from _lesson import command_line, finish, save_plot
 
 # %% settings
 SEED = 0
@@ -40,7 +40,6 @@ CFG = dict(n_embd=64, n_head=4, dropout=0.1)
 BATCH, T = 8, 64                  # T > C: attention's (B, heads, T, T) arrays outweigh the (B, T, C) ones
 BLOCKS, QUICK_BLOCKS = 8, 4
 POLICIES = ("nothing_saveable", "save_anything_except_core_attention", "dots_saveable", "everything_saveable")
-OUT = "out"
 PLOTS = {"11_selective_recomputation.png": "peak activation memory against recompute FLOPs for each checkpoint "
                                            "policy on a stack of GPT blocks, with no checkpointing for comparison"}
 EXERCISES = (7,)
@@ -150,7 +149,7 @@ def part3():
           f"docs/will_it_fit.md compares these with the paper's formulas.\n")
 
 
-def plot(rows, path):
+def plot(rows):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -165,28 +164,21 @@ def plot(rows, path):
     ax.set_ylim(0, max(r[0] for r in rows.values()) / KiB * 1.15)
     ax.set_title("Checkpoint policies on a stack of GPT blocks", fontsize=10)
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"plot: {path}")
+    print(f"plot: {save_plot(fig, '11_selective_recomputation.png')}")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help=f"{QUICK_BLOCKS} blocks instead of {BLOCKS}")
-    ap.add_argument("--no-plot", action="store_true", help="print only")
+    ap = command_line(__doc__, quick=f"{QUICK_BLOCKS} blocks instead of {BLOCKS}", no_plot="print only")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     rows = part1(QUICK_BLOCKS if args.quick else BLOCKS)
     part2()
     part3()
     if not args.no_plot:
-        plot(rows, os.path.join(OUT, "11_selective_recomputation.png"))
-    print(f"(the lesson took {time.perf_counter() - t0:.1f} s)\n")
-    grading.now_build_it(EXERCISES)
+        plot(rows)
+    finish(EXERCISES, t0)
 
 
 # %%
 if __name__ == "__main__":
-    main([] if "ipykernel" in sys.argv[0] or "ipykernel" in sys.modules else None)
+    main([] if "ipykernel" in sys.modules else None)  # in a notebook: the defaults
