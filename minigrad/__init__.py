@@ -30,7 +30,7 @@ from .accumulate import accumulate, accumulation_step
 from .checkpoint import checkpoint, checkpoint_policies, checkpoint_sequential
 from .profiler import profile
 from .backend import cuda_is_available, default_device, device
-from .random import get_rng_state, manual_seed, set_rng_state
+from .backend.random import get_rng_state, manual_seed, set_rng_state
 from .tensor import (Tensor, arange, cat, enable_grad, full, is_grad_enabled, maximum, minimum, multinomial, no_grad,
                      ones, ones_like, rand, randint, randn, stack, tensor, where, zeros, zeros_like)
 

@@ -36,7 +36,7 @@ import weakref
 
 from . import backend, ops
 from .profiler import profile
-from .random import get_rng_state, set_rng_state
+from .backend.random import get_rng_state, set_rng_state
 from .schedules import Chain, Rerun, check_segments, segment_bounds
 from .tensor import (Tensor, apply, backward_within, caching, enable_grad, hand_over, is_grad_enabled,
                      is_keeping_saved, is_recomputing, keep_saved, mark, noting_reads, records_since, recomputing,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from . import models, optim, schedules
 from .checkpoint import checkpoint_policies, measure_chain
 from .profiler import profile
-from .random import manual_seed
+from .backend.random import manual_seed
 from .tensor import no_grad, zeros_like
 
 STRATEGIES = ("none", "every", "sqrt", "budget")

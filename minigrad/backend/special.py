@@ -10,7 +10,7 @@ import numpy as np
 from scipy.special import ndtr as _host_ndtr  # imported now, not at the first GELU: an import inside a
                                               # profiled step would show up as megabytes in tracemalloc
 
-from .backend import empty, is_meta, on_gpu, xp_of
+from . import empty, is_meta, on_gpu, xp_of
 
 try:
     from cupyx.scipy.special import ndtr as _gpu_ndtr
