@@ -1,10 +1,13 @@
 """minigrad: a small tape-based autograd engine over NumPy (CPU) or CuPy (GPU).
 
 Reading order, each module importing only the ones above it (the README's table; a test checks both):
-  meta.py        arrays with a shape and no data: the 'meta' device that predicts memory at any size
-  backend.py     the array library: NumPy, CuPy or meta, decided in one place
-  random.py      minigrad's seeded generator, whose state can be saved and restored
-  special.py     the normal CDF behind exact GELU
+  backend/       the array layer (mg.backend), one idea per file:
+    meta.py        arrays with a shape and no data: the 'meta' device that predicts memory at any size
+    __init__.py    the array library: NumPy, CuPy or meta, decided in one place
+    pool.py        the host memory pool the ops' big arrays come from, and malloc's opt-in setting
+    rows.py        fast paths on NumPy arrays: a broadcast scalar, sums along short rows, an embedding's rows
+    random.py      minigrad's seeded generator, whose state can be saved and restored
+    special.py     the normal CDF behind exact GELU
   ops.py         each op's forward, backward and FLOPs on raw arrays
   tensor.py      the Tensor and the tape: its switches, the choke point for saved arrays, backward
   functional.py  softmax, cross_entropy, layer_norm, ... (imported as mg.functional)
