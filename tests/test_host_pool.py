@@ -118,9 +118,13 @@ def test_off_and_small_arrays_come_from_numpy():
 
 
 def test_over_the_limit_arrays_come_from_numpy(monkeypatch):
+    shape = (3, 8192)       # 96 KiB of float32: above POOL_MIN, so only the limit keeps it out of the pool
+    backend.empty_cache()   # no free block left that the pool could lend again without growing
     monkeypatch.setattr(backend.pool, "_POOL_LIMIT", backend.memory_reserved())
-    a = lend((3, 4096))
+    a = lend(shape)
     assert a.base is None  # not pooled: freed to malloc as without the pool
+    monkeypatch.undo()
+    assert lend(shape).base is not None  # under the real limit the pool lends it: the limit made the difference
 
 
 def gpt_grads(steps):
