@@ -15,6 +15,7 @@ import numpy as np
 
 from . import xp_of
 
+
 # NOTE [host memory between steps]: NumPy takes each array's memory from glibc's malloc. For blocks of a few
 # hundred KiB and up, malloc hands memory back to the system when they are freed (munmap, or trimming the top
 # of the heap) and asks for it again at the next step, which costs a page fault per 4 KiB page touched: about

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _cupyx, is_meta, on_gpu, xp_of
 
+
 # NOTE [a broadcast scalar]: every step's backward makes the loss's implied gradient, a one-element array of
 # ones, and broadcasts it back over what the loss summed. NumPy's ones_like and broadcast_to are Python around
 # C (broadcast_to around an iterator object): on a small step they cost microseconds (bench/NOTES.md,
