@@ -15,7 +15,7 @@ the whole forward pass, on top of the activations, and the peak rises by about t
 Last, what the ledger does not decide: where freed bytes go. NumPy takes each array from the C library's
 malloc, which gives large freed blocks back to the system, so the next step touches fresh pages again (page
 faults). CuPy's memory pool keeps freed GPU memory for the next request; minigrad's ops take their big arrays
-from a pool that does the same on the host (NOTE [host memory pool] in minigrad/backend.py; MINIGRAD_HOST_POOL=0
+from a pool that does the same on the host (NOTE [host memory pool] in minigrad/backend/pool.py; MINIGRAD_HOST_POOL=0
 turns it off), and MINIGRAD_KEEP_HOST_MEMORY=1 asks malloc itself to keep what is freed (opt-in: it is the whole
 process's). Three fresh processes run the same steps of a small GPT, and count the page faults and the time per
 step.
@@ -156,7 +156,7 @@ def between_steps():
           "the system and faults them in again at the next step. CuPy's pool keeps them on the GPU, minigrad's "
           "host pool keeps the ops' big arrays (what it holds, lent or free: mg.backend.memory_reserved(); "
           "mg.backend.empty_cache() gives the free ones back), and malloc can be asked to keep everything (NOTE "
-          "[host memory between steps] in minigrad/backend.py; where glibc is not the C library, that setting "
+          "[host memory between steps] in minigrad/backend/pool.py; where glibc is not the C library, that setting "
           "does nothing). Either way the process holds about its peak between steps.")
 
 

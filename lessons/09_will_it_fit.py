@@ -7,7 +7,7 @@ The lessons so far measured models of a hundred thousand parameters. The ones pe
 hundreds of millions, and the question behind every out-of-memory error is: how much will one training
 step take, and which micro-batch, accumulation and checkpointing fit my GPU for the least compute?
 
-minigrad answers by running the real step on the 'meta' device (minigrad/meta.py): tensors with a shape
+minigrad answers by running the real step on the 'meta' device (minigrad/backend/meta.py): tensors with a shape
 and a dtype and no data, on which every op runs and the ledger (mg.profile) counts exactly the bytes and
 FLOPs a real run would, in about a second, at any size. tests/test_plan.py runs the same steps for real
 where they fit in memory and checks the numbers are equal.

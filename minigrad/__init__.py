@@ -1,10 +1,13 @@
 """minigrad: a small tape-based autograd engine over NumPy (CPU) or CuPy (GPU).
 
 Reading order, each module importing only the ones above it (the README's table; a test checks both):
-  meta.py        arrays with a shape and no data: the 'meta' device that predicts memory at any size
-  backend.py     the array library: NumPy, CuPy or meta, decided in one place
-  random.py      minigrad's seeded generator, whose state can be saved and restored
-  special.py     the normal CDF behind exact GELU
+  backend/       the array layer (mg.backend), one idea per file:
+    meta.py        arrays with a shape and no data: the 'meta' device that predicts memory at any size
+    __init__.py    the array library: NumPy, CuPy or meta, decided in one place
+    pool.py        the host memory pool the ops' big arrays come from, and malloc's opt-in setting
+    rows.py        fast paths on NumPy arrays: a broadcast scalar, sums along short rows, an embedding's rows
+    random.py      minigrad's seeded generator, whose state can be saved and restored
+    special.py     the normal CDF behind exact GELU
   ops.py         each op's forward, backward and FLOPs on raw arrays
   tensor.py      the Tensor and the tape: its switches, the choke point for saved arrays, backward
   functional.py  softmax, cross_entropy, layer_norm, ... (imported as mg.functional)
@@ -30,7 +33,7 @@ from .accumulate import accumulate, accumulation_step
 from .checkpoint import checkpoint, checkpoint_policies, checkpoint_sequential
 from .profiler import profile
 from .backend import cuda_is_available, default_device, device
-from .random import get_rng_state, manual_seed, set_rng_state
+from .backend.random import get_rng_state, manual_seed, set_rng_state
 from .tensor import (Tensor, arange, cat, enable_grad, full, is_grad_enabled, maximum, minimum, multinomial, no_grad,
                      ones, ones_like, rand, randint, randn, stack, tensor, where, zeros, zeros_like)
 

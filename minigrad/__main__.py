@@ -30,7 +30,7 @@ from . import grading, models, nn, plan, schedules
 from .checkpoint import checkpoint_segments, measure_chain
 from .gpt import GPT, GPTConfig
 from .profiler import format_bytes, format_flops, profile
-from .random import manual_seed
+from .backend.random import manual_seed
 from .tensor import randn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from . import functional as F
 from .checkpoint import checkpoint_blocks
 from . import nn
-from .random import generator
+from .backend.random import generator
 from .tensor import arange, cat, no_grad, ones, randn, tensor
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import backend
-from .random import get_rng_state, set_rng_state
+from .backend.random import get_rng_state, set_rng_state
 
 COURSE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "exercises")
 

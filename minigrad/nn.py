@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 from . import functional as F
 from . import backend
-from .random import draw
+from .backend.random import draw
 from .tensor import Tensor, is_recomputing, no_grad, ones, parse_to_args, stack, tensor, zero_grads, zeros
 
 

@@ -281,7 +281,7 @@ class AdamW(Optimizer):
                 state = self.state[p]
                 state["step"] = t = state.get("step", 0) + 1  # per parameter, as in PyTorch
                 bias1, bias2 = 1 - b1 ** t, 1 - b2 ** t
-                # in place, with two scratch arrays from the pool (NOTE [host memory pool] in backend.py), the same
+                # in place, with two scratch arrays from the pool (NOTE [host memory pool] in backend/pool.py), the same
                 # arithmetic in the same order as the formulas on the right
                 xp, tmp, update = backend.xp_of(v), backend.empty_like(g), backend.empty_like(g)
                 p._data *= 1 - lr * weight_decay

@@ -3,7 +3,7 @@
     predict(Setup("bert-large-uncased", batch_size=4, seq_len=512))   # bytes by category, FLOPs by phase
     search("gpt2-xl", memory=80e9, batch_size=64, seq_len=1024)       # what fits, cheapest first
 
-Nothing here estimates: `predict` builds the model on 'meta' (meta.py: shapes, no data), runs the very
+Nothing here estimates: `predict` builds the model on 'meta' (backend/meta.py: shapes, no data), runs the very
 step a real run would (forward, backward and the optimizer, with the accumulation and checkpointing
 asked for) under mg.profile, and reads the ledger. At sizes that fit in memory, the same step on 'cpu'
 gives the same numbers (tests/test_plan.py). What the ledger does not count (the CUDA context, the
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from . import models, optim, schedules
 from .checkpoint import checkpoint_policies, measure_chain
 from .profiler import profile
-from .random import manual_seed
+from .backend.random import manual_seed
 from .tensor import no_grad, zeros_like
 
 STRATEGIES = ("none", "every", "sqrt", "budget")

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import backend, ops
 from .ops import ShapeError
-from .random import draw, generator
+from .backend.random import draw, generator
 
 # ----------------------------------------------------------------------------- the tape's switches
 

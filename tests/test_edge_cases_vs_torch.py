@@ -26,7 +26,7 @@ import minigrad as mg
 import minigrad.functional as F
 from minigrad import ops, plan
 from minigrad.checkpoint import dots_saveable, everything_saveable, set_checkpoint_early_stop
-from minigrad.meta import MetaError
+from minigrad.backend.meta import MetaError
 from minigrad.testing import gradcheck
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -552,7 +552,7 @@ def test_gelu(approximate):
 def test_normal_cdf_in_float32_is_within_an_ulp_or_two_of_float64():
     """GELU's Phi in float32 is a fitted erfc, computed block by block (special.normal_cdf); float64 is SciPy's."""
     from scipy.special import ndtr
-    from minigrad.special import _BLOCK, normal_cdf
+    from minigrad.backend.special import _BLOCK, normal_cdf
     x = np.linspace(-12, 12, 3 * _BLOCK + 7, dtype=np.float32)        # several blocks and a ragged end
     exact = ndtr(x.astype(np.float64))
     got = normal_cdf(x)

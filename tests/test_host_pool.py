@@ -1,5 +1,5 @@
-"""The host memory pool (NOTE [host memory pool] in backend.py): it lends a block again only when nothing can read
-or write it, it changes no result, and it takes the page faults away. No timing here (bench.py times it)."""
+"""The host memory pool (NOTE [host memory pool] in backend/pool.py): it lends a block again only when nothing can
+read or write it, it changes no result, and it takes the page faults away. No timing here (bench.py times it)."""
 import os
 import platform
 import subprocess
@@ -118,9 +118,13 @@ def test_off_and_small_arrays_come_from_numpy():
 
 
 def test_over_the_limit_arrays_come_from_numpy(monkeypatch):
-    monkeypatch.setattr(backend, "_POOL_LIMIT", backend.memory_reserved())
-    a = lend((3, 4096))
+    shape = (3, 8192)       # 96 KiB of float32: above POOL_MIN, so only the limit keeps it out of the pool
+    backend.empty_cache()   # no free block left that the pool could lend again without growing
+    monkeypatch.setattr(backend.pool, "_POOL_LIMIT", backend.memory_reserved())
+    a = lend(shape)
     assert a.base is None  # not pooled: freed to malloc as without the pool
+    monkeypatch.undo()
+    assert lend(shape).base is not None  # under the real limit the pool lends it: the limit made the difference
 
 
 def gpt_grads(steps):
@@ -140,7 +144,7 @@ def test_training_gives_the_same_bits_with_and_without_the_pool(monkeypatch):
     """Three steps reuse the pool's blocks for activations, gradients, temporaries and the optimizer's scratch: a
     block lent while still in use would change some gradient. The pool's smallest size is lowered so that this
     small model's arrays (the attention's, the copies its reshapes make, log_softmax's) all take the pool's path."""
-    monkeypatch.setattr(backend, "POOL_MIN", 256)
+    monkeypatch.setattr(backend.pool, "POOL_MIN", 256)  # where empty() and the others read it
     monkeypatch.setattr(ops, "POOL_MIN", 256)
     before = backend.memory_reserved()
     pooled = gpt_grads(3)

@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 import minigrad as mg
 from minigrad import backend, models
 from minigrad.gpt import GPT, GPTConfig
-from minigrad.meta import MetaArray, MetaError
+from minigrad.backend.meta import MetaArray, MetaError
 
 
 # ----------------------------------------------------------------------------- layout, as NumPy's

@@ -587,7 +587,7 @@ def test_grad_of_a_broadcast_leaf_has_the_leafs_shape():
 
 
 def test_a_losss_implied_gradient_and_its_broadcast_are_numpys_made_directly():
-    """NOTE [a broadcast scalar] (backend.py): the same arrays as np.ones_like's and np.broadcast_to's."""
+    """NOTE [a broadcast scalar] (backend/rows.py): the same arrays as np.ones_like's and np.broadcast_to's."""
     for array in (np.zeros((), np.float32), np.zeros((1, 1)), np.zeros((2, 3), np.float16)):
         ones = ones_like(array)
         assert ones.shape == array.shape and ones.dtype == array.dtype and ones.base is None
@@ -621,7 +621,7 @@ def test_reduce_sum_is_ndarray_sum():
 @pytest.mark.parametrize("shape", [(7, 5), (2, 3, 64), (40, 3), (50, 2, 3), (4, 1), (3, 0), (0, 4), (2, 2, 2000), (5,)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64])
 def test_reductions_along_rows_give_numpys_results(shape, dtype):
-    """NOTE [along rows] (backend.py): sums through the BLAS, maxima by argmax and a gather, for short rows of
+    """NOTE [along rows] (backend/rows.py): sums through the BLAS, maxima by argmax and a gather, for short rows of
     float32/float64; NumPy's own reductions elsewhere. Same shapes and dtypes as NumPy's keepdims results, the same
     maxima exactly (NaN and -inf rows included) and the same sums to rounding; a strided array takes NumPy's way.
     sum_leading, a bias's gradient, sums over the rows instead."""
@@ -655,8 +655,8 @@ def test_reductions_along_rows_give_numpys_results(shape, dtype):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_index_add_of_rows_matches_np_add_at(seed):
-    """An embedding's backward: repeated (and negative) row indices add up, as with np.add.at (backend._add_rows
-    sorts the rows and sums each one's values with np.add.reduceat)."""
+    """An embedding's backward: repeated (and negative) row indices add up, as with np.add.at (_add_rows in
+    backend/rows.py sorts the rows and sums each one's values with np.add.reduceat)."""
     rng = np.random.default_rng(seed)
     n, row = int(rng.integers(1, 9)), tuple(rng.integers(1, 4, rng.integers(0, 3)))
     idx = rng.integers(-n, n, tuple(rng.integers(1, 6, rng.integers(1, 3))))

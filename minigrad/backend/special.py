@@ -10,7 +10,8 @@ import numpy as np
 from scipy.special import ndtr as _host_ndtr  # imported now, not at the first GELU: an import inside a
                                               # profiled step would show up as megabytes in tracemalloc
 
-from .backend import empty, is_meta, on_gpu, xp_of
+from . import is_meta, on_gpu, xp_of
+from .pool import empty
 
 try:
     from cupyx.scipy.special import ndtr as _gpu_ndtr
@@ -44,7 +45,7 @@ def normal_cdf(array):
     # 0.6 ms now. Blocks of 64k numbers rather than 32k: fewer NumPy calls, a GPT step about 0.5 ms faster
     # (bench/NOTES.md, sixth session), and three temporaries of 256 KiB still fit the 1 MiB L2 of one core.
     x = np.ascontiguousarray(array, dtype=np.float32).reshape(-1)
-    out = empty(array.shape, np.float32, array)  # NOTE [host memory pool] (backend.py): this and the blocks'
+    out = empty(array.shape, np.float32, array)  # NOTE [host memory pool] (pool.py): this and the blocks'
     flat = out.reshape(-1)                        # three temporaries come from the pool
     n = min(_BLOCK, x.size)
     scratch = [empty((n,), np.float32, array) for _ in range(3)]

@@ -11,7 +11,7 @@ instantly. `torch.device('meta')` is the same idea in PyTorch.
 What a meta array cannot do is anything that needs its values (`.item()`, `float(m)`, printing,
 `.numpy()`, a boolean mask whose count of True decides a shape): those raise MetaError.
 
-Read next: backend.py, which makes 'meta' a device beside 'cpu' and 'cuda'.
+Read next: __init__.py, which makes 'meta' a device beside 'cpu' and 'cuda'.
 """
 import math
 import operator

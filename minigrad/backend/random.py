@@ -11,7 +11,7 @@ import copy
 
 import numpy as np
 
-from . import backend
+from . import normalize_device, xp_for
 
 _generator = np.random.Generator(np.random.PCG64(0))
 
@@ -40,7 +40,7 @@ def draw(method, *args, size, device=None, **kwargs):
     """generator().<method>(*args, size=size, **kwargs), drawn on the host for a tensor on `device`. On 'meta'
     nothing is drawn, as a meta tensor has no values: an array of the size and of the dtype the draw would have
     stands in, and the stream does not move."""
-    if backend.normalize_device(device) == "meta":
+    if normalize_device(device) == "meta":
         dtype = getattr(np.random.default_rng(0), method)(*args, size=1, **kwargs).dtype
-        return backend.xp_for("meta").empty(size, dtype)
+        return xp_for("meta").empty(size, dtype)
     return getattr(_generator, method)(*args, size=size, **kwargs)

@@ -1,0 +1,217 @@
+"""Where the ops' host arrays come from: a pool that lends them again between steps instead of asking malloc
+(`empty` and the functions after it, NOTE [host memory pool]), and one opt-in setting of glibc's malloc for
+everything else (keep_freed_host_memory, NOTE [host memory between steps]). Arrays on 'cuda' and 'meta' come
+from their own array module (CuPy keeps a pool of its own).
+
+Read next: rows.py.
+"""
+import ctypes
+import math
+import os
+import sys
+import tracemalloc
+
+import numpy as np
+
+from . import xp_of
+
+
+# NOTE [host memory between steps]: NumPy takes each array's memory from glibc's malloc. For blocks of a few
+# hundred KiB and up, malloc hands memory back to the system when they are freed (munmap, or trimming the top
+# of the heap) and asks for it again at the next step, which costs a page fault per 4 KiB page touched: about
+# 10,700 faults (42 MiB) per step of the benchmark's 32 x 512 MLP, a fifth of its time (bench/NOTES.md).
+# CuPy's memory pool keeps freed GPU memory for the next request; this asks malloc to do the same on the host,
+# for the whole process, so it is opt-in: RSS stays at the step's peak instead of falling between steps.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+
+
+def keep_freed_host_memory(mmap_threshold=64 * 2**20, trim_threshold=128 * 2**20):
+    """Ask glibc's malloc to keep freed host memory for reuse (NOTE [host memory between steps]): blocks below
+    `mmap_threshold` bytes come from the heap, and the heap's free top is returned to the system only above
+    `trim_threshold`. The same as starting Python with MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ set.
+    Returns True if malloc took both settings; False where the C library is not glibc (macOS, musl), which
+    leaves the process as it was. Or set MINIGRAD_KEEP_HOST_MEMORY=1 before importing minigrad."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, int(mmap_threshold))) and bool(mallopt(M_TRIM_THRESHOLD, int(trim_threshold)))
+
+
+if os.environ.get("MINIGRAD_KEEP_HOST_MEMORY", "") not in ("", "0"):
+    keep_freed_host_memory()
+
+
+# NOTE [host memory pool]: the ops take their big outputs and gradients from `empty`, which reuses memory that
+# nothing uses any more instead of asking malloc again, as CuPy's memory pool reuses GPU memory (and PyTorch's
+# caching allocator on CUDA). Without it, malloc gives each freed block of a few hundred KiB back to the system
+# and the next step touches fresh pages: a page fault per 4 KiB, up to a fifth of a step's time (bench/NOTES.md).
+# How it works: the pool keeps every block it made, by size in bytes, and lends a view of one in the shape and
+# dtype asked for (a new array object whose .base is the block). Keyed by size rather than by shape, a block
+# serves every shape of its size, so the pool holds less beside what is in use (bench/NOTES.md measures it). A
+# view holds its base, and so does every view made from it (a transpose, a reshape, a slice): a block whose only
+# references are the pool's is free, and is never lent while anything can still read or write it
+# (sys.getrefcount, as _accumulate in tensor.py counts who holds a gradient). The lent array dies as any array
+# does, so the ledger (profiler.py), which follows each array's life, sees nothing different. Small arrays (below
+# POOL_MIN bytes), and every array while tracemalloc traces (the tests that hold the ledger against the real
+# allocator), come from NumPy as usual; so does everything once the pool holds _POOL_LIMIT bytes. What the pool
+# holds stays the process's until empty_cache(): the process keeps about its peak between steps.
+POOL_MIN = 1 << 16      # bytes: smaller arrays come from malloc's free lists, which do not fault
+_POOL_LIMIT = 1 << 30   # bytes the pool may hold at most, in use or free
+_pool = {}              # size in bytes -> the blocks (uint8 arrays) of that size
+_blocks = set()         # their ids
+_pool_bytes = 0
+_pool_on = os.environ.get("MINIGRAD_HOST_POOL", "1") != "0"
+
+
+def _refs(array):
+    return sys.getrefcount(array)
+
+
+def _base_refs(array):
+    return sys.getrefcount(array.base)
+
+
+def _calibrate():
+    """References the checks below see for a free block and for a block with exactly one view lent: counted
+    by the same code as the checks, so they hold whatever the Python version adds for the calls themselves."""
+    blocks = [np.empty(0)]
+    for block in blocks:
+        free = _refs(block)
+    del block
+    return free, _base_refs(blocks[0].view())
+
+
+_FREE, _ONE_VIEW = _calibrate()
+
+
+def empty(shape, dtype, like):
+    """A new uninitialised array of this shape and dtype on `like`'s device; on the host, lent from the pool
+    (NOTE [host memory pool]). The ops' big outputs and gradients come from here."""
+    if not isinstance(like, np.ndarray):
+        return xp_of(like).empty(shape, dtype)
+    global _pool_bytes
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < POOL_MIN or not _pool_on or tracemalloc.is_tracing():
+        return np.empty(shape, dtype)
+    blocks = _pool.get(nbytes)
+    if blocks is None:
+        blocks = _pool[nbytes] = []
+    for block in blocks:
+        if _refs(block) <= _FREE:  # the list and this loop: nothing else holds it
+            return block.view(dtype).reshape(shape)
+    if _pool_bytes + nbytes > _POOL_LIMIT:
+        return np.empty(shape, dtype)  # not pooled: malloc's, as without the pool
+    block = np.empty(nbytes, np.uint8)
+    blocks.append(block)
+    _blocks.add(id(block))
+    _pool_bytes += nbytes
+    return block.view(dtype).reshape(shape)
+
+
+def empty_like(array):
+    """empty(array.shape, array.dtype, array), with a short way out for small arrays (the per-op cost that a tiny
+    model sees)."""
+    if not isinstance(array, np.ndarray):
+        return xp_of(array).empty(array.shape, array.dtype)
+    if array.nbytes < POOL_MIN:
+        return np.empty(array.shape, array.dtype)
+    return empty(array.shape, array.dtype, array)
+
+
+def out_like(array):
+    """For a ufunc's out=: an array like `array` lent by the pool, or None (the ufunc makes its own result, as
+    without out=) where the pool would not lend one anyway: a small array, or one not on the host."""
+    if not isinstance(array, np.ndarray) or array.nbytes < POOL_MIN:
+        return None
+    return empty(array.shape, array.dtype, array)
+
+
+def is_view(array):
+    """Does `array` use memory that another array owns or shares (a slice, a transpose, an array with views)?
+    An array lent by the pool is not a view while it alone uses its block (NOTE [host memory pool])."""
+    if array.base is None:
+        return False
+    # (the base is never bound to a local name here: that would be one more reference)
+    return id(array.base) not in _blocks or _base_refs(array) > _ONE_VIEW
+
+
+def pooled(ufunc, a, b):
+    """ufunc(a, b) (np.multiply, ...), its result lent by the pool when it is big (NOTE [host memory pool])."""
+    if not isinstance(a, np.ndarray) or (a.nbytes < POOL_MIN and b.nbytes < POOL_MIN):
+        return ufunc(a, b)
+    return ufunc(a, b, out=empty(np.broadcast_shapes(a.shape, b.shape), np.result_type(a, b), a))
+
+
+def masked_fill(x, mask, value):
+    """A copy of x with `value` where mask (broadcast to x) is set; on the host from the pool, and without
+    np.where, which is several times slower than two copies here."""
+    if not isinstance(x, np.ndarray):
+        return xp_of(x).where(mask, x.dtype.type(value), x)
+    out = empty_like(x)
+    np.copyto(out, x)
+    np.copyto(out, value, where=mask)
+    return out
+
+
+def reshape(array, shape):
+    """array.reshape(shape): a view where one exists; where NumPy must copy (a transposed array), the copy comes
+    from the pool (NOTE [host memory pool])."""
+    if not isinstance(array, np.ndarray) or array.nbytes < POOL_MIN or array.flags.c_contiguous or not _pool_on:
+        return array.reshape(shape)
+    try:
+        return array.reshape(shape, copy=False)  # NumPy >= 2.1: a ValueError where it would have to copy
+    except TypeError:                            # an older NumPy: it copies as it likes
+        return array.reshape(shape)
+    except ValueError:
+        pass
+    copy = empty_like(array)
+    copy[...] = array
+    return copy.reshape(shape)  # the elements in the same (C) order as array.reshape's copy
+
+
+def zeros(shape, dtype, like):
+    """empty(), filled with zeros."""
+    a = empty(shape, dtype, like)
+    a.fill(0)
+    return a
+
+
+def memory_reserved():
+    """Bytes of host memory the pool holds, lent or free (torch.cuda.memory_reserved, for the host)."""
+    return _pool_bytes
+
+
+def empty_cache():
+    """Give the pool's free blocks back to malloc (torch.cuda.empty_cache, for the host)."""
+    global _pool_bytes
+    for key, blocks in list(_pool.items()):
+        used = []
+        for block in blocks:  # as in empty(): the list and this loop hold a free block
+            if _refs(block) > _FREE:
+                used.append(block)
+            else:
+                _blocks.discard(id(block))
+        blocks[:] = used
+        if not blocks:
+            del _pool[key]
+    _pool_bytes = sum(b.nbytes for blocks in _pool.values() for b in blocks)
+
+
+class host_pool:
+    """with host_pool(False): the ops take host arrays straight from NumPy (malloc), as without the pool; or
+    MINIGRAD_HOST_POOL=0 for a whole run. To see what the pool saves (lesson 2, bench.py)."""
+
+    def __init__(self, enabled):
+        self.enabled, self.prev = enabled, []
+
+    def __enter__(self):
+        global _pool_on
+        self.prev.append(_pool_on)
+        _pool_on = self.enabled
+
+    def __exit__(self, *exc):
+        global _pool_on
+        _pool_on = self.prev.pop()

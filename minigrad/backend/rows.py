@@ -1,0 +1,158 @@
+"""Fast paths on NumPy arrays for what a step does many times, each beside the measurement that earned it: the
+loss's broadcast gradient (NOTE [a broadcast scalar]), sums and maxima along short rows through the BLAS (NOTE
+[along rows]), and an embedding's gradient, row by row (index_add). CuPy and meta arrays go to their own array
+module.
+
+Read next: random.py.
+"""
+import math
+
+import numpy as np
+
+from . import _cupyx, is_meta, on_gpu, xp_of
+
+
+# NOTE [a broadcast scalar]: every step's backward makes the loss's implied gradient, a one-element array of
+# ones, and broadcasts it back over what the loss summed. NumPy's ones_like and broadcast_to are Python around
+# C (broadcast_to around an iterator object): on a small step they cost microseconds (bench/NOTES.md,
+# 'per-op overhead'). For NumPy arrays these two make the same arrays with C calls only.
+def ones_like(array):
+    """xp.ones_like (C order: backward asks it for one element, whose order does not matter)."""
+    if type(array) is np.ndarray:
+        if not array.ndim:
+            return np.array(1, array.dtype)  # a scalar loss's gradient: the cheapest of all
+        out = np.empty(array.shape, array.dtype)
+        out.fill(1)
+        return out
+    return xp_of(array).ones_like(array)
+
+
+def broadcast_to(array, shape):
+    """xp.broadcast_to: a read-only view of `array` repeated to `shape`. One element of a NumPy array
+    broadcasts by strides of zero, which the ndarray constructor makes directly: the same view (its base,
+    strides, read-only) as NumPy's (NOTE [a broadcast scalar])."""
+    if type(array) is np.ndarray and array.size == 1:
+        out = np.ndarray(shape, array.dtype, array, 0, (0,) * len(shape))
+        out.setflags(write=False)  # not out.flags.writeable = ...: a flags object made for one write costs more
+        return out
+    return xp_of(array).broadcast_to(array, shape)
+
+
+def reduce_sum(array, axis, keepdims=False):
+    """array.sum(axis=axis, keepdims=keepdims). For a NumPy array, np.add.reduce: the C call that ndarray.sum reaches
+    through a Python wrapper (NOTE [a broadcast scalar]: on small arrays the wrapper is a good part of the cost)."""
+    if type(array) is np.ndarray:
+        return np.add.reduce(array, axis, keepdims=keepdims)
+    return array.sum(axis=axis, keepdims=keepdims)
+
+
+# NOTE [along rows]: LayerNorm, softmax and log_softmax reduce over the last axis of every row, forward and
+# backward. NumPy runs a reduction's inner loop once per row, and on short rows that loop's start is most of the
+# cost: summing the (8, 4, 64, 64) attention scores over their last axis takes 43 us on this project's 2-core
+# machine, their maximum 120 us (np.maximum checks for NaN as it goes); the same sums through the BLAS, as a
+# matrix-vector product with a vector of ones, take 7 us, and np.argmax's one pass plus a gather of the maxima
+# 30 us. Both give exact NumPy semantics where it matters: the maximum is an element of the row (the first NaN
+# if there is one, as np.max gives NaN), and a sum adds the same numbers in another order (the BLAS's, fixed for
+# a given shape, so a checkpoint's recompute gives the same bits). Rows longer than _ROW_MAX go to NumPy, whose
+# pairwise sum loses less to rounding over many numbers and whose per-row start no longer matters. The same holds
+# for the sums over rows that a bias's gradient takes (sum_leading).
+_ROW_MAX = 1024
+_ones = {}  # (length, dtype) -> a read-only vector of ones
+
+
+def _blas_ready(array):
+    """A C-contiguous NumPy array of float32 or float64: one the BLAS takes as a matrix without a copy."""
+    return type(array) is np.ndarray and array.dtype.char in "fd" and array.flags.c_contiguous
+
+
+def _rows(array, ndim):
+    """array as a C-contiguous (rows, k) matrix of a BLAS dtype, or None where the fast paths do not apply."""
+    if not _blas_ready(array):
+        return None
+    k = math.prod(array.shape[array.ndim - ndim:])
+    return array.reshape(-1, k) if 0 < k <= _ROW_MAX and array.size else None
+
+
+def _ones_of(n, dtype):
+    ones = _ones.get((n, dtype.char))
+    if ones is None:
+        ones = _ones[n, dtype.char] = np.ones(n, dtype)
+        ones.setflags(write=False)
+    return ones
+
+
+def _row_sums(rows, shape, ndim):
+    """The sums of a (rows, k) matrix from _rows, shaped as the keepdims sum of an array of this shape."""
+    return np.matmul(rows, _ones_of(rows.shape[1], rows.dtype)).reshape(shape[:len(shape) - ndim] + (1,) * ndim)
+
+
+def sum_rows(array, ndim=1):
+    """array.sum over its last `ndim` axes, keepdims=True (NOTE [along rows])."""
+    rows = _rows(array, ndim)
+    if rows is None:
+        return reduce_sum(array, tuple(range(array.ndim - ndim, array.ndim)), keepdims=True)
+    return _row_sums(rows, array.shape, ndim)
+
+
+def sum_leading(array, ndim=1):
+    """array summed over every axis but its last `ndim`: a bias's gradient. Through the BLAS as ones @ rows, for the
+    same reason as sum_rows (on (512, 128) 3 us against np.add.reduce's 12); both add row after row."""
+    lead = array.ndim - ndim
+    if lead == 1 and array.shape[0] == 1:  # one row (a batch of one): the sum is the row, as np.add.reduce gives it
+        return array.reshape(array.shape[1:]).copy()
+    if array.size < 16 * array.shape[-1] or not array.size or not _blas_ready(array):  # few rows (cheapest check
+        return reduce_sum(array, tuple(range(lead)))  # first: a tiny layer's backward pays for every check), or not
+    shape = array.shape[lead:]                        # a BLAS array
+    rows, out = array.reshape(-1, math.prod(shape)), np.empty(shape, array.dtype)
+    np.matmul(_ones_of(rows.shape[0], array.dtype), rows, out=out.reshape(-1))
+    return out  # not a view (of a reshaped result): a gradient that owns its memory goes to .grad as it is
+
+
+def mean_rows(array, ndim=1):
+    """array.mean over its last `ndim` axes, keepdims=True (NOTE [along rows]): the sum, divided by the count."""
+    rows = _rows(array, ndim)
+    if rows is None:  # (np.mean also adds float16 up in float32)
+        return array.mean(axis=tuple(range(array.ndim - ndim, array.ndim)), keepdims=True)
+    s = _row_sums(rows, array.shape, ndim)
+    s /= rows.shape[1]
+    return s
+
+
+def max_rows(array):
+    """array.max over its last axis, keepdims=True (NOTE [along rows])."""
+    rows = _rows(array, 1)
+    if rows is None:
+        return array.max(axis=-1, keepdims=True)
+    n, k = rows.shape
+    at = np.argmax(rows, axis=1)
+    at += np.arange(0, n * k, k, dtype=at.dtype)  # flat positions of the maxima
+    return rows.reshape(-1)[at].reshape(array.shape[:-1] + (1,))
+
+
+def index_add(target, key, values):
+    """target[key] += values, adding repeated indices up (np.add.at; cupyx.scatter_add)."""
+    if is_meta(target):
+        return  # no values to add
+    if not on_gpu(target):
+        (rows,) = key if len(key) == 1 else (None,)
+        if (isinstance(rows, np.ndarray) and rows.dtype.kind in "iu" and rows.size > 1 and target.flags.c_contiguous
+                and values.shape == rows.shape + target.shape[1:]):
+            _add_rows(target, rows.reshape(-1), values)
+        else:
+            np.add.at(target, key, values)
+    else:
+        _cupyx.scatter_add(target, key, values)
+
+
+def _add_rows(target, rows, values):
+    """target[rows] += values, repeated rows adding up: an embedding's backward. np.add.at takes its elements one by
+    one (430 us for a GPT's (8, 64) tokens into a (64, 128) table, bench/NOTES.md); sorted by row, each row's
+    values are one segment, and np.add.reduceat sums the segments in C (80 us). The values of a row add up in the
+    order they came (the sort is stable), though not in np.add.at's grouping, so the last bits can differ from it."""
+    values = values.reshape(rows.size, -1)
+    if rows.min() < 0:  # -1 and n - 1 are one row: one segment
+        rows = rows + target.shape[0] * (rows < 0)
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    target.reshape(target.shape[0], -1)[ordered[starts]] += np.add.reduceat(values[order], starts, axis=0)
