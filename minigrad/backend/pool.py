@@ -13,7 +13,7 @@ import tracemalloc
 
 import numpy as np
 
-from . import xp_of
+from .device import xp_of
 
 
 # NOTE [host memory between steps]: NumPy takes each array's memory from glibc's malloc. For blocks of a few

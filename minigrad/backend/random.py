@@ -11,7 +11,7 @@ import copy
 
 import numpy as np
 
-from . import normalize_device, xp_for
+from .device import normalize_device, xp_for
 
 _generator = np.random.Generator(np.random.PCG64(0))
 

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from . import _cupyx, is_meta, on_gpu, xp_of
+from .device import _cupyx, is_meta, on_gpu, xp_of
 
 
 # NOTE [a broadcast scalar]: every step's backward makes the loss's implied gradient, a one-element array of

@@ -16,7 +16,7 @@ import types
 import weakref
 
 from .. import backend
-from ..random import get_rng_state, set_rng_state
+from ..backend.random import get_rng_state, set_rng_state
 from ..tensor import _placeholders, _version_counter  # NOTE [reads outside the tape], NOTE [version counters]
 
 

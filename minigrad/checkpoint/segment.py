@@ -24,7 +24,7 @@ import hashlib
 import warnings
 
 from .. import backend, ops
-from ..random import get_rng_state, set_rng_state
+from ..backend.random import get_rng_state, set_rng_state
 from ..tensor import (Tensor, apply, backward_within, caching, enable_grad, hand_over, is_grad_enabled,
                       is_keeping_saved, keep_saved, mark, noting_reads, records_since, recomputing, replaying)
 from ..tensor import _version_counter, _wrap  # NOTE [version counters], NOTE [an old array, a new tensor]
