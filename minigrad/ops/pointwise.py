@@ -16,10 +16,10 @@ import operator
 
 import numpy as np
 
-from .backend import (POOL_MIN, broadcast_to, device_of, empty, empty_like, index_add, masked_fill, max_rows, mean_rows,
-                      out_like, pooled, reduce_sum, reshape, sum_leading, sum_rows, to_device, xp_for, xp_of, zeros)
-from .random import generator, get_rng_state
-from .special import normal_cdf
+from ..backend import (POOL_MIN, broadcast_to, device_of, empty, empty_like, index_add, masked_fill, max_rows, mean_rows,
+                       out_like, pooled, reduce_sum, reshape, sum_leading, sum_rows, to_device, xp_for, xp_of, zeros)
+from ..random import generator, get_rng_state
+from ..special import normal_cdf
 
 
 # NOTE [FLOP convention]: a matrix product counts 2*m*n*k (one multiply and one add per term),
