@@ -235,8 +235,20 @@ class Flip(Op):
         return (xp_of(g).flip(g, self.axes) if self.axes else g,)
 
 
-def _is_basic_index(key):
-    return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key)
+def split_key(key):
+    """An index key -> (the key with None where its arrays were, where they were, the arrays). The arrays (token
+    ids, targets) are what Index and IndexPut keep for backward, so they pass the choke point too; None, Ellipsis,
+    ints and slices stay in the key. No arrays: a basic index, a view."""
+    at = [i for i, k in enumerate(key) if not (k is None or k is Ellipsis or isinstance(k, (int, slice)))]
+    return tuple(None if i in at else k for i, k in enumerate(key)), at, [key[i] for i in at]
+
+
+def join_key(rest, at, arrays):
+    """split_key undone: the (kept) arrays back in their places."""
+    key = list(rest)
+    for i, arr in zip(at, arrays):
+        key[i] = arr
+    return tuple(key)
 
 
 class Index(Op):
@@ -247,21 +259,16 @@ class Index(Op):
 
     def forward(self, x, key):
         self.shape, self.dtype = x.shape, x.dtype
-        self.basic = _is_basic_index(key)
-        # index arrays (token ids, targets) are kept for backward, so they pass the choke point too
-        self.arrays_at = [i for i, k in enumerate(key) if not (k is None or k is Ellipsis or isinstance(k, (int, slice)))]
-        self.key = tuple(None if i in self.arrays_at else k for i, k in enumerate(key))
-        self.save_for_backward(*(key[i] for i in self.arrays_at))
+        self.key, self.arrays_at, arrays = split_key(key)
+        self.basic = not arrays
+        self.save_for_backward(*arrays)
         try:
             return x[key]
         except IndexError as e:
             raise IndexError(f"index: {e} (tensor of shape {x.shape})") from None
 
     def backward(self, g):
-        key = list(self.key)
-        for i, arr in zip(self.arrays_at, self.saved):
-            key[i] = arr
-        key = tuple(key)
+        key = join_key(self.key, self.arrays_at, self.saved)
         gx = zeros(self.shape, g.dtype, g)
         if self.basic:
             gx[key] = g
@@ -273,7 +280,6 @@ class Index(Op):
         return {self.name: 0 if self.basic else grad.size}  # a scatter-add adds each element once
 
 
-
 class IndexPut(Op):
     """x[key] = v as an op: y is x with v written at key; dx = g with zeros at key, dv = g[key] summed to
     v's shape. (At an integer index repeated in key, NumPy keeps the last write; dv counts each.)"""
@@ -282,9 +288,8 @@ class IndexPut(Op):
 
     def forward(self, x, v, key):
         self.v_shape = v.shape
-        self.arrays_at = [i for i, k in enumerate(key) if not (k is None or k is Ellipsis or isinstance(k, (int, slice)))]
-        self.key = tuple(None if i in self.arrays_at else k for i, k in enumerate(key))
-        self.save_for_backward(*(key[i] for i in self.arrays_at))
+        self.key, self.arrays_at, arrays = split_key(key)
+        self.save_for_backward(*arrays)
         y = x.copy()
         try:
             y[key] = v
@@ -293,10 +298,7 @@ class IndexPut(Op):
         return y
 
     def backward(self, g):
-        key = list(self.key)
-        for i, arr in zip(self.arrays_at, self.saved):
-            key[i] = arr
-        key = tuple(key)
+        key = join_key(self.key, self.arrays_at, self.saved)
         na, nv = self.needs_input_grad
         gx = gv = None
         if na:
