@@ -574,9 +574,30 @@ def test_every_op_has_a_flop_formula():
     for cls in classes:
         in_table = cls.name in ops.flops_table()
         overrides = cls.flops is not ops.Op.flops and cls.backward_flops is not ops.Op.backward_flops
-        if not (in_table or overrides):
+        if not (in_table or overrides or not cls.counts_flops):
             missing.append(cls.__name__)
     assert not missing, f"ops without a FLOP formula: {missing}"
+
+
+def test_an_op_that_counts_no_flops_says_so_and_reports_none():
+    """counts_flops = False (a checkpoint's record: its segment's ops count theirs): no row at all, not a row of 0s,
+    while its calls still count; and it is no row of the per-element table either."""
+    class Tie(ops.Op):
+        name = "tie"
+        counts_flops = False
+
+        def forward(self, x):
+            return x.copy()
+
+        def backward(self, g):
+            return (g,)
+
+    x = mg.randn(3, requires_grad=True)
+    with mg.profile() as prof:
+        apply(Tie, x).sum().backward()
+    assert prof.calls("forward", "tie") == prof.calls("backward", "tie") == 1
+    assert {name for _, name in prof._flops} == {"sum"}
+    assert "tie" not in ops.flops_table()
 
 
 def test_an_op_without_a_formula_raises_under_a_profile():

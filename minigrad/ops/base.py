@@ -54,6 +54,9 @@ class Op:
         raise NotImplementedError(f"{type(self).__name__}.backward")
 
     # FLOPs (NOTE [FLOP convention]); the profiler calls these, the engine never does
+    counts_flops = True  # False: no arithmetic of its own, so no FLOPs reported, not even a row of zeros (a
+    #                      checkpoint's record, whose segment's ops count theirs)
+
     def _table(self):
         row = getattr(self, "flops_per_element", NotImplemented)
         if row is NotImplemented:
@@ -63,10 +66,14 @@ class Op:
 
     def flops(self, inputs, out):
         """{op name: FLOPs} of this forward, from the input and output arrays."""
+        if not self.counts_flops:
+            return {}
         return {self.name: self._table()[0] * out.size}
 
     def backward_flops(self, grad, input_grads):
         """{op name: FLOPs} of this backward: only the input gradients actually computed."""
+        if not self.counts_flops:
+            return {}
         per_input = self._table()[1]
         n = sum(per * grad.size + max(grad.size - gi.size, 0)
                 for per, gi in zip(per_input, input_grads) if gi is not None)
