@@ -5,7 +5,7 @@ Reading order, each module importing only the ones above it (the README's table;
   backend.py     the array library: NumPy, CuPy or meta, decided in one place
   random.py      minigrad's seeded generator, whose state can be saved and restored
   special.py     the normal CDF behind exact GELU
-  ops.py         each op's forward, backward and FLOPs on raw arrays
+  ops/           each op's forward, backward and FLOPs on raw arrays: Op first, then one file per kind
   tensor.py      the Tensor and the tape: its switches, the choke point for saved arrays, backward
   functional.py  softmax, cross_entropy, layer_norm, ... (imported as mg.functional)
   nn.py, optim.py   modules and optimizers with PyTorch's names

@@ -6,7 +6,7 @@ Everything above this layer (ops, the tape, nn) asks this module for an array mo
 holds where the ops' host arrays come from: a pool that reuses them between steps (`empty`, NOTE [host memory
 pool]), and one opt-in setting of glibc's malloc for everything else (keep_freed_host_memory).
 
-Read next: random.py, then special.py and ops.py, the differentiable ops written only in these primitives.
+Read next: random.py, then special.py and ops/, the differentiable ops written only in these primitives.
 """
 import ctypes
 import math

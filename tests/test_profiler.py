@@ -716,7 +716,7 @@ EXACT_FLOPS = {
     # the written row's gradient is gathered from g: no adds, unless the value was broadcast over 2 rows
     "index_put": {("forward", "index_put"): 0, ("backward", "index_put"): 0, ("backward", "mul"): 12},
     "index_put-broadcast": {("forward", "index_put"): 0, ("backward", "index_put"): 4},
-    # q = a (L=3, E=4), k = v = w (S=5, Ev=4): n = 15 scores (NOTE [fused attention] in ops.py). Backward
+    # q = a (L=3, E=4), k = v = w (S=5, Ev=4): n = 15 scores (NOTE [fused attention] in ops/nn.py). Backward
     # recomputes the scores (2 n E), then dv, dP (2 n Ev each), dq, dk (2 n E each); per score 3 for P again
     # and 3 for dS, 2 per dropout applied; D = rowsum(g * out) 2 L Ev
     "sdpa": {("forward", "matmul"): 2 * 15 * (4 + 4), ("forward", "sdpa"): 6 * 15 + 2 * 3,
@@ -758,7 +758,7 @@ def test_every_op_runs_forward_and_backward_under_a_profile(case):
     assert prof.calls("forward", name) == calls
     assert prof.calls("backward", name) == calls
     assert grown(prof, "activations") == 0
-    if row is None:  # the ops with their own formulas (ops.py), worked out by hand for these shapes
+    if row is None:  # the ops with their own formulas (ops/), worked out by hand for these shapes
         for (phase, op), n in EXACT_FLOPS[case].items():
             assert prof.flops(phase, op=op) == n, (phase, op)
         return

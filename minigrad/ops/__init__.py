@@ -1,7 +1,8 @@
 """The differentiable ops, on raw arrays: each op is one small class with its forward, its backward and its FLOP
 count side by side. An op never sees a Tensor; an op instance is also the record the tape keeps (tensor.py).
 
-The files, in reading order (each imports base.py and the array layer, never another kind):
+The files, in reading order (base.py imports nothing of minigrad's; each kind imports base.py and the layer
+below, backend.py, random.py or special.py, never another kind):
 
   base.py       Op, the class every op is (save_for_backward, needs_input_grad, the FLOP rule: NOTE [FLOP
                 convention]); ShapeError; the helpers ops of several kinds share (unbroadcast, normalize_dims,
@@ -11,9 +12,9 @@ The files, in reading order (each imports base.py and the array layer, never ano
   shape.py      reductions: Sum, Mean, Max, Min, Prod, Cumsum; shapes and indexing: Reshape, Transpose, Permute,
                 Expand, Flip, Index, IndexPut, Cat, Stack, Tri
   linear.py     the matrix products: Matmul and Linear, and the two helpers only they use (rows, and matmul from
-                the host pool). A file of their own rather than pointwise.py or nn.py: Linear is a fused matmul
-                (it saves its input once, folds a batch into one GEMM) and both count their FLOPs under
-                'matmul', 2 m n k, where nearly all of a model's FLOPs are; side by side, the one rule reads once
+                the host pool). A file of their own rather than pointwise.py or nn.py: Linear is x @ W^T + b
+                fused into one record (its batch folded into one GEMM), and both count their FLOPs under
+                'matmul', 2 m n k, where nearly all of a model's FLOPs are: side by side, that rule reads once
   nn.py         the fused neural-net ops: Softmax, LogSoftmax, LayerNorm, Dropout (draw_keep draws its mask),
                 ScaledDotProductAttention (NOTE [fused attention])
 
