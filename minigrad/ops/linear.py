@@ -129,4 +129,3 @@ class Linear(Op):
         if len(input_grads) == 3 and input_grads[2] is not None:
             counts["sum"] = grad.size - input_grads[2].size  # the bias gradient sums over N
         return counts
-

@@ -159,7 +159,6 @@ class PowTensor(Op):
         return ga, gb
 
 
-
 class Clamp(Op):
     """clamp(x, lo, hi); dx = g where lo <= x <= hi, else 0 (as PyTorch: the bounds pass the gradient)."""
     name = "clamp"
@@ -468,7 +467,6 @@ class ToDevice(Op):
         return (to_device(g, self.in_device),)
 
 
-
 # ----------------------------------------------------------------------------- elementwise, by a mask
 
 class Where(Op):
@@ -507,4 +505,3 @@ class MaskedFill(Op):
 
     def backward(self, g):
         return (pooled(xp_of(g).multiply, g, ~self.saved[0]),)
-

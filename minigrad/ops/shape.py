@@ -146,7 +146,6 @@ class Cumsum(Op):
         return {self.name: self._adds(grad)}
 
 
-
 # ----------------------------------------------------------------------------- shape and indexing
 
 class Reshape(Op):
@@ -313,7 +312,6 @@ class IndexPut(Op):
         return {self.name: getattr(self, "summed", 0)}
 
 
-
 class Cat(Op):
     """d cat(xs, dim) = the matching slices of g."""
     name = "cat"
@@ -352,7 +350,6 @@ class Stack(Op):
                      for i, need in enumerate(self.needs_input_grad))
 
 
-
 class Tri(Op):
     """tril/triu: keep a triangle of the last two dims; the gradient keeps the same triangle."""
     name = "tri"
@@ -370,4 +367,3 @@ class Tri(Op):
 
     def backward(self, g):
         return (self._apply(g),)
-
