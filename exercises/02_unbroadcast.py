@@ -12,7 +12,7 @@ Broadcasting compares shapes from the right:
                                         keeping it with size 1.
 
 Write unbroadcast(grad, shape): sum `grad` down to `shape` (return grad itself when the shapes
-already match). Every op with two inputs uses this in its backward (see Add in minigrad/ops.py).
+already match). Every op with two inputs uses this in its backward (see Add in minigrad/ops/pointwise.py).
 Useful: grad.sum(axis=tuple_of_axes, keepdims=...), .reshape(shape).
 
 Grade it:  python -m minigrad check 2

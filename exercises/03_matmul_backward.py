@@ -23,7 +23,7 @@ same function, imported below). Likewise b (5, k, n) was used by out[0, j] and o
 
 Write matmul_backward(g, a, b) -> (ga, gb) on raw NumPy arrays, for a and b with at least 2 dims: ga
 of a's shape and dtype, gb of b's. (NumPy also takes 1-d a or b, as a row or a column; that case is
-not graded. minigrad/ops.py's Matmul handles it: read it after.)
+not graded. minigrad/ops/linear.py's Matmul handles it: read it after.)
 
 Grade it:  python -m minigrad check 3
 """

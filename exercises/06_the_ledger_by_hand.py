@@ -10,7 +10,7 @@ out] has L + 1 entries. The data batch x, of shape (B, sizes[0]), needs no gradi
     prof.flops("forward", op="matmul")      # matrix-product FLOPs of the forward
     prof.flops("backward", op="matmul")     # ... and of the backward
 
-What each op saves for its backward (ops.py; docs/ledger.md):
+What each op saves for its backward (minigrad/ops/; docs/ledger.md):
 
     Linear  y = x W^T + b    dW = g^T x needs x: it saves its input x (B x in). dx = g W needs W,
                              but W is a parameter: the ledger counts it under 'parameters', never

@@ -8,7 +8,7 @@ Reading order, each module importing only the ones above it (the README's table;
     rows.py        fast paths on NumPy arrays: a broadcast scalar, sums along short rows, an embedding's rows
     random.py      minigrad's seeded generator, whose state can be saved and restored
     special.py     the normal CDF behind exact GELU
-  ops.py         each op's forward, backward and FLOPs on raw arrays
+  ops/           each op's forward, backward and FLOPs on raw arrays: Op first, then one file per kind
   tensor.py      the Tensor and the tape: its switches, the choke point for saved arrays, backward
   functional.py  softmax, cross_entropy, layer_norm, ... (imported as mg.functional)
   nn.py, optim.py   modules and optimizers with PyTorch's names

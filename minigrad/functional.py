@@ -1,6 +1,6 @@
 """Neural-network functions with torch.nn.functional's names and arguments (import as F).
 
-Each is either one op from ops.py (linear, softmax, layer_norm, ...) or a short composition
+Each is either one op from ops/ (linear, softmax, layer_norm, ...) or a short composition
 of tensor ops (cross_entropy), so its backward comes from the tape.
 
 Read next: nn.py, the modules that hold parameters and call these.
@@ -211,7 +211,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     eval mode, as in PyTorch. enable_gqa=True: grouped-query attention, key and value with fewer heads (dim -3)
     than query, a divisor of its count, each head repeated for its group of queries (_repeat_heads).
 
-    One fused op, as FlashAttention (NOTE [fused attention] in ops.py): it keeps query, key, value, the output
+    One fused op, as FlashAttention (NOTE [fused attention] in ops/nn.py): it keeps query, key, value, the output
     and one log-sum-exp per query row, not the (..., L, S) probabilities that the eager composition
     (q @ k^T * scale, mask, softmax, dropout, @ v) keeps; backward recomputes them, and draws the dropout
     mask again from the generator state the forward started from.

@@ -25,7 +25,7 @@ What the ledger cannot see: temporaries that NumPy makes inside one op and frees
 returns, and Python's own objects; tests compare the total against the allocator (tracemalloc,
 CuPy's pool) to bound them.
 
-FLOPs follow NOTE [FLOP convention] in ops.py, by phase ('forward', 'backward', 'recompute').
+FLOPs follow NOTE [FLOP convention] in ops/base.py, by phase ('forward', 'backward', 'recompute').
 
 Time: each op's wall time by phase, as PyTorch's profiler reports it: self time, less the ops that ran
 inside it and less the profiler's own bookkeeping (NOTE [self time]); prof.seconds("backward", op="matmul").

@@ -1,12 +1,12 @@
 """The Tensor and the tape: how ops get recorded, and how backward walks them in reverse.
 
 An op applied to tensors, with grad mode on and some input requiring grad, becomes a record:
-the op instance (ops.py) with its saved arrays and an edge per input to the record that made
+the op instance (ops/) with its saved arrays and an edge per input to the record that made
 that input (or to the leaf tensor itself). Records point only at records and leaves, never at
 intermediate tensors, so an intermediate's array lives only as long as the user holds it or an
 op saved it: saved arrays are exactly the activation memory.
 
-Follow one saved array: an op's forward names it (`save_for_backward`, ops.py); `apply` hands the
+Follow one saved array: an op's forward names it (`save_for_backward`, ops/base.py); `apply` hands the
 record to `keep`, the one choke point that keeps or drops it and tells the profiler; `_run_tape`
 reads it in the op's backward and then `release` frees it.
 
@@ -1682,7 +1682,7 @@ def _check_in_range(op, index, n, where_):
 
 def _root(s, p):
     """s ** (1/p) of a floating s, with a zero gradient where s == 0 (where d sqrt(s) is infinite and 0 * inf
-    would be nan), as PyTorch's norm and std: one op whatever the values (NOTE [a root's gradient at zero], ops.py),
+    would be nan), as PyTorch's norm and std: one op whatever the values (NOTE [a root's gradient at zero], ops/pointwise.py),
     so it runs on 'meta' and records the same ops in a checkpoint's recompute."""
     if p == 2:
         return apply(ops.Sqrt, s, zero_at_zero=True)

@@ -208,7 +208,7 @@ def test_mlp_memory_and_recompute_for_each_policy(segments):
 
 
 def core_attention_flops(n_blocks):
-    """Forward FLOPs of attention's T x T part, per formulas.attention_matmul_flops and ops.py's table:
+    """Forward FLOPs of attention's T x T part, per formulas.attention_matmul_flops and ops.flops_table():
     q k^T and att v, 2 B T T C each; then per (B, nh, T, T) element: the scale's mul 1, masked_fill 0,
     softmax 5, dropout 2."""
     return n_blocks * (4 * B * T * T * C + 8 * B * NH * T * T)

@@ -3,7 +3,7 @@ before its fix, and compares with PyTorch where PyTorch runs it (skipped cleanly
 
   matmul       a zero-size dim (m, k or n, batched, 1-d, linear): zero gradients, not a ZeroDivisionError
   std / norm   a constant row (std 0) or a zero vector: gradient 0 as PyTorch's; on 'meta' and under every
-               checkpoint policy too (one op whatever the values, NOTE [a root's gradient at zero] in ops.py)
+               checkpoint policy too (one op whatever the values, NOTE [a root's gradient at zero] in ops/pointwise.py)
   chunk/split  of a size-0 dim: chunk(k) gives k empty pieces, as PyTorch
   clip_grad    norm_type 'inf' (a string) and what float() reads; clear errors otherwise; runs on 'meta'
   gelu tanh    |x| up to the largest float: x (or -0), and the gradient's limits (NOTE [GELU at large x])

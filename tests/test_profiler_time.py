@@ -19,6 +19,7 @@ NAP = 0.1  # seconds that the slow op sleeps: far above any tiny op, even on a l
 class Slow(ops.Op):
     """The identity, with a forward that sleeps NAP seconds: a known cost to find in the table."""
     name = "slow"
+    counts_flops = False
 
     def forward(self, x):
         time.sleep(NAP)
@@ -26,12 +27,6 @@ class Slow(ops.Op):
 
     def backward(self, g):
         return (g,)
-
-    def flops(self, inputs, out):
-        return {}
-
-    def backward_flops(self, grad, input_grads):
-        return {}
 
 
 def slow(x):

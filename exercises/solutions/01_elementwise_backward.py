@@ -1,6 +1,6 @@
 """Exercise 1, the reference: the backward of elementwise ops.
 
-An op in minigrad is a small class (see minigrad/ops.py). Its forward(*arrays) computes the output
+An op in minigrad is a small class (see minigrad/ops/pointwise.py). Its forward(*arrays) computes the output
 from raw NumPy arrays and calls self.save_for_backward(...) with exactly what backward will need.
 Its backward(g) receives g, the gradient of the loss with respect to the op's output (an array of
 the output's shape), reads what forward saved from self.saved, and returns a tuple with one

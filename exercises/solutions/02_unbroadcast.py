@@ -1,4 +1,4 @@
-"""Exercise 2, the reference: unbroadcasting (minigrad/ops.py has the same function)."""
+"""Exercise 2, the reference: unbroadcasting (minigrad/ops/base.py has the same function)."""
 
 
 def unbroadcast(grad, shape):

@@ -1,4 +1,4 @@
-"""Exercise 3, the reference: the backward of a batched matmul (minigrad/ops.py's Matmul also takes 1-d inputs)."""
+"""Exercise 3, the reference: the backward of a batched matmul (minigrad/ops/linear.py's Matmul also takes 1-d inputs)."""
 from minigrad.ops import unbroadcast
 
 

@@ -1,4 +1,4 @@
-"""Exercise 5, the reference: softmax and log_softmax keep their output alone (as minigrad/ops.py's do)."""
+"""Exercise 5, the reference: softmax and log_softmax keep their output alone (as minigrad/ops/nn.py's do)."""
 import numpy as np
 
 from minigrad.ops import Op

@@ -5,7 +5,7 @@ is what lets checkpointing replay a dropout mask exactly when it recomputes a se
 Numbers are drawn on the host with NumPy and moved to the device, so a seed gives the same
 numbers on 'cpu' and 'cuda'. On 'meta' nothing is drawn (`draw`).
 
-Read next: special.py, then ops.py.
+Read next: special.py, then ops/.
 """
 import copy
 

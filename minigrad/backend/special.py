@@ -4,7 +4,7 @@ NumPy has no erf. float64 uses SciPy's ndtr (exact to rounding: the gradient che
 float32 and float16 use a fitted erfc, computed block by block so that its temporaries stay in the
 CPU's cache; CuPy has ndtr as one fused kernel.
 
-Read next: ops.py, whose Gelu calls normal_cdf.
+Read next: ops/, the differentiable ops (its pointwise.py's Gelu calls normal_cdf).
 """
 import numpy as np
 from scipy.special import ndtr as _host_ndtr  # imported now, not at the first GELU: an import inside a

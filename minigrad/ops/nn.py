@@ -1,0 +1,304 @@
+"""The fused neural-net ops: softmax, log_softmax, layer_norm, dropout (with the mask it draws) and scaled
+dot-product attention. Each is one op, rather than a composition, for what it keeps for backward or for speed;
+the reason sits beside each.
+
+Read next: tensor.py (minigrad/tensor.py), which runs these ops, records them and walks them backwards.
+"""
+import copy
+import math
+
+import numpy as np
+
+from ..backend import (device_of, empty_like, max_rows, mean_rows, pooled, reduce_sum, sum_leading, sum_rows,
+                       to_device, xp_for, xp_of)
+from ..backend.random import generator, get_rng_state
+from .base import Op, normalize_dims, unbroadcast
+
+
+def _max(x, axis):
+    """x.max(axis, keepdims=True); along rows (NOTE [along rows] in backend.py) when axis is the last one."""
+    return max_rows(x) if axis == (x.ndim - 1,) else x.max(axis=axis, keepdims=True)
+
+
+def _sum(x, axis):
+    """x.sum(axis, keepdims=True); along rows (NOTE [along rows] in backend.py) when axis are the last ones."""
+    if axis == tuple(range(x.ndim - len(axis), x.ndim)):
+        return sum_rows(x, len(axis))
+    return reduce_sum(x, axis, keepdims=True)
+
+
+class Softmax(Op):
+    """y = exp(x - max) / sum; dx = y (g - sum(g y)) along dim. keep_input: also keep x, which backward never
+    reads, to emulate PyTorch before 1.11, whose softmax backward took the input too (F.softmax)."""
+    name = "softmax"
+    flops_per_element = (5, (4,))  # max, -, exp, sum, /;  g*y, sum, y*s, -
+
+    def forward(self, x, dim, keep_input=False):
+        xp = xp_of(x)
+        self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
+        y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))
+        xp.exp(y, out=y)
+        y /= _sum(y, self.axis)
+        if keep_input:
+            self.save_for_backward(y, x)  # kept, never read: the memory older software held
+        else:
+            self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        y = self.saved[0]
+        xp = xp_of(y)
+        gx = xp.multiply(g, y, out=empty_like(y))
+        xp.subtract(g, _sum(gx, self.axis), out=gx)
+        gx *= y  # y (g - sum(g y)), in the one array
+        return (gx,)
+
+
+class LogSoftmax(Op):
+    """y = x - logsumexp(x); dx = g - softmax(x) sum(g) along dim."""
+    name = "log_softmax"
+    flops_per_element = (5, (4,))  # max, -, exp, sum, -;  exp, sum, *, -
+
+    def forward(self, x, dim):
+        xp = xp_of(x)
+        self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
+        y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))  # NOTE [host memory pool]
+        y -= xp.log(_sum(xp.exp(y, out=empty_like(y)), self.axis))  # x - max - log sum exp
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        (y,) = self.saved
+        xp = xp_of(y)
+        gx = xp.exp(y, out=empty_like(y))
+        gx *= _sum(g, self.axis)
+        return (xp.subtract(g, gx, out=gx),)  # g - softmax(x) sum(g)
+
+
+class LayerNorm(Op):
+    """y = (x - mean) / sqrt(var + eps) * w + b over the last dims; saves x_hat and 1/std."""
+    name = "layer_norm"
+
+    def forward(self, x, *weight_bias, ndim=1, eps=1e-5, has_weight=True):
+        xp = xp_of(x)
+        weight = weight_bias[0] if has_weight and weight_bias else None
+        bias = weight_bias[-1] if len(weight_bias) > has_weight else None
+        self.axes = tuple(range(x.ndim - ndim, x.ndim))
+        # NOTE [host memory pool] (backend.py): x-hat and y are new arrays from the pool, the rest in place
+        xhat = xp.subtract(x, mean_rows(x, len(self.axes)), out=empty_like(x))
+        var = mean_rows(xp.square(xhat, out=empty_like(x)), len(self.axes))
+        rstd = 1 / xp.sqrt(var + eps)
+        xhat *= rstd
+        self.has_weight = weight is not None
+        self.save_for_backward(xhat, rstd, weight)
+        if weight is None:
+            return xhat if bias is None else pooled(xp.add, xhat, bias)
+        y = xp.multiply(xhat, weight, out=empty_like(x))
+        if bias is not None:
+            y += bias
+        return y
+
+    def backward(self, g):
+        xhat, rstd, w = self.saved
+        needs = self.needs_input_grad
+        grads = [None]
+        xp, t = xp_of(g), empty_like(xhat)  # NOTE [host memory pool] (backend.py)
+        if needs[0]:  # rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat)), with gxhat = g w
+            gxhat = pooled(xp.multiply, g, w) if w is not None else g
+            m = mean_rows(xp.multiply(gxhat, xhat, out=t), len(self.axes))
+            xp.multiply(xhat, m, out=t)
+            gx = xp.subtract(gxhat, mean_rows(gxhat, len(self.axes)), out=empty_like(t))
+            gx -= t
+            gx *= rstd
+            grads[0] = gx
+        if self.has_weight:
+            grads.append(sum_leading(xp.multiply(g, xhat, out=t), len(self.axes)) if needs[1] else None)
+        if len(needs) > len(grads):  # a bias was given
+            grads.append(sum_leading(g, len(self.axes)) if needs[-1] else None)
+        return tuple(grads)
+
+    def flops(self, inputs, out):
+        return {self.name: 7 * out.size}  # mean, -, square, mean, * rstd, * w, + b (per-row sqrt ignored)
+
+    def backward_flops(self, grad, input_grads):
+        n = grad.size
+        per_input = (8, 2, 1)  # x: g*w, two means, two products, two subtractions, * rstd; w: g*xhat, sum; b: sum
+        kinds = (0,) + ((1,) if self.has_weight else ()) + (2,)
+        return {self.name: sum(per_input[k] * n for k, gi in zip(kinds, input_grads) if gi is not None)}
+
+
+class Dropout(Op):
+    """y = x * mask * scale and dx = g * mask * scale, scale = 1/(1-p), with a bool mask drawn by the caller
+    (draw_keep): 1 byte per element saved, as PyTorch's native_dropout keeps. A float mask (F.dropout's
+    mask_dtype, to emulate frameworks that kept one) has the scale folded in: y = x * mask, dx = g * mask."""
+    name = "dropout"
+    flops_per_element = (2, (2,))             # x * mask, * scale;  g * mask, * scale
+    flops_per_element_float_mask = (1, (1,))  # x * mask;  g * mask
+
+    def forward(self, x, mask, p=0.5):
+        if mask.dtype != bool:
+            self.flops_per_element = self.flops_per_element_float_mask
+        self.scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+        self.save_for_backward(mask)
+        return self._apply(x, mask)
+
+    def backward(self, g):
+        return (self._apply(g, self.saved[0]),)
+
+    def _apply(self, a, mask):
+        if mask.dtype != bool:
+            return (a * mask).astype(a.dtype, copy=False)  # a mask of another dtype must not promote the result
+        out = a * mask
+        out *= out.dtype.type(self.scale)  # in place: a fresh array, and one temporary fewer
+        return out
+
+
+def draw_keep(shape, p, device, rng=None):
+    """Which elements dropout keeps (each with probability 1 - p), as a bool array on `device`. Drawn on the
+    host from minigrad's generator (or `rng`, a private copy of it): the same seed gives the same mask on
+    cpu and cuda, in F.dropout and inside scaled_dot_product_attention alike."""
+    if device == "meta":  # shapes only: nothing is drawn, and the stream stays where it is
+        return xp_for(device).empty(shape, dtype=bool)
+    keep = (generator() if rng is None else rng).random(shape) >= p
+    return to_device(keep, device)
+
+
+def _private_generator(state):
+    """A generator of its own, at `state`: what it draws leaves minigrad's stream where it is."""
+    rng = copy.deepcopy(generator())
+    rng.bit_generator.state = state
+    return rng
+
+
+# NOTE [fused attention]: an eager attention (q @ k^T * scale, mask, softmax, dropout, @ v) keeps the
+# (..., L, S) probabilities (and the dropout mask) for backward: O(L * S) per head, the largest activation of
+# a transformer at long sequences. Fused kernels (FlashAttention, memory-efficient attention) keep q, k, v,
+# the output and one log-sum-exp per query row, O(L), and recompute the scores in backward:
+# P = exp(scores - lse) needs no second max or sum. Their dropout mask is not kept either: backward draws
+# it again from the generator state the forward started from. This op does the same on whole arrays; its
+# (..., L, S) temporaries live only inside forward and inside backward (a real kernel tiles them away), so
+# the ledger sees O(L) per row, what PyTorch keeps. Its backward, as FlashAttention-2's:
+#   dv = P_d^T g     dP_d = g v^T     dP = dP_d * dropout     D = rowsum(g * out) = rowsum(P * dP)
+#   dS = P * (dP - D)     dq = dS k * scale     dk = dS^T q * scale     d attn_mask = dS (a float mask)
+# FLOPs, with B the broadcast batch (every leading dim) and n = B L S scores:
+#   forward   matmul 2 B L S E (q k^T) + 2 B L S Ev (P v); per score 6 (* scale, max, -, exp, sum, /),
+#             +1 with a float mask (an add; a bool mask or is_causal selects, which counts 0, as `where`),
+#             +2 with dropout (* keep, * 1/(1-p)); per row 2 (log, +) for the log-sum-exp
+#   backward  matmul: the scores again 2 B L S E, then dv 2 B L S Ev, dP 2 B L S Ev, dq 2 B L S E and
+#             dk 2 B L S E, each only when needed; per score 3 to recompute P (* scale, - lse, exp; +1 with
+#             a float mask), 2 per dropout applied (to P for dv, to dP), 3 for dS (-, *, * scale); per
+#             (row, Ev) 2 for D; and the adds of summing a broadcast input's gradient back to its shape.
+# The recompute runs inside backward, as a fused kernel's does: it counts in phase 'backward'.
+class ScaledDotProductAttention(Op):
+    """out = dropout(softmax(q k^T * scale + mask)) v, fused (NOTE [fused attention]): keeps q, k, v, out and
+    each row's log-sum-exp; backward recomputes the probabilities P = exp(q k^T * scale + mask - lse)."""
+    name = "sdpa"
+    same_dtype = False  # a bool attn_mask goes with float q, k, v: F.scaled_dot_product_attention checks them
+
+    def forward(self, q, k, v, *attn_mask, dropout_p=0.0, is_causal=False, scale=None):
+        mask = attn_mask[0] if attn_mask else None
+        L, S = q.shape[-2], k.shape[-2]
+        self.batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        self.dims = L, S, q.shape[-1], v.shape[-1]  # L, S, E, Ev
+        self.scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+        self.p, self.is_causal = dropout_p, is_causal
+        self.float_mask = mask is not None and mask.dtype != bool
+        # float16 accumulates in float32, as PyTorch's kernels do; the log-sum-exp is kept in float32 too
+        self.acc = np.dtype("float32") if q.dtype == np.float16 else q.dtype
+        self.rng_state = get_rng_state() if dropout_p > 0 else None  # before the draw: backward's replay
+        s = self._scores(q, k, mask)                                    # (..., L, S)
+        xp = xp_of(s)
+        m = s.max(axis=-1, keepdims=True)
+        m[m == -np.inf] = 0  # a row that attends to nothing: exp(-inf - 0) = 0, where -inf - -inf would be nan
+        s -= m
+        P = xp.exp(s, out=s)  # in place: one (..., L, S) array at a time
+        total = P.sum(axis=-1, keepdims=True)
+        attends = total > 0
+        total[~attends] = 1  # ... and its output is 0, as PyTorch's
+        P /= total
+        # +inf where a row attends to nothing: backward's exp(scores - lse) is then exp(-inf) = 0 too
+        lse = xp.where(attends, m + xp.log(total), np.inf)[..., 0]      # (..., L)
+        if dropout_p > 0:
+            P = self._dropout(P, draw_keep(P.shape, dropout_p, device_of(P)))
+        out = (P @ self._full(v)).astype(q.dtype, copy=False)           # (..., L, Ev)
+        self.save_for_backward(q, k, v, mask, out, lse)
+        return out
+
+    def backward(self, g):
+        q, k, v, mask, out, lse = self.saved
+        nq, nk, nv = self.needs_input_grad[:3]
+        nm = len(self.needs_input_grad) == 4 and self.needs_input_grad[3]
+        Q, K, V, g = self._full(q), self._full(k), self._full(v), g.astype(self.acc, copy=False)
+        xp = xp_of(g)
+        s = self._scores(q, k, mask)
+        s -= lse[..., None]
+        P = xp.exp(s, out=s)  # the probabilities again, from the kept log-sum-exp
+        keep = None
+        if self.p > 0:  # the forward's mask, drawn again from a private copy of the generator's state then
+            keep = draw_keep(P.shape, self.p, device_of(P), _private_generator(self.rng_state))
+        dq = dk = dv = dmask = None
+        if nv:
+            dv = (self._dropout(P, keep) if keep is not None else P).swapaxes(-1, -2) @ g
+        if nq or nk or nm:
+            dP = g @ V.swapaxes(-1, -2)
+            if keep is not None:
+                dP = self._dropout(dP, keep)
+            dP -= (g * out.astype(self.acc, copy=False)).sum(axis=-1, keepdims=True)  # - D
+            dS = P * dP
+            if nm:
+                dmask = unbroadcast(dS, mask.shape).astype(mask.dtype, copy=False)
+            dS *= self.scale
+            dq = dS @ K if nq else None
+            dk = dS.swapaxes(-1, -2) @ Q if nk else None
+        grads = [None if d is None else unbroadcast(d, a.shape).astype(a.dtype, copy=False)
+                 for d, a in ((dq, q), (dk, k), (dv, v))]
+        return (*grads, dmask) if mask is not None else tuple(grads)
+
+    def _full(self, a):
+        """a broadcast to the batch (a view), in the accumulation dtype."""
+        return xp_of(a).broadcast_to(a, self.batch + a.shape[-2:]).astype(self.acc, copy=False)
+
+    def _scores(self, q, k, mask):
+        """q k^T * scale, then the mask: -inf where a query may not attend, or a float mask added."""
+        xp = xp_of(q)
+        s = self._full(q) @ self._full(k).swapaxes(-1, -2)
+        s *= self.scale
+        if self.is_causal:
+            L, S = s.shape[-2:]
+            s = xp.where(xp.tri(L, S, dtype=bool), s, -np.inf)  # query i attends to keys 0..i (top-left, as PyTorch)
+        if mask is not None and mask.dtype == bool:
+            s = xp.where(mask, s, -np.inf)
+        elif mask is not None:
+            s += mask
+        return s
+
+    def _dropout(self, a, keep):
+        out = a * keep
+        out *= 0.0 if self.p == 1 else 1.0 / (1.0 - self.p)
+        return out
+
+    def _sizes(self):
+        L, S, E, Ev = self.dims
+        B = math.prod(self.batch)
+        return B, L, S, E, Ev
+
+    def flops(self, inputs, out):
+        B, L, S, E, Ev = self._sizes()
+        per_score = 6 + self.float_mask + 2 * (self.p > 0)
+        return {"matmul": 2 * B * L * S * (E + Ev), self.name: per_score * B * L * S + 2 * B * L}
+
+    def backward_flops(self, grad, input_grads):
+        B, L, S, E, Ev = self._sizes()
+        n = B * L * S
+        dq, dk, dv = input_grads[:3]
+        need_ds = dq is not None or dk is not None or (len(input_grads) == 4 and input_grads[3] is not None)
+        matmul = 2 * n * E                                                           # the scores again
+        matmul += 2 * n * Ev * ((dv is not None) + need_ds)                          # dv, dP
+        matmul += 2 * n * E * ((dq is not None) + (dk is not None))                  # dq, dk
+        drop = 2 * (self.p > 0)
+        elementwise = n * (3 + self.float_mask + drop * (dv is not None))
+        if need_ds:
+            elementwise += n * (3 + drop) + 2 * B * L * Ev
+        full = (B * L * E, B * S * E, B * S * Ev, n)  # each gradient's size before summing a broadcast away
+        elementwise += sum(f - gi.size for f, gi in zip(full, input_grads) if gi is not None)
+        return {"matmul": matmul, self.name: elementwise}

@@ -1,0 +1,507 @@
+"""The elementwise ops: binary (add, mul, pow, clamp, maximum, ...), unary (exp, tanh, gelu, ...), casts and
+moves, and the selections by a mask (where, masked_fill). Each counts its FLOPs per element, by its
+`flops_per_element` (NOTE [FLOP convention] in base.py).
+
+Read next: shape.py, the reductions and the ops that reshape and index.
+"""
+import math
+import operator
+
+import numpy as np
+
+from ..backend import device_of, empty_like, masked_fill, out_like, pooled, to_device, xp_of
+from ..backend.special import normal_cdf
+from .base import Op, ShapeError, unbroadcast
+
+
+# ----------------------------------------------------------------------------- elementwise, binary
+
+class Add(Op):
+    """d(a + b) = (g, g), summed over broadcast dims."""
+    name = "add"
+    flops_per_element = (1, (0, 0))
+
+    def forward(self, a, b):
+        self.shapes = a.shape, b.shape
+        return pooled(xp_of(a).add, a, b)  # a + b, from the pool (NOTE [host memory pool] in backend.py)
+
+    def backward(self, g):
+        sa, sb = self.shapes
+        na, nb = self.needs_input_grad
+        return (unbroadcast(g, sa) if na else None), (unbroadcast(g, sb) if nb else None)
+
+
+class Sub(Op):
+    """d(a - b) = (g, -g)."""
+    name = "sub"
+    flops_per_element = (1, (0, 1))  # -g for b
+
+    def forward(self, a, b):
+        self.shapes = a.shape, b.shape
+        return pooled(xp_of(a).subtract, a, b)
+
+    def backward(self, g):
+        sa, sb = self.shapes
+        na, nb = self.needs_input_grad
+        return (unbroadcast(g, sa) if na else None), (unbroadcast(-g, sb) if nb else None)
+
+
+class Mul(Op):
+    """d(a * b) = (g * b, g * a): each input is saved only if the other needs its gradient."""
+    name = "mul"
+    flops_per_element = (1, (1, 1))  # g * b, g * a
+
+    def forward(self, a, b):
+        na, nb = self.needs_input_grad
+        self.shapes = a.shape, b.shape
+        self.save_for_backward(a if nb else None, b if na else None)
+        return pooled(xp_of(a).multiply, a, b)
+
+    def backward(self, g):
+        a, b = self.saved
+        sa, sb = self.shapes
+        mul = xp_of(g).multiply
+        return ((unbroadcast(pooled(mul, g, b), sa) if b is not None else None),
+                (unbroadcast(pooled(mul, g, a), sb) if a is not None else None))
+
+
+class Div(Op):
+    """d(a / b) = (g / b, -g * a / b^2), computed as -g * (a / b) / b: b * b alone under- or overflows
+    in float32 for |b| below 1e-19 or above 1e19, where the quotient is still finite."""
+    name = "div"
+    flops_per_element = (1, (1, 3))  # g / b; -g * a / (b * b)
+
+    def forward(self, a, b):
+        nb = self.needs_input_grad[1]
+        self.shapes = a.shape, b.shape
+        self.save_for_backward(a if nb else None, b)
+        return a / b
+
+    def backward(self, g):
+        a, b = self.saved
+        sa, sb = self.shapes
+        na, nb = self.needs_input_grad
+        return ((unbroadcast(g / b, sa) if na else None),
+                (unbroadcast(-g * (a / b / b), sb) if nb else None))
+
+
+class Pow(Op):
+    """d(x ** p) = p * x ** (p - 1), for a constant exponent p; with zero_at_zero, 0 where x = 0 (NOTE [a root's
+    gradient at zero])."""
+    name = "pow"
+    flops_per_element = (1, (3,))  # g * p * x ** (p - 1)
+    zero_at_zero = False
+
+    def forward(self, x, exponent, zero_at_zero=False):
+        self.exponent, self.zero_at_zero = exponent, zero_at_zero
+        self.save_for_backward(x)
+        return power(x, exponent)
+
+    def backward(self, g):
+        (x,) = self.saved
+        p = self.exponent
+        if p == 0:  # x ** 0 is constant; p * x ** -1 would give 0 * inf = nan at x = 0
+            return (g * 0,)
+        if not self.zero_at_zero:
+            return (g * (p * power(x, p - 1)),)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (masked_fill(g * (p * power(x, p - 1)), x == 0, 0),)
+
+
+# NOTE [a root's gradient at zero]: a norm is a root of a sum, sqrt(sum x^2) or (sum |x|^p) ** (1/p), and so is a
+# std, sqrt(var); at a sum of 0 (a zero vector, a constant row) the root's derivative is infinite and the chain
+# rule gives 0 * inf = nan. PyTorch's norm and std backward give 0 there; so do Sqrt and Pow with zero_at_zero,
+# which norm and std (tensor.py, _root) set. A flag of the op rather than a where() chosen by looking at the
+# values: the tape is the same whatever the values, so a checkpoint's recompute (whose inputs may be placeholders)
+# records the ops its forward did, and 'meta' arrays, which have no values, run it too.
+
+
+def power(x, p):
+    """x ** p for a constant p, with PyTorch's special cases: x ** 3 is x * x * x, x ** -2 is 1 / (x * x), x ** -0.5
+    is 1 / sqrt(x). NumPy squares, takes square roots and reciprocals itself, but for any other exponent it calls
+    the C library's pow number by number, which in float32 is slow: x ** 3 on a GPT's (8, 64, 512) activations
+    took 12 ms on this project's machine, x * x * x 0.04 ms."""
+    if p == 3:
+        return x * x * x
+    if p == -2:
+        return 1 / (x * x)
+    if p == -0.5:
+        return 1 / xp_of(x).sqrt(x)
+    return x ** p
+
+
+class PowTensor(Op):
+    """d(a ** b) = (b a^(b-1), a^b log a), with PyTorch's zeros where b == 0 (for a) and where a == 0 and
+    b >= 0 (for b), so that 0 ** t and t ** 0 have finite gradients."""
+    name = "pow_tensor"
+    flops_per_element = (1, (3, 2))  # b * a ** (b - 1); out * log a
+
+    def forward(self, a, b):
+        na, nb = self.needs_input_grad
+        self.shapes = a.shape, b.shape
+        xp = xp_of(a)
+        with np.errstate(invalid="ignore", divide="ignore"):  # (-2) ** 0.5 is nan, 0 ** -1 is inf: as PyTorch
+            out = xp.power(a, b)
+        self.save_for_backward(a, b, out if nb else None)
+        return out
+
+    def backward(self, g):
+        a, b, out = self.saved
+        na, nb = self.needs_input_grad
+        xp = xp_of(g)
+        sa, sb = self.shapes
+        ga = gb = None
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if na:
+                ga = unbroadcast(xp.where(b == 0, 0, g * b * xp.power(a, b - 1)).astype(g.dtype, copy=False), sa)
+            if nb:
+                gb = unbroadcast(xp.where((a == 0) & (b >= 0), 0, g * out * xp.log(a)).astype(g.dtype, copy=False), sb)
+        return ga, gb
+
+
+class Clamp(Op):
+    """clamp(x, lo, hi); dx = g where lo <= x <= hi, else 0 (as PyTorch: the bounds pass the gradient)."""
+    name = "clamp"
+    flops_per_element = (2, (2,))  # max, min; compare, *
+
+    def forward(self, x, lo=None, hi=None):
+        xp = xp_of(x)
+        keep = xp.ones(x.shape, dtype=bool)
+        if lo is not None:
+            keep &= x >= lo
+        if hi is not None:
+            keep &= x <= hi
+        self.save_for_backward(keep)
+        return xp.clip(x, lo, hi) if (lo is not None or hi is not None) else x.copy()
+
+    def backward(self, g):
+        return (g * self.saved[0],)
+
+
+class ClampTensor(Op):
+    """clamp(x, lo, hi) with tensor bounds (broadcasting; `sides` names the bounds given, after x), by PyTorch's rules:
+    the value is min(max(x, lo), hi) (x itself at a tie); dx = g where lo <= x <= hi (a tie is x's), dlo = g where
+    x < lo < hi, dhi = g where x > hi or hi < lo (then hi wins). Nobody's where a value is nan, nor where x < lo == hi
+    (PyTorch's clamp_backward and clamp_backward_min_max give nothing there either)."""
+    name = "clamp_tensor"
+    flops_per_element = (2, (2, 2, 2))  # max, min; per input: compare, * g
+
+    def forward(self, x, *bounds, sides):
+        xp = xp_of(x)
+        given = dict(zip(sides, bounds))
+        lo, hi = given.get("lo"), given.get("hi")
+        self.shapes = (x.shape,) + tuple(b.shape for b in bounds)
+        if hi is None:
+            masks, out = [x >= lo, x < lo], xp.maximum(x, lo)
+        elif lo is None:
+            masks, out = [x <= hi, x > hi], xp.minimum(x, hi)
+        else:
+            masks = [(x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo)]
+            out = xp.minimum(xp.maximum(x, lo), hi)
+        out = xp.where(masks[0], x, out)  # NumPy's maximum gives its second argument at a tie (0 and -0): x's sign
+        self.save_for_backward(*[m if need else None for m, need in zip(masks, self.needs_input_grad)])
+        return out
+
+    def backward(self, g):
+        return tuple(None if m is None else unbroadcast(g * m, shape) for m, shape in zip(self.saved, self.shapes))
+
+
+class Maximum(Op):
+    """maximum(a, b) elementwise; g goes to the larger, split in half at ties (as PyTorch). Its own op: a
+    where() gives a tie's whole gradient to one side."""
+    name = "maximum"
+    flops_per_element = (1, (4, 4))  # max; per input: compare, tie, select, * g
+    pick, wins = "maximum", staticmethod(operator.gt)
+
+    def forward(self, a, b):
+        self.shapes = a.shape, b.shape
+        self.save_for_backward(a, b)
+        return getattr(xp_of(a), self.pick)(a, b)
+
+    def backward(self, g):
+        a, b = self.saved
+        na, nb = self.needs_input_grad
+        xp = xp_of(g)
+        share = xp.where(a == b, 0.5, self.wins(a, b)).astype(g.dtype, copy=False)  # a's share of g
+        sa, sb = self.shapes
+        return ((unbroadcast(g * share, sa) if na else None),
+                (unbroadcast(g * (1 - share), sb) if nb else None))
+
+
+class Minimum(Maximum):
+    """minimum(a, b) elementwise; g goes to the smaller, split in half at ties."""
+    name = "minimum"
+    flops_per_element = Maximum.flops_per_element
+    pick, wins = "minimum", staticmethod(operator.lt)
+
+
+class Neg(Op):
+    """d(-x) = -g."""
+    name = "neg"
+    flops_per_element = (1, (1,))
+
+    def forward(self, x):
+        return -x
+
+    def backward(self, g):
+        return (-g,)
+
+
+# ----------------------------------------------------------------------------- elementwise, unary
+
+class Exp(Op):
+    """d exp(x) = exp(x): the output is saved, not the input."""
+    name = "exp"
+    flops_per_element = (1, (1,))
+
+    def forward(self, x):
+        y = xp_of(x).exp(x)
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        return (g * self.saved[0],)
+
+
+class Log(Op):
+    """d log(x) = 1 / x."""
+    name = "log"
+    flops_per_element = (1, (1,))
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return xp_of(x).log(x)
+
+    def backward(self, g):
+        return (g / self.saved[0],)
+
+
+class Sqrt(Op):
+    """d sqrt(x) = 1 / (2 sqrt(x)); with zero_at_zero, 0 where x = 0 (NOTE [a root's gradient at zero])."""
+    name = "sqrt"
+    flops_per_element = (1, (2,))  # g / (2 y)
+    zero_at_zero = False
+
+    def forward(self, x, zero_at_zero=False):
+        y = xp_of(x).sqrt(x)
+        self.zero_at_zero = zero_at_zero
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        (y,) = self.saved
+        if not self.zero_at_zero:
+            return (g / (2 * y),)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (masked_fill(g / (2 * y), y == 0, 0),)
+
+
+class Tanh(Op):
+    """d tanh(x) = 1 - tanh(x)^2."""
+    name = "tanh"
+    flops_per_element = (1, (3,))  # g * (1 - y * y)
+
+    def forward(self, x):
+        y = xp_of(x).tanh(x, out=out_like(x))  # NOTE [host memory pool] (backend.py)
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        (y,) = self.saved
+        xp = xp_of(y)
+        d = xp.multiply(y, y, out=empty_like(y))  # not out_like: a 0-d product without out= is a scalar
+        xp.subtract(1, d, out=d)
+        d *= g  # g (1 - y^2), in the one array
+        return (d,)
+
+
+class Sigmoid(Op):
+    """d sigmoid(x) = s (1 - s); computed from exp(-|x|), which neither overflows nor cancels."""
+    name = "sigmoid"
+    flops_per_element = (5, (3,))  # |x|, -, exp, +, /;  g * y * (1 - y)
+
+    def forward(self, x):
+        xp = xp_of(x)
+        e = xp.exp(-xp.abs(x))
+        y = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        (y,) = self.saved
+        return (g * y * (1 - y),)
+
+
+class Abs(Op):
+    """d |x| = sign(x) (0 at 0, as in PyTorch)."""
+    name = "abs"
+    flops_per_element = (1, (2,))  # sign, *
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return xp_of(x).abs(x)
+
+    def backward(self, g):
+        return (g * xp_of(g).sign(self.saved[0]),)
+
+
+class Relu(Op):
+    """d relu(x) = 1 where x > 0, else 0 (the output tells which)."""
+    name = "relu"
+    flops_per_element = (1, (2,))  # compare, *
+
+    def forward(self, x):
+        y = xp_of(x).maximum(x, 0)
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, g):
+        return (g * (self.saved[0] > 0),)
+
+
+# NOTE [GELU at large x]: GELU's tanh approximation computes x^3, which overflows far below the largest float
+# (|x| > 5.6e102 in float64, 7e12 in float32), where tanh is long saturated at +-1 and the exact value is x (or -0),
+# as PyTorch gives. The forward halves 1 + tanh before x multiplies it, so that 2 x never overflows (x near the
+# largest float): halving is exact, so the bits are the same as 0.5 * (x * (1 + t)) for every input that did not
+# overflow, at no cost. The backward's x^3 term, though, becomes inf * 0 = nan there (PyTorch's too, but only once
+# x^2 overflows, |x| > 1.3e154). Rather than another pass over every gradient to look for that, the backward runs
+# with NumPy's overflow and invalid checks raising (the processor's flags, read after each ufunc: about 2 us a
+# call); on the rare input that trips them it runs again and puts the limits, 1 for x > 20 and 0 for x < -20
+# (tanh is exactly +-1 there in every float dtype), where x is finite. CuPy has no such flags: on the GPU the
+# backward stays nan there.
+class Gelu(Op):
+    """gelu(x) = x Phi(x); d gelu = Phi(x) + x phi(x) (or the derivative of the tanh approximation)."""
+    name = "gelu"
+    flops_per_element = (5, (11,))  # exact: x/sqrt2, erf, +1, *0.5, *x; cdf, pdf, x*pdf, +, *g
+    flops_per_element_tanh = (8, (18,))  # the tanh approximation
+    K = math.sqrt(2 / math.pi)
+
+    def forward(self, x, approximate="none"):
+        self.approximate = approximate
+        self.save_for_backward(x)
+        if approximate == "tanh":
+            self.flops_per_element = self.flops_per_element_tanh
+            y = self._tanh_of_inner(x)
+            y += 1
+            y *= 0.5  # halved before x multiplies (NOTE [GELU at large x])
+            y *= x  # 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
+            return y
+        y = normal_cdf(x)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
+        y *= x
+        return y
+
+    def _tanh_of_inner(self, x):
+        """tanh(K (x + 0.044715 x^3)), in an array of its own."""
+        t = xp_of(x).square(x, out=empty_like(x))
+        t *= x
+        t *= 0.044715
+        t += x
+        t *= self.K
+        return xp_of(x).tanh(t, out=t)
+
+    def _tanh_backward(self, x, g):
+        """g (0.5 (1 + t) + 0.5 x (1 - t^2) K (1 + 3 0.044715 x^2)), t the tanh above, in arrays of its own."""
+        xp = xp_of(x)
+        t = self._tanh_of_inner(x)
+        d = xp.square(x, out=empty_like(x))
+        d *= 3 * 0.044715
+        d += 1
+        d *= self.K
+        d *= x
+        d *= 0.5
+        u = xp.square(t, out=empty_like(x))
+        xp.subtract(1, u, out=u)
+        d *= u
+        t += 1
+        t *= 0.5
+        t += d
+        t *= g
+        return t
+
+    def backward(self, g):
+        (x,) = self.saved
+        xp = xp_of(x)
+        if self.approximate == "tanh":
+            try:
+                with np.errstate(over="raise", invalid="raise"):
+                    return (self._tanh_backward(x, g),)
+            except FloatingPointError:  # NOTE [GELU at large x]
+                with np.errstate(all="ignore"):
+                    grad = self._tanh_backward(x, g)
+                    saturated = xp.isfinite(x) & (xp.abs(x) > 20)
+                    return (xp.where(saturated, (x > 0) * g, grad).astype(grad.dtype, copy=False),)
+        grad = xp.square(x, out=empty_like(x))  # in place from here: GELU's activations are a GPT's widest
+                                                # (out=: NumPy would return a 0-d result as a scalar)
+        grad *= -0.5
+        xp.exp(grad, out=grad)
+        grad *= x
+        grad *= 1 / math.sqrt(2 * math.pi)  # x phi(x)
+        grad += normal_cdf(x)
+        grad *= g
+        return (grad,)
+
+
+class Cast(Op):
+    """x.to(dtype); the gradient goes back in the input's dtype."""
+    name = "cast"
+    flops_per_element = (0, (0,))
+
+    def forward(self, x, dtype):
+        self.in_dtype = x.dtype
+        return x.astype(dtype)
+
+    def backward(self, g):
+        return (g.astype(self.in_dtype),)
+
+
+class ToDevice(Op):
+    """x.to(device); the gradient goes back to the input's device."""
+    name = "to_device"
+    flops_per_element = (0, (0,))
+
+    def forward(self, x, device):
+        self.in_device = device_of(x)
+        return to_device(x, device)
+
+    def backward(self, g):
+        return (to_device(g, self.in_device),)
+
+
+# ----------------------------------------------------------------------------- elementwise, by a mask
+
+class Where(Op):
+    """where(cond, a, b): g flows to a where cond holds, to b elsewhere."""
+    name = "where"
+    flops_per_element = (0, (1, 1))  # a select is free; its gradient is masked
+
+    def forward(self, a, b, cond):
+        self.shapes = a.shape, b.shape
+        self.save_for_backward(cond)
+        return xp_of(a).where(cond, a, b)
+
+    def backward(self, g):
+        (cond,) = self.saved
+        na, nb = self.needs_input_grad
+        sa, sb = self.shapes
+        return ((unbroadcast(g * cond, sa) if na else None),
+                (unbroadcast(g * ~cond, sb) if nb else None))
+
+
+class MaskedFill(Op):
+    """x.masked_fill(mask, value): no gradient flows where the mask is set."""
+    name = "masked_fill"
+    flops_per_element = (0, (1,))
+
+    def forward(self, x, mask, value):
+        try:
+            fits = np.broadcast_shapes(mask.shape, x.shape) == x.shape  # shapes only: any backend
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ShapeError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's "
+                             f"shape {x.shape}")
+        self.save_for_backward(mask)
+        return masked_fill(x, mask, value)
+
+    def backward(self, g):
+        return (pooled(xp_of(g).multiply, g, ~self.saved[0]),)
