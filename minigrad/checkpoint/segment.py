@@ -134,6 +134,7 @@ class Checkpoint(ops.Op):
     name = "checkpoint"
     same_dtype = False  # token ids and float weights go in together
     recomputes = True   # with no tensor argument it saves nothing, but a second backward must still be refused
+    counts_flops = False  # the segment's own ops count their forward FLOPs as they run, the recompute's theirs
 
     def forward(self, *arrays, out, function, nest, n_inputs, rng_state, determinism_check, outputs, saved, cache,
                 remembered, inside_versions):
@@ -146,12 +147,6 @@ class Checkpoint(ops.Op):
         self.cache = cache  # with a policy: what the recompute takes back (NOTE [selective checkpoint], policies.py)
         self.save_for_backward(*arrays[:n_inputs], *remembered)  # the inputs, and outputs the policy remembers
         return out
-
-    def flops(self, inputs, out):
-        return {}  # the segment's own ops counted their forward FLOPs as they ran
-
-    def backward_flops(self, grad, input_grads):
-        return {}  # and the recompute's ops count theirs
 
     def backward(self, g):
         for record, vc, n, k in self.inside_versions:  # what the segment's ops read in the forward is unchanged
@@ -250,16 +245,11 @@ class CheckpointOutput(ops.Op):
     """One of several tensor outputs of a checkpoint: its gradient goes back as {slot: gradient}
     (NOTE [checkpoint outputs])."""
     name = "checkpoint_output"
+    counts_flops = False
 
     def forward(self, token, *, out, slot):
         self.slot = slot
         return out
-
-    def flops(self, inputs, out):
-        return {}
-
-    def backward_flops(self, grad, input_grads):
-        return {}
 
     def backward(self, g):
         return (_OutputGrads({self.slot: g}),)
