@@ -36,8 +36,8 @@ import functools
 import time
 import weakref
 
-from . import backend, nn, optim
-from .tensor import Listener, Tensor, active_profiler, is_recomputing, profiling
+from .. import backend, nn, optim
+from ..tensor import Listener, Tensor, active_profiler, is_recomputing, profiling
 
 CATEGORIES = ("parameters", "optimizer", "gradients", "activations", "transient")
 PARAMETERS, OPTIMIZER, GRADIENTS, ACTIVATIONS, TRANSIENT = range(5)
