@@ -307,7 +307,7 @@ def test_a_new_optimizer_cannot_bypass_the_ledger():
 
 
 def test_graph_recorded_before_the_block_is_not_counted():
-    # profiler.py: "a graph recorded before the block does not [count] (start the profile before the
+    # profiler/ledger.py: "a graph recorded before the block does not [count] (start the profile before the
     # forward pass)". Its backward inside the block must then release nothing it never counted.
     model = mlp([10, 20, 5])
     loss = model(mg.randn(4, 10)).sum()
@@ -1005,7 +1005,7 @@ def test_a_checkpointed_step_on_a_batch_made_before_the_block_ends_where_it_bega
 
 
 def test_a_tensor_around_an_array_the_ledger_knows_adds_no_bytes():
-    # NOTE [an old array, a new tensor] (profiler.py): the class of the bug above, whoever wraps the array
+    # NOTE [an old array, a new tensor] (profiler/ledger.py): the class of the bug above, whoever wraps the array
     w = mg.randn(64, 16, requires_grad=True)
     x = mg.randn(32, 64)                 # from before the block, so counted only while a record saves it
     with mg.profile() as prof:
