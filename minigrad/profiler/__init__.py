@@ -21,10 +21,11 @@ recompute FLOPs.
 """
 from ..tensor import Listener, active_profiler, profiling
 from .clocks import PHASES, TIMED_PHASES, _Clocks, _now
-from .ledger import CATEGORIES, _Ledger
+from .ledger import ACTIVATIONS, CATEGORIES, GRADIENTS, OPTIMIZER, PARAMETERS, TRANSIENT, _Ledger
 from .report import _Reports, format_bytes, format_flops, format_seconds
 
-__all__ = ["profile", "CATEGORIES", "PHASES", "TIMED_PHASES", "format_bytes", "format_flops", "format_seconds"]
+__all__ = ["profile", "CATEGORIES", "PHASES", "TIMED_PHASES", "format_bytes", "format_flops", "format_seconds",
+           "PARAMETERS", "OPTIMIZER", "GRADIENTS", "ACTIVATIONS", "TRANSIENT"]  # the last: indices into CATEGORIES
 
 
 class profile(_Ledger, _Clocks, _Reports, Listener):
