@@ -39,7 +39,7 @@ round within it. --in-one-process adds the old figure, every engine interleaved 
 process, as a labelled secondary table. bench/NOTES.md (2026-11-30) has how far the two differ.
 --breakdown prints, for (c), mg.profile's table of one minigrad step (the median of several, each
 profiled alone, in this process before any other engine's): self time by op and phase (NOTE [self
-time] in minigrad/profiler.py), the breakdown in bench/NOTES.md; and, where PyTorch is installed,
+time] in minigrad/profiler/clocks.py), the breakdown in bench/NOTES.md; and, where PyTorch is installed,
 torch.profiler's table of PyTorch's step (in a process of its own), to set the two side by side.
 """
 import argparse

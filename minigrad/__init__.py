@@ -12,7 +12,7 @@ Reading order, each module importing only the ones above it (the README's table;
   tensor.py      the Tensor and the tape: its switches, the choke point for saved arrays, backward
   functional.py  softmax, cross_entropy, layer_norm, ... (imported as mg.functional)
   nn.py, optim.py   modules and optimizers with PyTorch's names
-  profiler.py    mg.profile: bytes by category, FLOPs by phase, a timeline
+  profiler/      mg.profile: bytes by category, FLOPs by phase, time, a timeline (ledger, clocks, report)
   schedules.py   where to cut a chain, and what it will cost (pure functions)
   checkpoint/    mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping (policies, segment, chains)
   accumulate.py  mg.accumulate: micro-batches that add up to the full batch's gradient

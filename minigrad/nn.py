@@ -27,6 +27,7 @@ _changes = 0  # attributes of modules set or deleted so far (NOTE [unnamed walks
 class Parameter(Tensor):
     """A tensor that a Module trains: requires grad by default."""
     __slots__ = ()
+    _is_parameter = True  # mg.profile reads it: it does not import nn (NOTE [marks, not imports], profiler/ledger.py)
 
     def __init__(self, data, requires_grad=True):
         t = data if isinstance(data, Tensor) else tensor(data)
@@ -53,6 +54,7 @@ class Module:
     """Base class: subclasses set attributes in __init__ and define forward()."""
 
     training = True
+    _is_module = True  # mg.profile reads it: it does not import nn (NOTE [marks, not imports], profiler/ledger.py)
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)

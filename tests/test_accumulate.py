@@ -460,7 +460,7 @@ def test_memory_activations_grow_with_the_micro_batch_gradients_do_not():
     ratios = [act_copies[m] / act_copies[1] for m in ms]
     assert np.allclose(ratios, ms, rtol=0.04), ratios  # 1 : 1.97 : 3.90 : 7.77 measured (c = 8 of 240 bytes)
     # the helper's views: a saved view is charged its whole base (NOTE [one buffer, one category] in
-    # profiler.py), so the whole input batch counts once, whatever m, in place of each micro-batch's rows
+    # profiler/ledger.py), so the whole input batch counts once, whatever m, in place of each micro-batch's rows
     a_s, c_s = _check_linear(act_slices, ms)
     row = x.numpy()[0].nbytes
     assert a_s == a - row and c_s == c + x.numpy().nbytes, (act_slices, act_copies)

@@ -1,4 +1,4 @@
-"""The ledger's clock (mg.profile's time: NOTE [self time] in profiler.py): what each op's time holds.
+"""The ledger's clock (mg.profile's time: NOTE [self time] in profiler/clocks.py): what each op's time holds.
 
 No test here asserts a speed: only how time is accounted for. Self times are never negative and add up,
 with the profiler's own bookkeeping, to at most the block's wall time (so nothing is counted twice); an

@@ -4,14 +4,14 @@ A MetaArray answers everything NumPy would say about an array except its values:
 dtype, its bytes, whether it is a view and of what (`.base`), and its strides, so that a reshape
 copies exactly when NumPy's would. NumPy hands its functions to it (`np.exp(m)`, `m + 1`,
 `np.where(c, a, b)` call back here through NumPy's dispatch protocols, `__array_ufunc__` and
-`__array_function__`), so the ops (ops/) run on it unchanged, and the ledger (profiler.py)
+`__array_function__`), so the ops (ops/) run on it unchanged, and the ledger (profiler/)
 counts the very bytes and FLOPs a real run would: a prediction of any model's memory at any size,
 instantly. `torch.device('meta')` is the same idea in PyTorch.
 
 What a meta array cannot do is anything that needs its values (`.item()`, `float(m)`, printing,
 `.numpy()`, a boolean mask whose count of True decides a shape): those raise MetaError.
 
-Read next: __init__.py, which makes 'meta' a device beside 'cpu' and 'cuda'.
+Read next: device.py, which makes 'meta' a device beside 'cpu' and 'cuda'.
 """
 import math
 import operator

@@ -1,9 +1,5 @@
-"""The ledger: every byte the engine holds and every FLOP it computes, while a block runs.
-
-    with mg.profile() as prof:                 # or mg.profile(model, opt): count those from the start
-        loss = model(x).sum(); loss.backward(); opt.step()
-    print(prof.table())
-    prof.peak_bytes("activations"), prof.flops("backward", op="matmul"), prof.timeline()
+"""The ledger of mg.profile: every byte the engine holds and every FLOP it computes while the block runs, from
+what the tape reports to it (the hooks below, declared by tensor.Listener: NOTE [what the tape reports]).
 
 Bytes are counted by category, one buffer in one category (NOTE [one buffer, one category]):
   parameters   the arrays of nn.Parameter tensors
@@ -27,47 +23,30 @@ CuPy's pool) to bound them.
 
 FLOPs follow NOTE [FLOP convention] in ops/base.py, by phase ('forward', 'backward', 'recompute').
 
-Time: each op's wall time by phase, as PyTorch's profiler reports it: self time, less the ops that ran
-inside it and less the profiler's own bookkeeping (NOTE [self time]); prof.seconds("backward", op="matmul").
+The ledger knows parameters, modules and optimizers by a mark their classes carry, not by importing nn and
+optim (NOTE [marks, not imports]): the package sits between the tape and them.
 
-Read next: schedules.py and checkpoint.py, which trade these bytes for recompute FLOPs.
+Read next: report.py, which prints these counts and the clocks' times as tables.
 """
-import functools
-import time
 import weakref
 
-from . import backend, nn, optim
-from .tensor import Listener, Tensor, active_profiler, is_recomputing, profiling
+from .. import backend
+from ..tensor import Tensor, is_recomputing
+from .clocks import PHASES, _bookkeeping, _now
 
 CATEGORIES = ("parameters", "optimizer", "gradients", "activations", "transient")
 PARAMETERS, OPTIMIZER, GRADIENTS, ACTIVATIONS, TRANSIENT = range(5)
-PHASES = ("forward", "backward", "recompute")
-TIMED_PHASES = PHASES + ("step",)  # time also counts optimizer steps, by optimizer (AdamW, SGD, ...)
-_now = time.perf_counter_ns  # the clock (NOTE [self time]); a module global, one look-up fewer per read
 
 
-def format_bytes(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-
-
-def format_flops(n):
-    for unit in ("", "k", "M", "G", "T"):
-        if abs(n) < 1000 or unit == "T":
-            return f"{n:.0f}" if unit == "" else f"{n:.2f} {unit}"
-        n /= 1000
-
-
-def format_seconds(s):
-    if abs(s) < 1e-3:
-        return f"{s * 1e6:.0f} µs"
-    return f"{s * 1e3:.2f} ms" if abs(s) < 1 else f"{s:.2f} s"
-
-
+# NOTE [marks, not imports]: the ledger tells a Parameter from a tensor (its array counts as 'parameters', and an
+# op that reads one brings it into the profile), and a Module or an Optimizer from anything else (it counts their
+# parameters, buffers and state), without importing nn or optim, which sit above it: each of those classes says
+# what it is with a class attribute, `_is_parameter = True` (nn.Parameter), `_is_module` (nn.Module),
+# `_is_optimizer` (optim.Optimizer), as PyTorch flags a custom tensor made a Parameter with `_is_param`. The
+# ledger reads it with getattr(x, "_is_parameter", False): a plain tensor has none. on_inputs reads it for each
+# input of every op; it costs what isinstance did (about 25 ns on CPython 3.11, a little less for a plain tensor).
 def _check_scope(x):
-    if not isinstance(x, (nn.Module, optim.Optimizer, Tensor)):
+    if not (getattr(x, "_is_module", False) or getattr(x, "_is_optimizer", False) or isinstance(x, Tensor)):
         raise TypeError(f"profile: counts modules, optimizers and tensors from the start of the block; got "
                         f"{type(x).__name__}")
     return x
@@ -82,40 +61,12 @@ def _state_arrays(optimizer):
                 yield value
 
 
-# NOTE [self time]: an op's clock runs while the tape works on it: in `apply`, from the end of on_inputs to the
-# start of on_forward (its forward, wrapping the output, `keep`); in `_run_tape`, for one record's turn (its
-# version checks, its backward, the release of what it saved, and handing its gradients on: the sums into other
-# records' gradients and into leaves' .grad); an optimizer's whole step. Its total (PyTorch's 'CPU total')
-# includes the ops that ran inside it: a checkpoint's backward runs its segment's recompute and that recompute's
-# backward. Its self time (PyTorch's 'Self CPU') leaves them out. Neither counts the profiler's own bookkeeping:
-# each hook the tape calls times itself, as the profiler's overhead (_bookkeeping; inline in the hooks that run
-# for every op, where the wrapper's call would cost more than the two reads of the clock). So the self times of
-# all ops and the overhead add up to at most the block's wall time; the rest is Python between the ops (the
-# user's code, Tensor methods before they apply an op, backward() sorting the tape). Reading the clock costs a
-# fraction of a microsecond per op, part of which stays in the ops' times.
-# No stack of running clocks: the profile keeps two running sums, the self time of every op that has stopped
-# and the bookkeeping so far, and a clock is the time and those two sums when it started. When it stops, what
-# the bookkeeping sum grew by is the bookkeeping inside it, and what the self-time sum grew by is the ops that
-# ran inside it, at every depth (their self times add up to their totals). A clock that an error left running
-# is never stopped and changes nothing: its time stays in the op around it. A hook inside a hook (a weak
-# reference's callback) needs no flag either: the outer one sets the bookkeeping sum to what it was when it
-# began plus its own time, which holds the inner one's.
-def _bookkeeping(hook):
-    """A hook of the tape, timed as the profiler's overhead: out of the time of the op that is running."""
-    @functools.wraps(hook)
-    def timed(self, *args, **kwargs):
-        start, before = _now(), self._overhead_ns
-        try:
-            return hook(self, *args, **kwargs)
-        finally:
-            self._overhead_ns = before + _now() - start
-    return timed
+class _Ledger:
+    """The ledger's part of mg.profile (profiler/__init__.py puts the parts together): its hooks count what the
+    tape reports; its queries answer what a learner asks. The hooks time themselves with the clocks' sums
+    (_overhead_ns; NOTE [self time], clocks.py)."""
 
-
-class profile(Listener):
-    """Context manager that records bytes by category, FLOPs and time by phase and op (see module doc)."""
-
-    def __init__(self, *scope):
+    def __init__(self, scope):
         # NOTE [one buffer, one category]: each buffer (the array that owns the memory, so a view
         # adds nothing) keeps a count of holders per category; its bytes go to the first category,
         # in CATEGORIES order, with a holder. A tanh output saved by tanh and by the next linear is
@@ -133,41 +84,10 @@ class profile(Listener):
         self._calls = {}                   # (phase, op name) -> calls
         self._saved = {}                   # op name -> bytes saved for backward (summed over calls)
         self._events = []                  # [op name, phase, bytes per category after it]
-        self._self_ns = {}                 # (phase, op name) -> nanoseconds, less the ops inside (NOTE [self time])
-        self._total_ns = {}                # (phase, op name) -> nanoseconds, the ops inside included
-        self._ops_ns = 0                   # the self times of all ops so far (NOTE [self time])
-        self._overhead_ns = 0              # the profiler's own bookkeeping while the block ran
-        self._start_ns = None              # when the block began
-        self._wall_ns = None               # the block's wall time, once it has ended
         self._traffic = {}                 # collective's name -> [bytes sent, bytes received] by this process
         self._used = {}                    # id -> weakref of each parameter, module, optimizer counted (NOTE [what
                                            # a profile counts]); by id, as tensors' == is elementwise
         self._scope = [_check_scope(x) for x in scope]
-        self._mode = profiling(self)       # the tape reports to this profile while the block runs
-        self._open = False
-
-    # --- the block
-    def __enter__(self):
-        if active_profiler() is not None:
-            raise RuntimeError("profile: another profile is already active; nesting is not supported")
-        if self._events:
-            raise RuntimeError("profile: this profile has already run; make a new mg.profile() for each block")
-        self._open = True
-        scope, self._scope = self._scope, ()  # no reference kept: what dies in the block leaves the ledger
-        for x in scope:
-            self._use(x, since_start=False)
-        self._event("start", "start")
-        self._mode.__enter__()
-        self._start_ns = _now()
-        return self
-
-    def __exit__(self, *exc):
-        self._wall_ns = _now() - self._start_ns
-        self._mode.__exit__(*exc)
-        self._event("end", "end")
-        self._open = False
-        self._refs.clear()  # weakrefs dropped: nothing calls back into a closed profile
-        self._records.clear()
 
     def _use(self, x, since_start=True):
         """Count a module, optimizer or parameter that the block uses and that was alive before it:
@@ -176,18 +96,18 @@ class profile(Listener):
         if self._counted(x):
             return
         self._used[id(x)] = weakref.ref(x)
-        if isinstance(x, nn.Module):
+        if getattr(x, "_is_module", False):
             for p in x.parameters():
                 self._use(p, since_start)
             for b in x.buffers():
                 self._hold_new(b._data, TRANSIENT, since_start)
-        elif isinstance(x, optim.Optimizer):
+        elif getattr(x, "_is_optimizer", False):
             for p in x.params:
                 self._use(p, since_start)
             for array in _state_arrays(x):
                 self._hold_new(array, OPTIMIZER, since_start)
         else:  # a tensor
-            self._hold_new(x._data, PARAMETERS if isinstance(x, nn.Parameter) else TRANSIENT, since_start)
+            self._hold_new(x._data, PARAMETERS if getattr(x, "_is_parameter", False) else TRANSIENT, since_start)
             if x.grad is not None:
                 self._hold_new(x.grad._data, GRADIENTS, since_start)
 
@@ -301,39 +221,9 @@ class profile(Listener):
     def _event(self, op, phase):
         self._events.append((op, phase, list(self._current)))
 
-    @property
-    def phase(self):
-        """'recompute' while a checkpoint re-runs its forward (tensor.recomputing), else 'forward'."""
-        return "recompute" if is_recomputing() else "forward"
-
-    # --- the clocks (NOTE [self time]): the tape starts one as an op begins and stops it as the op ends
-    def start_clock(self):
-        """Start timing an op; returns the clock, for stop_clock: when, and the running sums then."""
-        return _now(), self._ops_ns, self._overhead_ns
-
-    def stop_clock(self, clock, op=None, phase=None):
-        """Stop the clock of `op` (its name) in `phase` (None: 'forward' or 'recompute', as now) and count its time.
-        op=None: count it for no op, so that it stays in the time of the op around it (a checkpoint's recompute
-        that replays an op rather than run it)."""
-        if op is None:
-            return
-        end, overhead = _now(), self._overhead_ns
-        self._stopped(clock, end, overhead, (phase or self.phase, op))
-        self._overhead_ns = overhead + _now() - end  # counting it is bookkeeping too
-
-    def _stopped(self, clock, end, overhead, key):
-        """Count the time of the op `key` (phase, name) whose clock stopped at `end`, the bookkeeping sum then
-        being `overhead`: its total, less the bookkeeping inside it, and its self time, less the ops inside it."""
-        start, ops, overhead_then = clock
-        total = end - start - (overhead - overhead_then)
-        own = total - (self._ops_ns - ops)
-        self._ops_ns += own
-        self._total_ns[key] = self._total_ns.get(key, 0) + total
-        self._self_ns[key] = self._self_ns.get(key, 0) + own
-
     # --- what the tape (tensor.py) reports while this profile is active; each hook's time is the profiler's.
-    # Those that run for every op time themselves inline, as _bookkeeping would (NOTE [self time]); on_inputs
-    # starts the op's clock with its last read, and on_forward stops it with its first
+    # Those that run for every op time themselves inline, as _bookkeeping would (NOTE [self time], clocks.py);
+    # on_inputs starts the op's clock with its last read, and on_forward stops it with its first
     def on_save(self, record):
         """A record keeps its saved arrays (tensor.keep): activations until on_release."""
         start, overhead = _now(), self._overhead_ns
@@ -362,7 +252,7 @@ class profile(Listener):
         clock, started as this bookkeeping ends, for on_forward (or stop_clock) to stop."""
         start, overhead = _now(), self._overhead_ns
         for t in inputs:
-            if isinstance(t, nn.Parameter) and not self._counted(t):
+            if getattr(t, "_is_parameter", False) and not self._counted(t):
                 self._use(t)
         end = _now()
         self._overhead_ns = overhead = overhead + end - start
@@ -415,7 +305,7 @@ class profile(Listener):
         tensor it takes so). An array the ledger never saw it cannot date: wrapped in the block, it counts as new
         (so a checkpoint's recompute wraps its saved inputs with tensor._wrap, which reports nothing: they are
         the forward's arrays, also when the forward ran before the block)."""
-        if isinstance(t, nn.Parameter):
+        if getattr(t, "_is_parameter", False):
             self._hold(t._data, PARAMETERS)
         elif id(backend.owner(t._data)) not in self._buffers:
             self._hold(t._data, TRANSIENT)
@@ -491,28 +381,6 @@ class profile(Listener):
         return sum(n for (ph, name), n in self._calls.items()
                    if (phase is None or ph == phase) and (op is None or name == op))
 
-    def seconds(self, phase=None, op=None, inclusive=False):
-        """Wall time in seconds that `op` (an op's name, or an optimizer's: 'AdamW') took in `phase` ('forward',
-        'backward', 'recompute', 'step'); None = all. Self time, as PyTorch's 'Self CPU': less the ops that ran
-        inside it and the profiler's bookkeeping (NOTE [self time]); inclusive=True: with the ops inside it
-        ('CPU total'; summed over ops, a nested op then counts twice)."""
-        if phase is not None and phase not in TIMED_PHASES:
-            raise ValueError(f"profile: unknown phase {phase!r}; time is kept for {', '.join(TIMED_PHASES)}")
-        times = self._total_ns if inclusive else self._self_ns
-        return sum(n for (ph, name), n in times.items()
-                   if (phase is None or ph == phase) and (op is None or name == op)) / 1e9
-
-    def wall_seconds(self):
-        """The block's wall time in seconds (so far, while it runs; 0 before), the profiler's bookkeeping included."""
-        if self._start_ns is None:
-            return 0.0
-        ns = self._wall_ns if self._wall_ns is not None else _now() - self._start_ns
-        return ns / 1e9
-
-    def overhead_seconds(self):
-        """The profiler's own bookkeeping during the block, in seconds: the time it adds to the block."""
-        return self._overhead_ns / 1e9
-
     def communicated(self, direction="sent", op=None):
         """Bytes this process sent ('sent') to or received ('received') from the other processes in collectives
         (all_reduce, all_gather, broadcast: distributed.py), for one op or all."""
@@ -520,66 +388,3 @@ class profile(Listener):
             raise ValueError(f"profile: direction must be 'sent' or 'received', got {direction!r}")
         i = 0 if direction == "sent" else 1
         return sum(t[i] for name, t in self._traffic.items() if op is None or name == op)
-
-    def timeline(self):
-        """The events in order: [{'index', 'op', 'phase', bytes per category after it, 'total'}, ...].
-
-        One event per op run (phase 'forward', 'backward' or 'recompute'), one per optimizer state
-        buffer made (phase 'step'), and 'start' and 'end'. It grows by one event per op for as long
-        as the profile is open.
-        """
-        return [dict(index=i, op=op, phase=phase, **dict(zip(CATEGORIES, current)), total=sum(current))
-                for i, (op, phase, current) in enumerate(self._events)]
-
-    def table(self, times=True):
-        """Small tables: ops (calls, bytes saved), their self time by phase (time=False leaves it out: it differs
-        from run to run), FLOPs by kind and phase, bytes by category, and bytes sent by collective if any."""
-        ops_run = sorted({name for _, name in self._calls})
-        head = f"{'op':<13}{'forward':>9}{'backward':>10}{'recompute':>11}{'saved':>12}"
-        lines = [head, "-" * len(head)]
-        for name in ops_run:
-            lines.append(f"{name:<13}" + "".join(f"{self.calls(p, name):>{w}}" for p, w in zip(PHASES, (9, 10, 11)))
-                         + f"{format_bytes(self._saved.get(name, 0)):>12}")
-        lines.append("(calls per phase; saved: bytes the op kept for backward, summed over its calls: a buffer "
-                     "that two ops save shows in both rows)")
-        if times:
-            lines += [""] + self._time_table()
-        kinds = sorted({name for _, name in self._flops})
-        head = f"{'FLOPs':<13}" + "".join(f"{p:>14}" for p in PHASES)
-        lines += ["", head, "-" * len(head)]
-        for name in kinds + ["total"]:
-            op = None if name == "total" else name
-            lines.append(f"{name:<13}" + "".join(f"{format_flops(self.flops(p, op)):>14}" for p in PHASES))
-        lines.append("(matrix products count under 'matmul' whichever op made them; see docs/ledger.md)")
-        lines += ["", f"{'bytes':<13}{'peak':>12}{'now':>12}", "-" * 37]
-        for c in CATEGORIES:
-            lines.append(f"{c:<13}{format_bytes(self.peak_bytes(c)):>12}{format_bytes(self.current_bytes(c)):>12}")
-        lines.append(f"{'total':<13}{format_bytes(self.peak_bytes()):>12}{format_bytes(self.current_bytes()):>12}")
-        if self._traffic:
-            lines += ["", f"{'collective':<26}{'sent':>12}{'received':>12}", "-" * 50]
-            for name, (sent, received) in sorted(self._traffic.items()):
-                lines.append(f"{name:<26}{format_bytes(sent):>12}{format_bytes(received):>12}")
-        return "\n".join(lines)
-
-    def _time_table(self):
-        """Self time by op and phase, slowest op first; shares of the block's time less the profiler's."""
-        block = self.wall_seconds() - self.overhead_seconds()  # what the block takes without a profile, roughly
-        names = sorted({name for _, name in self._self_ns}, key=lambda name: -self.seconds(op=name))
-        head = f"{'self time':<13}" + "".join(f"{p:>11}" for p in TIMED_PHASES) + f"{'total':>11}{'share':>8}"
-        lines = [head, "-" * len(head)]
-
-        def row(label, cells, total):
-            share = f"{total / block:.1%}" if block > 0 else "-"
-            return f"{label:<13}" + "".join(f"{c:>11}" for c in cells) + f"{format_seconds(total):>11}{share:>8}"
-        for name in names:
-            lines.append(row(name, [format_seconds(self.seconds(p, name)) if (p, name) in self._self_ns else "-"
-                                    for p in TIMED_PHASES], self.seconds(op=name)))
-        ran = {p for p, _ in self._self_ns}
-        lines.append(row("all ops", [format_seconds(self.seconds(p)) if p in ran else "-" for p in TIMED_PHASES],
-                         self.seconds()))
-        lines.append(row("not in ops", [""] * len(TIMED_PHASES), block - self.seconds()))
-        lines.append("(self time: an op's wall time less the ops that ran inside it (a checkpoint's recompute) and "
-                     "the profiler's bookkeeping; not in ops: Python between them)")
-        lines.append(f"(share: of the block's {format_seconds(self.wall_seconds())} less the profiler's own "
-                     f"bookkeeping, {format_seconds(self.overhead_seconds())}: {format_seconds(block)})")
-        return lines

@@ -1,0 +1,63 @@
+"""mg.profile, the ledger: every byte the engine holds, every FLOP it computes and the time each op takes, while a
+block runs.
+
+    with mg.profile() as prof:                 # or mg.profile(model, opt): count those from the start
+        loss = model(x).sum(); loss.backward(); opt.step()
+    print(prof.table())
+    prof.peak_bytes("activations"), prof.flops("backward", op="matmul"), prof.timeline()
+
+`profile` is one object made of three parts, one file each; each file imports only the ones above it:
+  clocks.py   time: each op's self time by phase, less the ops that ran inside it and the profiler's own
+              bookkeeping (NOTE [self time]); prof.seconds("backward", op="matmul")
+  ledger.py   bytes by category (parameters, optimizer, gradients, activations, transient: NOTE [one buffer,
+              one category], [what a profile counts]) and FLOPs by phase, counted in the hooks that the tape
+              calls (tensor.Listener: on_save, on_release, ...); prof.peak_bytes(), prof.flops(), prof.calls()
+  report.py   what prints them: prof.table(), prof.timeline(), format_bytes, format_flops, format_seconds
+This file puts the parts together and opens and closes the block. The package sits above the tape, which reports
+to it, and below nn and optim, which it counts without importing them (NOTE [marks, not imports], ledger.py).
+
+Read next: clocks.py, ledger.py, report.py; then schedules.py and checkpoint.py, which trade these bytes for
+recompute FLOPs.
+"""
+from ..tensor import Listener, active_profiler, profiling
+from .clocks import PHASES, TIMED_PHASES, _Clocks, _now
+from .ledger import ACTIVATIONS, CATEGORIES, GRADIENTS, OPTIMIZER, PARAMETERS, TRANSIENT, _Ledger
+from .report import _Reports, format_bytes, format_flops, format_seconds
+
+__all__ = ["profile", "CATEGORIES", "PHASES", "TIMED_PHASES", "format_bytes", "format_flops", "format_seconds",
+           "PARAMETERS", "OPTIMIZER", "GRADIENTS", "ACTIVATIONS", "TRANSIENT"]  # the last: indices into CATEGORIES
+
+
+class profile(_Ledger, _Clocks, _Reports, Listener):
+    """Context manager that records bytes by category, FLOPs and time by phase and op (see the package's doc).
+
+    Its parts come before Listener, so that their hooks replace the no-op ones it declares (NOTE [what the tape
+    reports], tensor.py). They share one object: the ledger's hooks add their own time to the clocks' sums."""
+
+    def __init__(self, *scope):
+        _Ledger.__init__(self, scope)      # bytes, FLOPs and events (ledger.py)
+        _Clocks.__init__(self)             # time (clocks.py)
+        self._mode = profiling(self)       # the tape reports to this profile while the block runs
+        self._open = False
+
+    def __enter__(self):
+        if active_profiler() is not None:
+            raise RuntimeError("profile: another profile is already active; nesting is not supported")
+        if self._events:
+            raise RuntimeError("profile: this profile has already run; make a new mg.profile() for each block")
+        self._open = True
+        scope, self._scope = self._scope, ()  # no reference kept: what dies in the block leaves the ledger
+        for x in scope:
+            self._use(x, since_start=False)
+        self._event("start", "start")
+        self._mode.__enter__()
+        self._start_ns = _now()
+        return self
+
+    def __exit__(self, *exc):
+        self._wall_ns = _now() - self._start_ns
+        self._mode.__exit__(*exc)
+        self._event("end", "end")
+        self._open = False
+        self._refs.clear()  # weakrefs dropped: nothing calls back into a closed profile
+        self._records.clear()
