@@ -639,7 +639,7 @@ class BatchNorm1d(Module):
 
     def _update_running_stats(self, mean, var, n):
         with no_grad():
-            self.num_batches_tracked._set_data(self.num_batches_tracked._data + 1)
+            self.num_batches_tracked._set_data(backend.as_array(self.num_batches_tracked._data + 1))  # 0-d + 1 is a scalar
             # momentum=None: the plain average of all batches so far, the k-th weighted 1/k (PyTorch's rule)
             m = 1.0 / float(self.num_batches_tracked._data) if self.momentum is None else self.momentum
             self.running_mean._set_data((1 - m) * self.running_mean._data + m * mean._data.reshape(-1))

@@ -1059,3 +1059,12 @@ def test_a_checkpoint_recorded_before_the_profile_began_ends_where_it_began():
             del loss
             model.zero_grad()
         assert grown(prof) == 0, {c: grown(prof, c) for c in CATEGORIES}
+
+
+def test_batchnorm_in_training_under_a_profile():
+    # num_batches_tracked + 1 was a NumPy scalar, which the ledger cannot hold (no weak reference): a TypeError
+    bn = nn.BatchNorm1d(4)
+    with mg.profile(bn) as prof:
+        bn(mg.randn(8, 4)).sum().backward()
+    assert int(bn.num_batches_tracked.item()) == 1
+    assert prof.peak_bytes("activations") > 0
