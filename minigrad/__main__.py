@@ -21,6 +21,7 @@ import glob
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -98,8 +99,10 @@ def lesson_plots(path):
 
 
 def _has_quick(path):
+    """Does the lesson take --quick? Its own option, or lessons/_lesson.py's command_line(..., quick=...)."""
     with open(path, encoding="utf-8") as f:
-        return "--quick" in f.read()
+        text = f.read()
+    return re.search(r"add_argument\(\s*[\"']--quick|command_line\([^)]*\bquick=", text, re.S) is not None
 
 
 def lesson(args):
