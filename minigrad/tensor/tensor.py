@@ -23,9 +23,9 @@ import weakref
 
 import numpy as np
 
-from . import backend, ops
-from .ops import ShapeError
-from .random import draw, generator
+from .. import backend, ops
+from ..ops import ShapeError
+from ..random import draw, generator
 
 # ----------------------------------------------------------------------------- the tape's switches
 
