@@ -6,7 +6,7 @@ Reading order, each module importing only the ones above it (the README's table;
   random.py      minigrad's seeded generator, whose state can be saved and restored
   special.py     the normal CDF behind exact GELU
   ops.py         each op's forward, backward and FLOPs on raw arrays
-  tensor.py      the Tensor and the tape: its switches, the choke point for saved arrays, backward
+  tensor/        the Tensor and the tape: its switches, the records and backward, the Tensor's face
   functional.py  softmax, cross_entropy, layer_norm, ... (imported as mg.functional)
   nn.py, optim.py   modules and optimizers with PyTorch's names
   profiler.py    mg.profile: bytes by category, FLOPs by phase, a timeline
