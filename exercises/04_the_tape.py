@@ -41,7 +41,7 @@ dtype), else
 `leaf.grad = mg.tensor(leaf.grad.data + gi, dtype=leaf.dtype)`. Calling backward twice adds up, as in
 PyTorch: gradient accumulation stands on it.
 
-minigrad's own walk is _run_tape in minigrad/tensor.py (read it after): it also frees each record's
+minigrad's own walk is _run_tape in minigrad/tensor/tape.py (read it after): it also frees each record's
 saved arrays as soon as it has run, and knows checkpoints; you need neither. Calling root.backward()
 here does not count: the check sees it.
 

@@ -15,7 +15,7 @@ You write three pieces (minigrad's own mg.checkpoint, in minigrad/checkpoint/seg
            y = module(x)
        return apply(MyCheckpoint, x, *module.parameters(), out=y.data, module=module)
 
-   `apply` (minigrad/tensor.py) runs MyCheckpoint().forward on the raw arrays of its tensor inputs,
+   `apply` (minigrad/tensor/tensor.py) runs MyCheckpoint().forward on the raw arrays of its tensor inputs,
    passes the keyword arguments through, and, as for any op, makes the result a tensor whose record
    (its grad_fn) is this MyCheckpoint. That one record stands for the whole segment. Its inputs are
    x AND the parameters: those edges make the output require grad, and let backward reach the

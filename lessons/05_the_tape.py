@@ -164,7 +164,7 @@ def compare(named):
 # ## Part 2: when the saved arrays are freed
 #
 # Each record's backward reads its saved arrays once. The engine drops them right after
-# (`release` in minigrad/tensor.py), so activation memory drains during backward as it rose in
+# (`release` in minigrad/tensor/tape.py), so activation memory drains during backward as it rose in
 # forward. A buffer two records keep (h) leaves the ledger only when the second lets go.
 
 # %%

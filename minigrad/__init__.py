@@ -1,30 +1,54 @@
 """minigrad: a small tape-based autograd engine over NumPy (CPU) or CuPy (GPU).
 
-Reading order, each module importing only the ones above it (the README's table; a test checks both):
-  backend/       the array layer (mg.backend), one idea per file:
-    meta.py        arrays with a shape and no data: the 'meta' device that predicts memory at any size
-    __init__.py    the array library: NumPy, CuPy or meta, decided in one place
-    pool.py        the host memory pool the ops' big arrays come from, and malloc's opt-in setting
-    rows.py        fast paths on NumPy arrays: a broadcast scalar, sums along short rows, an embedding's rows
-    random.py      minigrad's seeded generator, whose state can be saved and restored
-    special.py     the normal CDF behind exact GELU
-  ops/           each op's forward, backward and FLOPs on raw arrays: Op first, then one file per kind
-  tensor.py      the Tensor and the tape: its switches, the choke point for saved arrays, backward
-  functional.py  softmax, cross_entropy, layer_norm, ... (imported as mg.functional)
-  nn.py, optim.py   modules and optimizers with PyTorch's names
-  profiler/      mg.profile: bytes by category, FLOPs by phase, time, a timeline (ledger, clocks, report)
-  schedules.py   where to cut a chain, and what it will cost (pure functions)
-  checkpoint/    mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping (policies, segment, chains)
-  accumulate.py  mg.accumulate: micro-batches that add up to the full batch's gradient
-  distributed.py data parallel over MPI: gradients summed across processes, ZeRO stage 1 (import it)
-  gpt.py         a small GPT, a character tokenizer and a tiny corpus
-  bert.py        BERT with Hugging Face's classes and parameter names
-  models.py      full-size models by their checkpoints' names, and their parameter counts
-  plan.py        will it fit? a full-size model's training step on 'meta', and what fits a GPU
-  formulas.py    closed forms that the ledger's measurements must equal
-  testing.py     gradcheck: finite differences, explained
-  grading.py     the exercises' grader (exercises/ beside the package)
-  __main__.py    the command: python -m minigrad tour | lesson N | check [N]
+The reading path (about 1,200 lines; the README names it step by step): ops' base, one op of each kind, the
+tape's modes and tape, the Tensor's face, and SGD.
+
+The floors, each file importing only the ones above it (the README's table; a test checks both):
+  backend/        the array layer, mg.backend
+    meta.py         arrays with a shape and no data: the 'meta' device that predicts memory at any size
+    device.py       NumPy, CuPy or meta, decided in one place
+    pool.py         the host memory pool the ops' big arrays come from, and malloc's opt-in setting
+    rows.py         fast paths on NumPy arrays: a broadcast scalar, sums along short rows, an embedding's rows
+    random.py       minigrad's seeded generator, whose state can be saved and restored
+    special.py      the normal CDF behind exact GELU
+  ops/            each op's forward, backward and FLOPs on raw arrays
+    base.py         Op and save_for_backward, the FLOP rule, shared helpers
+    pointwise.py    elementwise ops
+    shape.py        reductions, shapes and indexing
+    linear.py       matmul and linear
+    nn.py           softmax, layer_norm, dropout, attention
+  tensor/         the tape and the Tensor
+    modes.py        the switches, the Listener, version counters
+    tape.py         keep (the choke point for saved arrays), release, backward
+    args.py         what a user passes, checked
+    methods.py      composed methods and in-place writes
+    tensor.py       apply and the Tensor's face
+    factories.py    tensor(), zeros, randn, cat, where, ...
+  profiler/       mg.profile: the ledger
+    clocks.py       self time and phases
+    ledger.py       bytes by category, FLOPs by phase
+    report.py       tables and a timeline
+  functional.py   softmax, cross_entropy, layer_norm, ... (imported as mg.functional)
+  nn/             modules with PyTorch's names
+    module.py       Parameter, Module, Sequential, ModuleList, ModuleDict
+    layers.py       Linear, LayerNorm, Embedding, BatchNorm1d, ...
+    utils.py        clip_grad_norm_, init
+  optim.py        SGD and AdamW
+  schedules.py    where to cut a chain, and what it will cost (pure functions)
+  checkpoint/     mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping
+    policies.py     what to keep rather than recompute, and what the forward notes for the recompute
+    segment.py      one checkpointed segment
+    chains.py       chains of segments, measure_chain
+  accumulate.py   mg.accumulate: micro-batches that add up to the full batch's gradient
+  distributed.py  data parallel over MPI: gradients summed across processes, ZeRO stage 1 (import it)
+  gpt.py          a small GPT, a character tokenizer and a tiny corpus
+  bert.py         BERT with Hugging Face's classes and parameter names
+  models.py       full-size models by their checkpoints' names, and their parameter counts
+  plan.py         will it fit? a full-size model's training step on 'meta', and what fits a GPU
+  formulas.py     closed forms that the ledger's measurements must equal
+  testing.py      gradcheck: finite differences, explained
+  grading.py      the exercises' grader (exercises/ beside the package)
+  __main__.py     the command: python -m minigrad tour | lesson N | check [N]
 """
 import numpy as _np
 

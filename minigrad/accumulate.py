@@ -5,7 +5,7 @@
     opt.step()                           # or all three at once: accumulation_step(model, loss_fn, opt, ...)
 
 The batch runs in micro-batches, forward and backward each; .grad adds up across them (the tape
-accumulates in place, NOTE [gradient accumulation] in tensor.py), so only one micro-batch's
+accumulates in place, NOTE [gradient accumulation] in tensor/tensor.py), so only one micro-batch's
 activations are alive at a time while the gradient buffers stay the same size.
 
 NOTE [normalising by items]: loss_fn returns the SUM of its micro-batch's per-item losses
@@ -166,7 +166,7 @@ def _check_summed(loss, count, target):
 
 def _prepare_master_gradients(params):
     """float16 parameters get float32 .grad buffers before the first backward; the tape then adds
-    each micro-batch's float16 gradient into them in float32 (tensor._accumulate adds in place)."""
+    each micro-batch's float16 gradient into them in float32 (Tensor._accumulate adds in place)."""
     half = [p for p in params if p.dtype.name == "float16"]
     for p in half:
         if p.grad is None or p.grad.dtype.name != "float32":

@@ -25,7 +25,7 @@ from .tensor import Tensor, active_profiler, mark_written, zero_grads
 def _reported(step):
     """step(), bracketed by the active profile's on_step (NOTE [what a profile counts], profiler.py) and timed
     by it (NOTE [self time]), and followed by a version bump of every parameter it may have written (NOTE
-    [version counters], tensor.py)."""
+    [version counters], tensor/modes.py)."""
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
         profiler = active_profiler()

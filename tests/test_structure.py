@@ -1,11 +1,17 @@
 """The promises the docs make about the code's structure, each checked against the source.
 
-  reading order   the README's table lists every module of minigrad/, and each imports only the
-                  modules above it: no cycle, and no import of a minigrad module inside a function
-  one choke point an op's `saved` is set only by Op.save_for_backward and the tape's keep/release;
+  floors          the README's table ("Where each idea lives") lists every file of minigrad/ once, in
+                  reading order, and each file imports only files above it (a package's __init__, which
+                  gathers its files, sits after its last file): no cycle, and no import of a minigrad
+                  module inside a function
+  reading path    the README's reading path names the files (and, in a file, the classes or functions)
+                  that hold the tape, the Tensor's face and one op of each kind, in order, about 1,300
+                  lines in all; no file of minigrad/ is over 700 lines
+  one choke point an op's `saved` is set only by Op.save_for_backward and the tape's keep/hand_over/release;
                   inside keep_saved(False) every record keeps nothing
   tape state      no module assigns to another module's attributes; the tape's switches change only
                   through their context managers, and each has a public query
+  reports         every report the tape makes to a listener is declared once, in tensor.Listener
 """
 import ast
 import os
@@ -20,76 +26,170 @@ from minigrad.tensor import (active_profiler, is_grad_enabled, is_keeping_saved,
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "minigrad")
+READING_PATH_BUDGET = 1300
+FILE_BUDGET = 700
+
+
+def section(title):
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    return text.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
 
 
 def readme_order():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    section = text.split("## Where each idea lives", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"^\| `minigrad/(\w+)\.py` \|", section, re.M)
+    """The files of the README's table, in order: 'tensor/tape', 'nn', ..."""
+    return re.findall(r"^\| `minigrad/([\w/]+)\.py` \|", section("Where each idea lives"), re.M)
 
 
-def modules_on_disk():
-    return sorted(f[:-3] for f in os.listdir(PACKAGE) if f.endswith(".py") and f != "__init__.py")
+def reading_path():
+    """[(file, [names] or None for the whole file)] of the README's reading path, in order."""
+    rows = re.findall(r"^\| \d+ \| `minigrad/([\w/]+)\.py`(?:: ([^|]+))? \|", section("Where each idea lives"), re.M)
+    return [(f, re.findall(r"`(\w+)`", names) or None) for f, names in rows]
+
+
+def files_on_disk():
+    """Every .py file of minigrad/ but the __init__ files, as 'backend/pool', 'tensor/tape', 'nn', ..."""
+    found = []
+    for root, _, files in os.walk(PACKAGE):
+        for f in files:
+            if f.endswith(".py") and f != "__init__.py":
+                found.append(os.path.relpath(os.path.join(root, f), PACKAGE)[:-3].replace(os.sep, "/"))
+    return sorted(found)
+
+
+def packages_on_disk():
+    return sorted(os.path.relpath(root, PACKAGE).replace(os.sep, "/") for root, _, files in os.walk(PACKAGE)
+                  if "__init__.py" in files and root != PACKAGE)
+
+
+def path_of(name):
+    """'tensor/tape' -> its file; 'ops' (a package) -> its __init__.py."""
+    base = os.path.join(PACKAGE, *name.split("/"))
+    return os.path.join(base, "__init__.py") if os.path.isdir(base) else base + ".py"
 
 
 def parse(name):
-    with open(os.path.join(PACKAGE, name + ".py"), encoding="utf-8") as f:
-        return ast.parse(f.read(), filename=name + ".py")
+    with open(path_of(name), encoding="utf-8") as f:
+        return ast.parse(f.read(), filename=name)
+
+
+def exists(name):
+    return os.path.exists(path_of(name))
 
 
 def package_imports(tree, name):
-    """[(module imported, ast node)] for every import of a minigrad module in this module's tree."""
+    """[(file or package imported, ast node)] for every import of a minigrad module in file `name`."""
+    here = name.split("/")[:-1] if not os.path.isdir(os.path.join(PACKAGE, *name.split("/"))) else name.split("/")
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1 and node.module:           # from .tensor import Tensor
-                found.append((node.module.split(".")[0], node))
-            elif node.level == 1:                         # from . import backend, ops
-                found.extend((a.name, node) for a in node.names)
+            if node.level:
+                base = here[:len(here) - node.level + 1] if node.level > 1 else here
+                target = base + (node.module.split(".") if node.module else [])
             elif node.module and node.module.split(".")[0] == "minigrad":
-                parts = node.module.split(".")
-                found.extend([(parts[1], node)] if len(parts) > 1 else [(a.name, node) for a in node.names])
+                target = node.module.split(".")[1:]
+            else:
+                continue
+            subs = ["/".join(target + [a.name]) for a in node.names]
+            if subs and all(exists(s) for s in subs):  # from . import backend, ops: modules themselves
+                found.extend((s, node) for s in subs)
+            elif target:
+                found.append(("/".join(target), node))
         elif isinstance(node, ast.Import):
-            found.extend((a.name.split(".")[1], node) for a in node.names
+            found.extend(("/".join(a.name.split(".")[1:]), node) for a in node.names
                          if a.name.startswith("minigrad.") and a.name.count(".") >= 1)
     return found
 
 
-def test_readme_table_lists_every_module_once():
+def position(order, name):
+    """Where a file, or a package's __init__ (after its package's last file), sits in the reading order."""
+    if name in order:
+        return order.index(name)
+    inside = [i for i, f in enumerate(order) if f.startswith(name + "/")]
+    return max(inside) + 0.5 if inside else None
+
+
+def test_readme_table_lists_every_file_once():
     order = readme_order()
     assert len(order) == len(set(order)), order
-    assert sorted(order) == modules_on_disk()
+    assert sorted(order) == files_on_disk()
+
+
+def docstring_order():
+    """The files that minigrad/__init__.py's docstring lists, a package's files indented under it."""
+    listed, package = [], None
+    for indent, name, kind in re.findall(r"^( +)([\w]+)(\.py|/) ", mg.__doc__, re.M):
+        if kind == "/":
+            package = (len(indent), name)
+        elif package and len(indent) > package[0]:
+            listed.append(f"{package[1]}/{name}")
+        else:
+            package = None
+            listed.append(name)
+    return listed
 
 
 def test_package_docstring_gives_the_same_order():
-    listed = re.findall(r"(\w+)\.py", mg.__doc__)
-    listed = [m for m in listed if m != "exercises"]
-    assert listed == readme_order()
+    assert docstring_order() == readme_order()
 
 
-@pytest.mark.parametrize("name", modules_on_disk())
-def test_each_module_imports_only_the_ones_above_it(name):
+@pytest.mark.parametrize("name", files_on_disk() + packages_on_disk())
+def test_each_file_imports_only_the_ones_above_it(name):
     order = readme_order()
-    above = set(order[:order.index(name)])
-    wrong = sorted({m for m, _ in package_imports(parse(name), name) if m not in above})
-    assert not wrong, (f"minigrad/{name}.py imports {wrong}, which the README lists below it (or not at all); "
+    here = position(order, name)
+    wrong = sorted({m for m, _ in package_imports(parse(name), name)
+                    if position(order, m) is None or position(order, m) >= here})
+    assert not wrong, (f"minigrad/{name} imports {wrong}, which the README lists below it (or not at all); "
                        f"move the code, or reorder the table if the new order reads better")
 
 
-@pytest.mark.parametrize("name", modules_on_disk())
+@pytest.mark.parametrize("name", files_on_disk() + packages_on_disk() + ["__init__"])
 def test_no_late_imports_of_the_package(name):
-    tree = parse(name)
+    tree = parse(name) if name != "__init__" else ast.parse(open(os.path.join(PACKAGE, "__init__.py")).read())
     top = {id(n) for n in tree.body}
     late = [(m, node.lineno) for m, node in package_imports(tree, name) if id(node) not in top]
-    assert not late, f"minigrad/{name}.py imports minigrad modules inside a function or block: {late}"
+    assert not late, f"minigrad/{name} imports minigrad modules inside a function or block: {late}"
 
 
 def test_the_import_walk_catches_a_cycle():
-    """The walk above is not vacuous: a module importing one below it fails the check."""
-    tree = ast.parse("from .checkpoint import checkpoint\nfrom . import backend\n")
+    """The walk above is not vacuous: a file importing one below it fails the check."""
+    tree = ast.parse("from ..checkpoint import checkpoint\nfrom .. import backend\nfrom .modes import _on\n")
     order = readme_order()
-    above = set(order[:order.index("tensor")])
-    assert {m for m, _ in package_imports(tree, "tensor")} - above == {"checkpoint"}
+    found = {m for m, _ in package_imports(tree, "tensor/tape")}
+    assert found == {"checkpoint", "backend", "tensor/modes"}
+    assert {m for m in found if position(order, m) >= position(order, "tensor/tape")} == {"checkpoint"}
+
+
+@pytest.mark.parametrize("name", files_on_disk() + packages_on_disk())
+def test_no_file_is_over_the_budget(name):
+    n = sum(1 for _ in open(path_of(name), encoding="utf-8"))
+    assert n <= FILE_BUDGET, f"minigrad/{name} has {n} lines, over {FILE_BUDGET}: split it where its ideas part"
+
+
+def lines_of(name, names):
+    """The lines a reader reads of a file: all of it, or the named top-level classes and functions."""
+    if names is None:
+        return sum(1 for _ in open(path_of(name), encoding="utf-8"))
+    tree = parse(name)
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    missing = [n for n in names if n not in defs]
+    assert not missing, f"the reading path names {missing} in minigrad/{name}, which has no such class or function"
+    return sum(defs[n].end_lineno - (defs[n].decorator_list[0].lineno if defs[n].decorator_list else defs[n].lineno)
+               + 1 for n in names)
+
+
+def test_the_reading_path_holds_the_core_in_about_1300_lines():
+    path = reading_path()
+    files = [f for f, _ in path]
+    for must in ("tensor/modes", "tensor/tape", "tensor/tensor", "ops/base", "optim"):
+        assert must in files, f"the reading path must hold minigrad/{must}.py"
+    assert not files[0].startswith("backend"), "the reading path starts with the tape, not the array layer"
+    kinds = {"ops/pointwise", "ops/shape", "ops/nn"} | ({"ops/linear"} if exists("ops/linear") else set())
+    assert kinds <= set(files), f"one op of each kind: {sorted(kinds - set(files))} missing"
+    total = sum(lines_of(f, names) for f, names in path)
+    assert total <= READING_PATH_BUDGET, f"the reading path is {total} lines, over {READING_PATH_BUDGET}"
+    order = readme_order()
+    assert [position(order, f) for f in files] == sorted(position(order, f) for f in files), \
+        "the reading path goes up the floors, in the table's order"
 
 
 # ----------------------------------------------------------------------------- one choke point
@@ -97,7 +197,7 @@ def test_the_import_walk_catches_a_cycle():
 def assignments_to(attr):
     """[(module, enclosing function)] of every `<something>.<attr> = ...` in the package."""
     found = []
-    for name in modules_on_disk():
+    for name in files_on_disk() + packages_on_disk():
         tree = parse(name)
         for func in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
             for node in ast.walk(func):
@@ -111,8 +211,8 @@ def assignments_to(attr):
 
 
 def test_only_the_choke_point_sets_what_a_record_keeps():
-    assert assignments_to("saved") == [("ops", "save_for_backward"), ("tensor", "hand_over"), ("tensor", "keep"),
-                                       ("tensor", "release")]
+    assert assignments_to("saved") == [("ops/base", "save_for_backward"), ("tensor/tape", "hand_over"),
+                                       ("tensor/tape", "keep"), ("tensor/tape", "release")]
 
 
 def test_a_record_made_under_keep_saved_false_keeps_nothing():
@@ -146,7 +246,7 @@ def test_checkpoint_record_is_made_by_apply_and_keeps_only_its_inputs():
 
 def test_no_module_assigns_to_another_modules_attributes():
     offenders = []
-    for name in modules_on_disk():
+    for name in files_on_disk() + packages_on_disk():
         tree = parse(name)
         aliases = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1
                    and not n.module for a in n.names}
@@ -156,10 +256,10 @@ def test_no_module_assigns_to_another_modules_attributes():
                 [node.target] if isinstance(node, ast.AugAssign) else []
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in aliases:
-                    offenders.append(f"{name}.py:{node.lineno} sets {t.value.id}.{t.attr}")
+                    offenders.append(f"{name}:{node.lineno} sets {t.value.id}.{t.attr}")
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
                     and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
-                offenders.append(f"{name}.py:{node.lineno} setattr on module {node.args[0].id}")
+                offenders.append(f"{name}:{node.lineno} setattr on module {node.args[0].id}")
     assert not offenders, offenders
 
 

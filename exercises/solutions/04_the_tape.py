@@ -1,4 +1,4 @@
-"""Exercise 4, the reference: the tape walk (minigrad/tensor.py's _run_tape is this, plus freeing saved arrays)."""
+"""Exercise 4, the reference: the tape walk (minigrad/tensor/tape.py's _run_tape is this, plus freeing saved arrays)."""
 import numpy as np
 
 import minigrad as mg

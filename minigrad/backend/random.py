@@ -44,3 +44,24 @@ def draw(method, *args, size, device=None, **kwargs):
         dtype = getattr(np.random.default_rng(0), method)(*args, size=1, **kwargs).dtype
         return xp_for("meta").empty(size, dtype)
     return getattr(_generator, method)(*args, size=size, **kwargs)
+
+
+def draw_categories(weights, num_samples, replacement):
+    """torch.multinomial's sampling, on the host: for each row of the 2-d float64 array `weights` (its categories'
+    weights, which need not sum to 1), num_samples category indices, as an int array of shape (rows, num_samples).
+    Tensor.multinomial reads the tensor's weights and makes the result a tensor."""
+    w = weights
+    if not np.isfinite(w).all() or (w < 0).any() or (w.sum(axis=1) <= 0).any():
+        raise ValueError("multinomial: the weights must be finite, non-negative, and not all zero in a row")
+    if not replacement and num_samples > int((w > 0).sum(axis=1).min()):
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from a row with only "
+                         f"{int((w > 0).sum(axis=1).min())} non-zero weights; pass replacement=True")
+    if replacement:  # the first category whose running total of weight exceeds a uniform draw times the total
+        cdf = w.cumsum(axis=1)
+        u = _generator.random((w.shape[0], num_samples)) * cdf[:, -1:]
+        last = w.shape[1] - 1 - np.argmax(w[:, ::-1] > 0, axis=1)  # if rounding puts u at the total itself
+        return np.minimum((cdf[:, None, :] <= u[:, :, None]).sum(axis=2), last[:, None])
+    # exponential races: E / w is exponential with rate w; the first num_samples to finish, in order
+    with np.errstate(divide="ignore"):
+        finish = _generator.standard_exponential(w.shape) / w
+    return np.argsort(finish, axis=1, kind="stable")[:, :num_samples]

@@ -1,0 +1,165 @@
+"""The layers: Linear, the activations, Dropout, LayerNorm, Embedding, BatchNorm1d, each a Module over functional's
+ops, with torch.nn's names, arguments and initialization.
+
+Read next: utils.py.
+"""
+import math
+
+from .. import functional as F
+from .. import backend
+from ..backend.random import draw
+from ..tensor import is_recomputing, no_grad, ones, tensor, zeros
+from .module import Module, Parameter, _uniform
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias; weight (out_features, in_features), PyTorch's default init."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None):
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1 / math.sqrt(in_features) if in_features else 0
+        # PyTorch's kaiming_uniform_(a=sqrt(5)) reduces to U(-1/sqrt(in), 1/sqrt(in)); so does its bias
+        self.weight = _uniform((out_features, in_features), bound, device)
+        self.bias = _uniform((out_features,), bound, device) if bias else None
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class ReLU(Module):
+    def forward(self, x):
+        return x.relu()
+
+
+class Tanh(Module):
+    def forward(self, x):
+        return x.tanh()
+
+
+class Sigmoid(Module):
+    def forward(self, x):
+        return x.sigmoid()
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, self.approximate)
+
+
+class Dropout(Module):
+    """F.dropout while training. mask_dtype (minigrad's extension; see F.dropout): None keeps a 1-byte mask, as
+    PyTorch does; a float dtype name keeps the mask older frameworks kept, to emulate their memory."""
+
+    def __init__(self, p=0.5, *, mask_dtype=None):
+        if not 0 <= p <= 1:
+            raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p}")
+        F.dropout_mask_dtype(mask_dtype)  # refused here, not at the first forward
+        self.p, self.mask_dtype = p, mask_dtype
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training, mask_dtype=self.mask_dtype)
+
+    def extra_repr(self):
+        return f"p={self.p}" + (f", mask_dtype={self.mask_dtype!r}" if self.mask_dtype is not None else "")
+
+
+class LayerNorm(Module):
+    """Normalize over the last dims, then scale (weight, ones) and shift (bias, zeros)."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None):
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps = eps
+        self.weight = Parameter(ones(*self.normalized_shape, device=device)) if elementwise_affine else None
+        self.bias = Parameter(zeros(*self.normalized_shape, device=device)) if elementwise_affine and bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}"
+
+
+class Embedding(Module):
+    """A table of num_embeddings vectors of size embedding_dim, initialised N(0, 1); the row at padding_idx
+    (if given) starts at zeros and gets no gradient."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, device=None):
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        host = draw("standard_normal", size=(num_embeddings, embedding_dim), device=device).astype("float32")
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for {num_embeddings} "
+                                 f"embeddings")
+            padding_idx %= num_embeddings
+            host[padding_idx] = 0
+        self.padding_idx = padding_idx
+        self.weight = Parameter(tensor(host, device=device))
+
+    def forward(self, input):
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self):
+        pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+
+
+class BatchNorm1d(Module):
+    """Normalize each feature over the batch (N, C) or (N, C, L).
+
+    In training it uses the batch's statistics and updates running_mean and running_var
+    (unbiased) with `momentum`, or with momentum=None to the average over all batches seen;
+    in eval it uses the running statistics.
+    """
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None):
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.weight = Parameter(ones(num_features, device=device)) if affine else None
+        self.bias = Parameter(zeros(num_features, device=device)) if affine else None
+        self.track_running_stats = track_running_stats
+        if track_running_stats:
+            self.running_mean = zeros(num_features, device=device)
+            self.running_var = ones(num_features, device=device)
+            self.num_batches_tracked = tensor(0, dtype="int64", device=device)
+
+    def forward(self, x):
+        if x.ndim not in (2, 3) or x.shape[1] != self.num_features:
+            raise ValueError(f"BatchNorm1d: expected input of shape (N, {self.num_features}) or "
+                             f"(N, {self.num_features}, L), got {x.shape}")
+        dims = (0,) if x.ndim == 2 else (0, 2)
+        shape = (1, -1) if x.ndim == 2 else (1, -1, 1)
+        if self.training or not self.track_running_stats:
+            n = x.numel() // self.num_features
+            if n <= 1:
+                raise ValueError(f"BatchNorm1d: expected more than 1 value per channel when training, got "
+                                 f"input of shape {x.shape}")
+            mean = x.mean(dim=dims, keepdim=True)
+            xc = x - mean
+            var = (xc * xc).mean(dim=dims, keepdim=True)
+            if self.training and self.track_running_stats and not is_recomputing():
+                self._update_running_stats(mean, var, n)  # once per batch, not again when checkpointing recomputes
+        else:
+            mean = self.running_mean.reshape(shape)
+            xc = x - mean
+            var = self.running_var.reshape(shape)
+        y = xc / (var + self.eps).sqrt()
+        if self.weight is not None:
+            y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
+        return y
+
+    def _update_running_stats(self, mean, var, n):
+        with no_grad():
+            self.num_batches_tracked._set_data(backend.as_array(self.num_batches_tracked._data + 1))  # 0-d + 1 is a scalar
+            # momentum=None: the plain average of all batches so far, the k-th weighted 1/k (PyTorch's rule)
+            m = 1.0 / float(self.num_batches_tracked._data) if self.momentum is None else self.momentum
+            self.running_mean._set_data((1 - m) * self.running_mean._data + m * mean._data.reshape(-1))
+            unbiased = var._data.reshape(-1) * (n / (n - 1))
+            self.running_var._set_data((1 - m) * self.running_var._data + m * unbiased)
+
+    def extra_repr(self):
+        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"

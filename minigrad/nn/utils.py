@@ -1,0 +1,88 @@
+"""torch.nn.utils' clip_grad_norm_ and torch.nn.init's fillers, as namespaces (nn.utils, nn.init).
+
+Read next: optim.py, what changes the parameters.
+"""
+import math
+
+from .. import backend
+from ..backend.random import draw
+from ..tensor import Tensor, no_grad, stack, tensor
+
+
+def _norm_type(norm_type):
+    """clip_grad_norm_'s norm_type as PyTorch reads it, float(norm_type) ('inf' and float('inf') alike), limited to
+    the p that Tensor.norm takes."""
+    try:
+        p = float(norm_type)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"clip_grad_norm_: norm_type must be a number or a string of one ('inf', as in PyTorch), got "
+                      f"{norm_type!r} of type {type(norm_type).__name__}") from None
+    if not (p >= 0 or p == -math.inf):
+        raise ValueError(f"clip_grad_norm_: norm_type {norm_type!r} is not supported: give 0, a number > 0, inf or "
+                         f"-inf (float('inf') or 'inf'); minigrad's norm has no p < 0 or nan")
+    return p
+
+
+class utils:
+    """torch.nn.utils' clip_grad_norm_ (a namespace, as torch.nn.utils is a module: nothing to instantiate)."""
+
+    @staticmethod
+    def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+        """Scale the gradients in place so that their norm, all of them taken as one vector, is at most max_norm;
+        returns that norm before clipping. As torch.nn.utils.clip_grad_norm_ (the 1e-6 included; norm_type a
+        number, or 'inf'; foreach, a choice of PyTorch kernels, changes nothing here). On 'meta' the gradients are
+        scaled by a stand-in (they have no norm to read), so that a step that clips runs there, as in PyTorch."""
+        norm_type = _norm_type(norm_type)
+        params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+        grads = [p.grad for p in params if p.grad is not None]
+        if not grads:
+            return tensor(0.0)
+        with no_grad():
+            norms = stack([g.norm(norm_type).to(grads[0].dtype) for g in grads])
+            total = norms.norm(norm_type)
+            if backend.is_meta(total._data):  # the same writes as a real step's, whatever the scale
+                if error_if_nonfinite:
+                    raise backend.MetaError("clip_grad_norm_: error_if_nonfinite=True reads the norm's value, which a "
+                                            "'meta' tensor does not have (PyTorch's raises too); pass "
+                                            "error_if_nonfinite=False on 'meta'")
+                scale = 1.0
+            else:
+                norm = total.item()
+                if error_if_nonfinite and not math.isfinite(norm):
+                    raise RuntimeError(f"clip_grad_norm_: the total norm of the gradients is {norm}; pass "
+                                       f"error_if_nonfinite=False to clip anyway")
+                scale = min(max_norm / (norm + 1e-6), 1.0)
+            for g in grads:
+                g.mul_(scale)
+        return total
+
+
+class init:
+    """torch.nn.init's fillers, writing in place under no_grad and drawing from minigrad's generator (a
+    namespace, as torch.nn.init is a module: nothing to instantiate)."""
+
+    @staticmethod
+    def _fill(t, host):
+        with no_grad():
+            return t.copy_(tensor(host, dtype=t.dtype, device=t.device))
+
+    @staticmethod
+    def normal_(tensor, mean=0.0, std=1.0):
+        return init._fill(tensor, draw("normal", mean, std, size=tensor.shape, device=tensor.device))
+
+    @staticmethod
+    def uniform_(tensor, a=0.0, b=1.0):
+        return init._fill(tensor, draw("uniform", a, b, size=tensor.shape, device=tensor.device))
+
+    @staticmethod
+    def constant_(tensor, val):
+        with no_grad():
+            return tensor.fill_(val)
+
+    @staticmethod
+    def zeros_(tensor):
+        return init.constant_(tensor, 0.0)
+
+    @staticmethod
+    def ones_(tensor):
+        return init.constant_(tensor, 1.0)

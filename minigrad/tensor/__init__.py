@@ -1,0 +1,48 @@
+"""The Tensor and the tape: how ops get recorded, and how backward walks them in reverse.
+
+The reading path, to follow one saved array and one gradient:
+
+  modes.py      the switches the tape's behaviour depends on (no_grad, keep_saved, recomputing, profiling, caching,
+                replaying) and their queries; the Listener, every report the tape makes (NOTE [what the tape
+                reports]); the version counters of tensors' storage (NOTE [version counters])
+  tape.py       the records and the walk: keep, the one choke point for saved arrays (NOTE [one choke point]),
+                hand_over, release (NOTE [memory drains]); backward and _run_tape (NOTE [the tape]); who owns a
+                gradient array during a backward; the reads outside the tape (NOTE [reads outside the tape]).
+                It reads a tensor only through `Variable`, the protocol the Tensor keeps
+  tensor.py     the Tensor's face: apply, the one place a record is made (NOTE [per-op overhead]); the Tensor's
+                storage, properties, conversions, operators and one-op methods; type promotion; _accumulate, where
+                a leaf sums its gradient (NOTE [who owns a gradient], NOTE [gradient accumulation])
+  and in ops:   Op.save_for_backward (what a record keeps), then one op of each kind: Add, Sum, Linear, Softmax
+
+Then, beside the path:
+
+  args.py       what a user passes, checked: dtypes, .to()'s arguments, a new tensor's data, index keys, masks
+  methods.py    the methods composed of others (var, norm, topk, split, gather, ...), the comparisons, and the
+                in-place writes (NOTE [in-place]), as classes the Tensor inherits
+  factories.py  tensor(), zeros, ones, randn, arange, ..., cat, stack, where, maximum, minimum
+
+Imports go one way: modes.py, tape.py, args.py, methods.py, tensor.py, factories.py, each importing only files
+before it. Every name is re-exported here, so `from minigrad.tensor import apply, no_grad, records_since` works as
+it did when this was one file. (`minigrad.tensor` as an attribute is mg.tensor, the function; as is this package's
+`tensor` attribute: importlib.import_module("minigrad.tensor") is the package.)
+
+Read next: functional.py (softmax, cross_entropy, ...), then nn.py and optim.py.
+"""
+from .modes import (Listener, active_cache, active_profiler, caching, enable_grad, is_grad_enabled, is_keeping_saved,
+                    is_recomputing, keep_saved, mark_written, no_grad, profiling, recomputing, replaying)
+from .modes import _on, _version_counter  # noqa: F401 the tests read _on; checkpoint, NOTE [version counters]
+from .tape import (Variable, backward, backward_within, hand_over, keep, mark, noting_reads, records_since, release,
+                   zero_grads)
+from .tape import _noting, _placeholders  # noqa: F401 NOTE [reads outside the tape]: checkpoint and the tests
+from .args import DTYPES, FLOAT_DTYPES, normalize_dtype, parse_to_args
+from .tensor import Tensor, apply
+from .tensor import _wrap  # noqa: F401 checkpoint: a tensor around an array the ledger already counts
+from .factories import (arange, cat, full, maximum, minimum, multinomial, ones, ones_like, rand, randint, randn, stack,
+                        tensor, where, zeros, zeros_like)
+
+__all__ = ["Tensor", "apply", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
+           "multinomial", "arange", "cat", "stack", "where", "maximum", "minimum",
+           "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "caching", "replaying", "Listener",
+           "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache", "mark_written",
+           "Variable", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
+           "zero_grads", "noting_reads", "DTYPES", "FLOAT_DTYPES", "normalize_dtype", "parse_to_args"]

@@ -1,0 +1,142 @@
+"""What a user passes to the Tensor's methods and the factories, checked and made into what ops read: a dtype,
+.to()'s device and dtype, a new tensor's data, a number, a shape, an index key (t[key], t[key] = v), a bool mask,
+an integer index (index_select, gather). Below tensor.py and methods.py, which both use them; a tensor among the
+arguments is recognised as a `Variable` (tape.py), the protocol the Tensor keeps.
+"""
+import numpy as np
+
+from .. import backend
+from .tape import Variable, _values
+
+# ----------------------------------------------------------------------------- dtypes
+
+FLOAT_DTYPES = tuple(np.dtype(d) for d in ("float16", "float32", "float64"))
+DTYPES = FLOAT_DTYPES + tuple(np.dtype(d) for d in ("int8", "int16", "int32", "int64", "uint8", "bool"))
+
+
+def normalize_dtype(dtype):
+    """'float32', np.float32 or np.dtype('float32') -> np.dtype('float32'); refuses what minigrad lacks."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"unknown dtype {dtype!r}: minigrad knows {', '.join(d.name for d in DTYPES)}") from None
+    if dt not in DTYPES:
+        raise TypeError(f"dtype {dt.name} is not supported: minigrad knows {', '.join(d.name for d in DTYPES)}")
+    return dt
+
+
+def _is_dtype_name(name):
+    try:
+        return np.dtype(name) in DTYPES
+    except TypeError:
+        return False
+
+
+def parse_to_args(args, device=None, dtype=None):
+    """.to()'s arguments: positional ones are a device if they name one, else a dtype. Normalized."""
+    for a in args:
+        if isinstance(a, str) and a.split(":")[0] in backend.DEVICES:
+            device = a
+        elif isinstance(a, str) and not _is_dtype_name(a):
+            raise backend.DeviceError(f"to: unknown device {a!r}, and not a dtype either: devices are "
+                                      f"{', '.join(backend.DEVICES)}; dtypes are {', '.join(d.name for d in DTYPES)}")
+        else:
+            dtype = a
+    return (None if device is None else backend.normalize_device(device),
+            None if dtype is None else normalize_dtype(dtype))
+
+
+def _array_of(data, dtype=None, device=None):
+    """The array a new tensor holds: data (a list, number, NumPy/CuPy array or Tensor) copied onto device, as dtype
+    (by default the data's; Python floats become float32, as in PyTorch). Tensor(...) and tensor() (factories.py)."""
+    if isinstance(data, Variable):
+        data = data._data
+    device = backend.normalize_device(device)
+    if isinstance(data, np.generic):  # a NumPy scalar keeps its dtype, as torch.tensor(np.float64(1.0)) does
+        data = np.asarray(data)
+    if backend.is_array(data):
+        array = backend.to_device(data, device)
+        dt = normalize_dtype(dtype) if dtype is not None else normalize_dtype(array.dtype)
+        return array.astype(dt, copy=True)
+    host = np.asarray(data)
+    if host.dtype == object:
+        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} {data!r:.60}")
+    if dtype is None:  # Python floats become float32, as in PyTorch
+        dtype = "float32" if host.dtype.kind == "f" else host.dtype
+    return backend.to_device(host.astype(normalize_dtype(dtype)), device)
+
+
+# ----------------------------------------------------------------------------- numbers, shapes, indices
+
+def _is_number(x):
+    return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def _shape(shape):
+    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+
+
+def _index_key(key, t):
+    """A tensor index -> a tuple of ints, slices, None, Ellipsis and integer arrays on t's device."""
+    key = key if isinstance(key, tuple) else (key,)
+    out, raw = [], []
+    for k in key:
+        if isinstance(k, Variable):
+            k = _values(k, "index")
+        elif isinstance(k, (list, tuple, np.ndarray)):  # a tuple inside the key is a list, as in PyTorch and NumPy
+            a = np.asarray(k)
+            if not a.size and not isinstance(k, np.ndarray):
+                a = a.astype(np.int64)  # [] or (): no index (as PyTorch and NumPy index), not float64's nothing
+            k = backend.to_device(a, t.device)
+        raw.append(k)
+        if hasattr(k, "dtype"):
+            if k.dtype == bool:
+                _check_mask_fits(raw, key[len(raw):], t)
+                out.extend(k.nonzero())  # a mask is the integer arrays of its True positions
+                continue
+            if k.dtype.kind not in "iu":
+                raise IndexError(f"index: tensors used as indices must be integer or bool, got {k.dtype}")
+            if backend.device_of(k) != t.device:
+                raise RuntimeError(f"index: the index is on {backend.device_of(k)} but the tensor is on {t.device}")
+        elif not (k is None or k is Ellipsis or isinstance(k, (int, slice, np.integer))):
+            raise IndexError(f"index: unsupported index {k!r} of type {type(k).__name__}")
+        out.append(int(k) if isinstance(k, np.integer) else k)
+    return tuple(out)
+
+
+def _check_mask_fits(before, after, t):
+    """A bool mask must match the dims it indexes (NumPy and PyTorch raise IndexError; its integer
+    positions alone would quietly pick other elements)."""
+    probe = backend.xp_of(t._data).broadcast_to(backend.xp_of(t._data).zeros((), dtype=bool), t.shape)
+    key = tuple(before) + tuple(k._data if isinstance(k, Variable) else k for k in after)
+    try:
+        probe[key]  # a zero-stride view: NumPy checks the shapes at almost no cost
+    except IndexError as e:
+        raise IndexError(f"index: {e} (tensor of shape {t.shape}, mask of shape {before[-1].shape})") from None
+
+
+def _bool_array(mask, like, op):
+    m = _values(mask, op) if isinstance(mask, Variable) else backend.to_device(np.asarray(mask), like.device)
+    if m.dtype != bool:
+        raise TypeError(f"{op}: the mask must be a bool tensor, got {m.dtype}; compare to make one (t > 0)")
+    if backend.device_of(m) != like.device:
+        raise RuntimeError(f"{op}: the mask is on {backend.device_of(m)} but the tensor is on {like.device}")
+    return m
+
+
+def _integer_index(op, index, like):
+    """An index (Tensor, list or array) as an integer array on like's device."""
+    a = _values(index, op) if isinstance(index, Variable) else backend.to_device(np.asarray(index), like.device)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{op}: the index must be an integer tensor, got {a.dtype}")
+    if backend.device_of(a) != like.device:
+        raise RuntimeError(f"{op}: the index is on {backend.device_of(a)} but the tensor is on {like.device}")
+    return a
+
+
+def _check_in_range(op, index, n, where_):
+    if index.size and not backend.is_meta(index):  # a meta index has no values to check
+        lo, hi = int(index.min()), int(index.max())
+        if lo < 0 or hi >= n:
+            raise IndexError(f"{op}: index out of range: the indices span [{lo}, {hi}], but {where_} has {n} "
+                             f"entries (0 to {n - 1})")

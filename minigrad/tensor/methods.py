@@ -1,0 +1,472 @@
+"""The Tensor's methods that are composed of its others, and its in-place writes: two classes that the Tensor
+(tensor.py) inherits. Nothing here makes a record itself: a method applies its op through `self._apply` (tensor.py's
+`apply`) or calls the Tensor's one-op methods (self.mean(), self * x, self.reshape(...)), and makes a new leaf with
+`self._new`; they are the Tensor's hooks, as this file sits below tensor.py and cannot import it.
+
+  Composed     var, std, logsumexp, norm, topk, max/min along a dim, clamp by tensors, flatten, unsqueeze,
+               squeeze, repeat, split, chunk, unbind, index_select, gather, multinomial
+  Comparisons  <, <=, >, >=, ==, !=, ~, any, all, argmax, argmin: not differentiable, read outside the tape
+  InPlace      NOTE [in-place]: add_, sub_, mul_, div_ (and +=, ...), fill_, zero_, copy_, clamp_, t[key] = value
+"""
+import collections
+import itertools
+import math
+import operator
+import weakref
+
+import numpy as np
+
+from .. import backend, ops
+from ..ops import ShapeError
+from ..backend.random import draw_categories
+from .modes import _on, _version_counter
+from .tape import Variable, _before_write, _values
+from .args import _array_of, _check_in_range, _index_key, _integer_index, _is_number, _shape
+
+# (values, indices), as torch.return_types: `values, indices = x.max(1)` and `x.max(1).values` both work
+_VALUES_INDICES = {name: collections.namedtuple(name, ["values", "indices"]) for name in ("max", "min", "topk")}
+
+
+def _root(s, p):
+    """s ** (1/p) of a floating s, with a zero gradient where s == 0 (where d sqrt(s) is infinite and 0 * inf
+    would be nan), as PyTorch's norm and std: one op whatever the values (NOTE [a root's gradient at zero], in ops),
+    so it runs on 'meta' and records the same ops in a checkpoint's recompute."""
+    if p == 2:
+        return s._apply(ops.Sqrt, s, zero_at_zero=True)
+    return s._apply(ops.Pow, s, exponent=1 / p, zero_at_zero=True)
+
+
+class Composed:
+    """Methods built from the Tensor's one-op methods (tensor.py), or one op after checks that read the arguments
+    or the values (topk's order, max's index, gather's key): none has a backward of its own, each gets its gradient
+    from the ops it applies (STYLE.md, 'compose before you fuse'). multinomial samples: no gradient."""
+    __slots__ = ()
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """The variance over dim (every element by default): the sum of squared deviations from the mean
+        divided by n - correction, n - 1 by default (Bessel's correction); unbiased=False or correction=0
+        divides by n. As torch.var, including its old form x.var(False)."""
+        if isinstance(dim, bool):  # torch's var(unbiased) overload
+            dim, unbiased = None, dim
+        if unbiased is not None and correction is not None:
+            raise TypeError("var: give unbiased or correction, not both (unbiased=False is correction=0)")
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        x = self._floating()
+        n = math.prod(x.shape[a] for a in ops.normalize_dims("var", dim, x.ndim, x.shape))
+        deviation = x - x.mean(dim, keepdim=True)
+        squares = (deviation * deviation).sum(dim, keepdim)
+        with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction: inf or nan, as in PyTorch
+            return squares / max(n - correction, 0)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """The square root of var(...), with the same arguments. Where the std is 0 (a constant row) the gradient
+        is 0, as in PyTorch, not the nan that d sqrt(v) at v = 0 would give (_root, as norm's)."""
+        return _root(self.var(dim, unbiased, keepdim, correction=correction), 2)
+
+    def logsumexp(self, dim, keepdim=False):
+        """log(sum(exp(x))) over dim, computed stably: the max m is taken out, log(sum(exp(x - m))) + m."""
+        x = self._floating()
+        axes = ops.normalize_dims("logsumexp", dim, x.ndim, x.shape)
+        xp = backend.xp_of(x._data)
+        if all(x.shape[a] for a in axes):
+            m = _values(x, "logsumexp").max(axis=axes, keepdims=True)
+            m = xp.where(xp.isfinite(m), m, 0)  # every x -inf (or an inf): x - m would be nan
+        else:  # an empty dim: the sum is 0 and the result -inf
+            m = xp.zeros(ops.keepdim_shape(x.shape, axes), dtype=x.dtype)
+        with np.errstate(over="ignore", divide="ignore"):  # an inf in x, an empty dim: inf and -inf, as in PyTorch
+            out = (x - self._from_array(m)).exp().sum(dim, keepdim).log()
+        return out + self._from_array(m if keepdim else m.reshape(out.shape))
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        """The p-norm over dim (every element by default), as torch.norm: 'fro' or 2 (the square root of the
+        sum of squares), 1, inf, -inf, 0 (the count of non-zeros) or any other p > 0. At a zero vector the
+        gradient is 0, as in PyTorch, not the nan that d sqrt(s) at s = 0 would give."""
+        x = self._floating()
+        if p in ("fro", 2):
+            return _root((x * x).sum(dim, keepdim), 2)
+        if p == 1:
+            return x.abs().sum(dim, keepdim)
+        if p == math.inf:
+            return x.abs().amax(dim, keepdim)
+        if p == -math.inf:
+            return x.abs().amin(dim, keepdim)
+        if p == 0:
+            return (x != 0).to(x.dtype).sum(dim, keepdim)
+        if _is_number(p) and not isinstance(p, (bool, np.bool_)) and p > 0:
+            # |x| ** p with p < 1 has an infinite derivative at 0 too: 0 there, as PyTorch's (ops.Pow's zero_at_zero)
+            return _root(self._apply(ops.Pow, x.abs(), exponent=p, zero_at_zero=True).sum(dim, keepdim), p)
+        raise ValueError(f"norm: p must be 'fro', 0, a number > 0, inf or -inf, got {p!r} ('nuc' and p < 0 are "
+                         f"not supported)")
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """The k largest (or smallest) values along dim and their indices, as torch.topk; the values carry the
+        gradient back to where they came from. Always in order (sorted=False allows any order, so this one
+        too); equal values keep the lower index first; nan counts as the largest."""
+        if self.ndim == 0:
+            values, indices = self.reshape(1).topk(k, 0, largest, sorted)
+            return _VALUES_INDICES["topk"](values.reshape(()), indices.reshape(()))
+        d = ops.normalize_dims("topk", dim, self.ndim, self.shape)[0]
+        if not 0 <= k <= self.shape[d]:
+            raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
+        a = _values(self, "topk")
+        xp = backend.xp_of(a)
+        if a.dtype.kind == "f":
+            key = xp.where(xp.isnan(a), -xp.inf, -a) if largest else a  # argsort puts nan last
+        else:
+            key = -a.astype("int64") if largest else a
+        order = backend.stable_argsort(key, axis=d)
+        indices = self._new(order[(slice(None),) * d + (slice(0, k),)])
+        return _VALUES_INDICES["topk"](self.gather(d, indices), indices)
+
+    def _along(self, name, op_cls, dim, keepdim):
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"{name}: dim must be one int, got {dim!r}; a{name}(dim=...) takes several dims "
+                            f"(and returns the values only)")
+        d = ops.normalize_dims(name, dim, self.ndim, self.shape)
+        if d and self.shape[d[0]] == 0:
+            return self._apply(op_cls, self, dim=dim)  # raises: the max of nothing
+        a = _values(self, name)
+        arg = a.argmax if name == "max" else a.argmin
+        index = self._new(backend.as_array(arg(axis=d[0], keepdims=True)) if d else
+                     backend.xp_of(self._data).zeros((), dtype="int64"))
+        values = self.gather(dim, index)
+        if not keepdim and d:
+            values, index = values.squeeze(dim), index.squeeze(dim)
+        return _VALUES_INDICES[name](values, index)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        """Merge dims start_dim..end_dim into one (a 0-d tensor becomes 1-d)."""
+        n = max(self.ndim, 1)
+        s, e = (ops.normalize_dims("flatten", d, n, self.shape)[0] for d in (start_dim, end_dim))
+        if s > e:
+            raise IndexError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for a tensor of shape "
+                             f"{self.shape}")
+        if self.ndim == 0:
+            return self.reshape(1)
+        return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
+
+    def unsqueeze(self, dim):
+        """A new dim of size 1 at dim (a negative dim counts from the end of the result)."""
+        d = ops.normalize_dims("unsqueeze", dim, self.ndim + 1, self.shape)[0]
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def squeeze(self, dim=None):
+        """Drop the dims of size 1: all of them, or those of dim (an int or a tuple); a named dim whose size
+        is not 1 stays, as in PyTorch."""
+        if dim is None:
+            axes = range(self.ndim)
+        else:
+            named = not (isinstance(dim, (tuple, list)) and not dim)  # squeeze(()) names no dim
+            axes = ops.normalize_dims("squeeze", dim, self.ndim, self.shape) if named else ()
+        return self.reshape(tuple(n for i, n in enumerate(self.shape) if not (i in axes and n == 1)))
+
+    def repeat(self, *sizes):
+        """Tile the data sizes[i] times along dim i (new leading dims for extra sizes), copying, as torch.repeat."""
+        sizes = _shape(sizes)
+        if len(sizes) < self.ndim:
+            raise ShapeError(f"repeat: {len(sizes)} repeat counts {sizes} for a tensor of {self.ndim} dims "
+                             f"{self.shape}; give one per dim at least")
+        shape = (1,) * (len(sizes) - self.ndim) + self.shape
+        # each dim gets a new dim in front of it, of its repeat count: (r0, s0, r1, s1, ...), read row by row
+        spread = self.reshape([m for n in shape for m in (1, n)])
+        tiled = spread.expand([m for r, n in zip(sizes, shape) for m in (r, n)])
+        return tiled.reshape([r * n for r, n in zip(sizes, shape)])
+
+    def _dim(self, op, dim):
+        if self.ndim == 0:
+            raise IndexError(f"{op}: a 0-d tensor has no dim to {op} along; reshape(1) it first")
+        return ops.normalize_dims(op, dim, self.ndim, self.shape)[0]
+
+    def _slice(self, d, index):
+        return self._apply(ops.Index, self, key=(slice(None),) * d + (index,))
+
+    def split(self, split_size_or_sections, dim=0):
+        """Pieces along dim: of split_size each (the last one smaller if it must be), or of the sizes listed.
+        Views of this tensor, as in PyTorch."""
+        d = self._dim("split", dim)
+        n = self.shape[d]
+        if isinstance(split_size_or_sections, (int, np.integer)):
+            size = int(split_size_or_sections)
+            if size < 0 or (size == 0 and n):  # as PyTorch: 0 only splits a dim of size 0 (into one piece)
+                raise ValueError(f"split: split_size must be positive (0 only for a dim of size 0), got {size} for "
+                                 f"dim {dim} of shape {self.shape}")
+            sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
+        else:
+            sizes = [int(k) for k in split_size_or_sections]
+            if sum(sizes) != n or any(k < 0 for k in sizes):
+                raise ShapeError(f"split: sizes {sizes} add up to {sum(sizes)}, but dim {dim} of shape {self.shape} "
+                                 f"has size {n}")
+        starts = itertools.accumulate([0] + sizes)
+        return tuple(self._slice(d, slice(start, start + k)) for start, k in zip(starts, sizes))
+
+    def chunk(self, chunks, dim=0):
+        """Split into `chunks` pieces of equal size along dim (the last one smaller, and fewer pieces when the
+        size does not allow that many, as torch.chunk)."""
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+        n = self.shape[self._dim("chunk", dim)]
+        if not n:  # as torch.chunk: `chunks` empty pieces (split(0) would give one)
+            return self.split([0] * chunks, dim)
+        return self.split(-(-n // chunks), dim)
+
+    def unbind(self, dim=0):
+        """The slices along dim, that dim removed: a tuple of views."""
+        d = self._dim("unbind", dim)
+        return tuple(self._slice(d, i) for i in range(self.shape[d]))
+
+    def index_select(self, dim, index):
+        """The entries at 1-d integer index along dim (repeats allowed; their gradients add up)."""
+        d = self._dim("index_select", dim)
+        idx = _integer_index("index_select", index, self)
+        if idx.ndim > 1:
+            raise ShapeError(f"index_select: index must be 1-d, got shape {idx.shape}")
+        _check_in_range("index_select", idx, self.shape[d], f"dim {dim} of shape {self.shape}")
+        return self._slice(d, idx.reshape(-1))
+
+    def gather(self, dim, index):
+        """out[i][j][k] = self[index[i][j][k]][j][k] for dim=0, and likewise for any dim, as torch.gather: index
+        has as many dims as this tensor, and no dim larger except along dim. Repeats add their gradients."""
+        idx = _integer_index("gather", index, self)
+        if idx.ndim != self.ndim:
+            raise ShapeError(f"gather: index must have as many dims as the input, got index shape {idx.shape} for "
+                             f"input shape {self.shape}")
+        if self.ndim == 0:
+            return self.reshape(1).gather(0, self._new(idx.reshape(1))).reshape(())
+        d = ops.normalize_dims("gather", dim, self.ndim, self.shape)[0]
+        if any(m > n for k, (m, n) in enumerate(zip(idx.shape, self.shape)) if k != d):
+            raise ShapeError(f"gather: index of shape {idx.shape} is larger than the input's shape {self.shape} in a "
+                             f"dim other than dim {dim}")
+        _check_in_range("gather", idx, self.shape[d], f"dim {dim} of shape {self.shape}")
+        # index along dim, and along every other dim its own position: one integer array per dim, broadcast
+        xp = backend.xp_of(idx)
+        key = tuple(idx if k == d else xp.arange(m).reshape((m,) + (1,) * (idx.ndim - k - 1))
+                    for k, m in enumerate(idx.shape))
+        return self._apply(ops.Index, self, key=key)
+
+    def multinomial(self, num_samples, replacement=False):
+        """Indices drawn from the categories that the last dim weighs (1-d, or one row per draw of a 2-d tensor; the
+        weights need not sum to 1), from minigrad's generator, as torch.multinomial (random.draw_categories)."""
+        if self.ndim not in (1, 2) or self.dtype.kind != "f":
+            raise TypeError(f"multinomial: input must be a 1-d or 2-d float tensor of weights, got {self.dtype} "
+                            f"{self.shape}")
+        w = backend.to_numpy(_values(self, "multinomial")).astype("float64").reshape(-1, self.shape[-1])
+        picks = draw_categories(w, num_samples, replacement)
+        return self._new(_array_of(picks.reshape(self.shape[:-1] + (num_samples,)), "int64", self.device))
+
+    def _clamp_by_tensors(self, lo, hi):
+        """self.clamp(lo, hi) where a bound is a tensor (a number beside it is a constant one): self and the bounds in
+        one dtype by NOTE [type promotion], their shapes broadcast, one ops.ClampTensor."""
+        x, sides, bounds = self, [], []
+        for side, b in (("lo", lo), ("hi", hi)):
+            if b is not None:
+                x, b = self._operands(x, b, "clamp")
+                sides.append(side)
+                bounds.append(b)
+        bounds = [b if b.dtype == x.dtype else b.to(x.dtype) for b in bounds]  # a max that promoted x promotes min too
+        if ops.broadcast_shapes(x.shape, *(b.shape for b in bounds)) is None:
+            given = ", ".join(f"{'min' if side == 'lo' else 'max'} {b.shape}" for side, b in zip(sides, bounds))
+            raise ShapeError(f"clamp: the input's shape {x.shape} and the bounds' ({given}) do not broadcast: compared "
+                             f"from the right, each pair of dims must be equal or one of them 1")
+        return self._apply(ops.ClampTensor, x, *bounds, sides=tuple(sides))
+
+
+class Comparisons:
+    """Not differentiable: comparisons (bool tensors), any, all, argmax, argmin. Each reads the values outside the
+    tape (NOTE [reads outside the tape], tape.py) and returns a new leaf."""
+    __slots__ = ()
+
+    def _compare(self, other, fn):
+        other = _values(other, fn.__name__) if isinstance(other, Variable) else other
+        return self._new(backend.as_array(fn(_values(self, fn.__name__), other)))
+
+    def __lt__(self, other):
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other):
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other):
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other):
+        return self._compare(other, operator.ge)
+
+    def __eq__(self, other):
+        return self._compare(other, operator.eq)
+
+    def __ne__(self, other):
+        return self._compare(other, operator.ne)
+
+    def __invert__(self):
+        return self._new(~_values(self, "invert"))
+
+    __hash__ = object.__hash__  # tensors are dict keys by identity (optimizer state)
+
+    def any(self):
+        return self._new(backend.as_array(_values(self, "any").any()))
+
+    def all(self):
+        return self._new(backend.as_array(_values(self, "all").all()))
+
+    def argmax(self, dim=None, keepdim=False):
+        return self._new(backend.as_array(_values(self, "argmax").argmax(axis=dim, keepdims=keepdim)))
+
+    def argmin(self, dim=None, keepdim=False):
+        return self._new(backend.as_array(_values(self, "argmin").argmin(axis=dim, keepdims=keepdim)))
+
+
+_UFUNCS = {ops.Add: "add", ops.Sub: "subtract", ops.Mul: "multiply", ops.Div: "divide"}  # the in-place writes
+
+
+class InPlace:
+    """The in-place writes, by PyTorch's rules (NOTE [in-place], at _write): with nothing to record, the values go
+    into this tensor's array; recorded, this tensor becomes the output of the same op run out of place."""
+    __slots__ = ()
+
+    def _write(self, name, functional, others=(), numpy_write=None):
+        """Write the values `functional()` computes into this tensor, by PyTorch's rules.
+
+        NOTE [in-place]: with nothing to record (grad mode off, as in an optimizer's update, or no
+        tensor involved requires grad), the values are written into this tensor's array, which every
+        view and detach() of it shares, and its version goes up (NOTE [version counters]). With
+        something to record, a leaf that requires grad is refused (its .grad would stop matching its
+        values); any other tensor takes the values and the record of the same op run out of place,
+        and keeps its old array for the records that saved it, so no gradient goes wrong. That last
+        case would break aliasing, so minigrad refuses it on a view or a tensor that has views."""
+        recording = _on.grad_enabled and (self._requires_grad or any(
+            isinstance(o, Variable) and o._requires_grad for o in others))
+        if recording and self._ctx is None and self._requires_grad:
+            raise RuntimeError(f"{name}: this is a leaf tensor that requires grad (a parameter, or made with "
+                               f"requires_grad=True), and grad mode is on: an in-place change would not be part of "
+                               f"any gradient. Update it under `with mg.no_grad():` (as an optimizer does), or write "
+                               f"x = x ... to make a new tensor")
+        # a selective checkpoint's recompute repeats writes that passed these checks on the forward's arrays, and
+        # may write into a placeholder, which looks like an expanded view (NOTE [selective checkpoint])
+        replay = _on.replaying is not None
+        if not replay and any(step == 0 and n > 1 for step, n in zip(self._data.strides, self.shape)):
+            raise RuntimeError(f"{name}: this tensor is an expand()ed view, in which several elements share one "
+                               f"memory location, so it cannot be written in place; write to a copy (x = x * 1), "
+                               f"or to the tensor it expands")
+        aliased = backend.is_view(self._data) or (self._vc is not None and self._vc.shared(self))
+        if recording and not replay and aliased:
+            raise RuntimeError(f"{name}: in place on a view, or on a tensor that has views or detached copies, while "
+                               f"grad mode records it: minigrad does not support that; write y = y ... instead, or "
+                               f"do it under mg.no_grad()")
+        if not recording:  # the write reads the old values, and the other operands' (NOTE [reads outside the tape])
+            for o in others:
+                if isinstance(o, Variable):
+                    _values(o, name)
+            _before_write(self, name)
+        if not recording and numpy_write is not None:
+            numpy_write(self._data)
+            _version_counter(self).n += 1
+            return self
+        new = functional()
+        if new.shape != self.shape or new.dtype != self.dtype:
+            raise RuntimeError(f"{name}: the result is {new.dtype.name} of shape {new.shape}, but this tensor is "
+                               f"{self.dtype.name} of shape {self.shape}: an in-place op cannot change either; "
+                               f"write x = x ... for a new tensor")
+        if recording:
+            old = self._ctx
+            self._data, self._ctx, self._requires_grad, self._vc = new._data, new._ctx, new._requires_grad, None
+            if old is not None and old.retained is not None and old.retained() is self:
+                old.retained, new._ctx.retained = None, weakref.ref(self)  # retain_grad() follows the tensor, as in PyTorch
+        else:
+            self._data[...] = new._data
+            _version_counter(self).n += 1
+        return self
+
+    def _arith_(self, name, op_cls, other, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        a, b = self._operands(self, other, name, true_division=op_cls is ops.Div)
+        if a.dtype != self.dtype:
+            raise RuntimeError(f"{name}: the result would be {a.dtype.name}, but this tensor is {self.dtype.name}: "
+                               f"an in-place op cannot change the dtype; write x = x ... or convert first")
+
+        def numpy_write(array):
+            try:
+                fits = np.broadcast_shapes(b.shape, array.shape) == array.shape
+            except ValueError:
+                fits = False
+            if not fits:
+                raise RuntimeError(f"{name}: the other operand's shape {b.shape} does not broadcast to this "
+                                   f"tensor's shape {self.shape}")
+            getattr(backend.xp_of(array), _UFUNCS[op_cls])(array, b._data, out=array)
+        return self._write(name, lambda: self._apply(op_cls, a, b), (other,), numpy_write)
+
+    def add_(self, other, alpha=1):
+        return self._arith_("add_", ops.Add, other, alpha)
+
+    def sub_(self, other, alpha=1):
+        return self._arith_("sub_", ops.Sub, other, alpha)
+
+    def mul_(self, other):
+        return self._arith_("mul_", ops.Mul, other)
+
+    def div_(self, other):
+        return self._arith_("div_", ops.Div, other)
+
+    def __iadd__(self, other):
+        return self._arith_("+=", ops.Add, other)
+
+    def __isub__(self, other):
+        return self._arith_("-=", ops.Sub, other)
+
+    def __imul__(self, other):
+        return self._arith_("*=", ops.Mul, other)
+
+    def __itruediv__(self, other):
+        return self._arith_("/=", ops.Div, other)
+
+    def fill_(self, value):
+        def numpy_write(array):
+            array[...] = value._data if isinstance(value, Variable) else value
+        everywhere = backend.xp_of(self._data).ones(self.shape, dtype=bool)
+        return self._write("fill_", lambda: self._where(everywhere, value, self), (value,), numpy_write)
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def copy_(self, src):
+        """Copy src's values in (broadcast to this shape, converted to this dtype and device)."""
+        if not isinstance(src, Variable):
+            raise TypeError(f"copy_: expected a Tensor, got {type(src).__name__}")
+        # checked here, the same in every grad mode (recorded, the write is a where(), whose error names the wrong op)
+        if ops.broadcast_shapes(src.shape, self.shape) != self.shape:
+            raise ShapeError(f"copy_: the source's shape {src.shape} does not broadcast to this tensor's shape "
+                             f"{self.shape}; reshape the source (src.reshape{self.shape} when it has as many elements) "
+                             f"or copy into a tensor of the source's shape")
+        src = src.to(self.device, self.dtype)
+
+        def numpy_write(array):
+            array[...] = src._data
+        everywhere = backend.xp_of(self._data).ones(self.shape, dtype=bool)
+        return self._write("copy_", lambda: self._where(everywhere, src, self), (src,), numpy_write)
+
+    def clamp_(self, min=None, max=None):
+        bounds = tuple(b for b in (min, max) if isinstance(b, Variable))
+        if bounds:  # computed out of place, then written in: _write checks that the shape and dtype stay
+            return self._write("clamp_", lambda: self.clamp(min, max), bounds)
+
+        def numpy_write(array):
+            backend.xp_of(array).clip(array, min, max, out=array)
+        return self._write("clamp_", lambda: self.clamp(min, max), (), numpy_write)
+
+    def __setitem__(self, key, value):
+        """t[key] = value, as in PyTorch (value converted to this tensor's dtype)."""
+        key = _index_key(key, self)
+        if isinstance(value, Variable):
+            value = value.to(self.dtype) if value.dtype != self.dtype else value
+        elif _is_number(value):
+            value = self._new(backend.xp_of(self._data).asarray(value, dtype=self.dtype))
+        else:
+            raise TypeError(f"setitem: the value must be a Tensor or a number, got {type(value).__name__}")
+
+        def numpy_write(array):
+            try:
+                array[key] = value._data
+            except (IndexError, ValueError) as e:
+                raise type(e)(f"setitem: {e} (tensor of shape {self.shape}, value of shape {value.shape})") from None
+        return self._write("setitem", lambda: self._apply(ops.IndexPut, self, value, key=key), (value,), numpy_write)

@@ -1,0 +1,249 @@
+"""The tape's state: the switches its behaviour depends on, the listener it reports to, and the version counter
+of each tensor's storage. Nothing here records or runs an op; tape.py and tensor.py read these.
+
+Read next: tape.py, the records and the backward walk.
+"""
+import functools
+import weakref
+
+from .. import backend
+
+# ----------------------------------------------------------------------------- the tape's switches
+
+class _Switches:
+    """Everything the tape's behaviour depends on, in one place. Only the context managers below set
+    the first six; `backward` sets `taken`; each has a public query. Slots: every op reads several of them
+    (NOTE [per-op overhead], tensor.py), and a slot is read faster than an attribute looked up in a dict."""
+    __slots__ = ("grad_enabled", "keep_saved", "recomputing", "profiler", "caching", "replaying", "taken")
+
+    def __init__(self):
+        self.grad_enabled = True  # record ops (no_grad turns it off)
+        self.keep_saved = True    # records keep what their ops saved (checkpoint's forward turns it off)
+        self.recomputing = False  # a checkpoint is re-running its forward during backward
+        self.profiler = None      # the active mg.profile: the tape reports to it
+        self.caching = None       # a selective checkpoint's forward: the cache whose policy picks ops that keep
+        self.replaying = None     # its recompute: the cache that hands those ops' results back
+        #                           (NOTE [selective checkpoint])
+        self.taken = None         # the running backward's gradient arrays that someone owns
+        #                           (NOTE [who owns a gradient], tensor.py)
+
+
+_on = _Switches()
+
+
+class _Mode:
+    """Sets one switch for a `with` block (or a decorated function) and restores it after, even on error."""
+    switch = None
+
+    def __init__(self, value):
+        self.value, self.prev = value, []  # a stack: the same object may be entered again inside itself
+
+    def __enter__(self):
+        self.prev.append(getattr(_on, self.switch))
+        setattr(_on, self.switch, self.value)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(_on, self.switch, self.prev.pop())
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class _GradMode(_Mode):
+    """no_grad and enable_grad take no value, so, as in PyTorch, they decorate a function with or without
+    parentheses: `@mg.no_grad()` and `@mg.no_grad` alike."""
+    switch = "grad_enabled"
+
+    def __new__(cls, fn=None):
+        if fn is None:
+            return super().__new__(cls)
+        if not callable(fn):
+            raise TypeError(f"{cls.__name__}: takes no arguments, got {fn!r}; write `with mg.{cls.__name__}():`, "
+                            f"`@mg.{cls.__name__}()` or `@mg.{cls.__name__}`")
+        return cls()(fn)  # @mg.no_grad, bare: Python passed the function itself
+
+
+class no_grad(_GradMode):
+    """Turn recording off: ops run, nothing is recorded or saved."""
+
+    def __init__(self):
+        super().__init__(False)
+
+
+class enable_grad(_GradMode):
+    """Turn recording back on inside a no_grad block."""
+
+    def __init__(self):
+        super().__init__(True)
+
+
+class keep_saved(_Mode):
+    """keep_saved(False): records are made, but keep none of the arrays their ops saved. A checkpoint's
+    forward runs this way: it learns which tensors the segment reaches and keeps nothing."""
+    switch = "keep_saved"
+
+
+class recomputing(_Mode):
+    """A checkpoint re-running its forward during backward (the profiler counts its FLOPs as
+    'recompute'; BatchNorm does not update its running statistics a second time)."""
+    switch = "recomputing"
+
+    def __init__(self):
+        super().__init__(True)
+
+
+class profiling(_Mode):
+    """Report every op, saved array, gradient and new tensor to `listener`, a Listener (mg.profile enters this)."""
+    switch = "profiler"
+
+
+class Listener:
+    """NOTE [what the tape reports]: every report the tape (and the optimizer and the collectives) makes to the
+    listener of `with profiling(listener):`, in one place: each does nothing here, and mg.profile (profiler)
+    overrides them to keep its ledger of bytes, FLOPs and time. Where each is called (apply, _set_grad and _new in
+    tensor.py; keep, hand_over, _run_tape and release in tape.py), in the order of a step:
+
+      apply         on_inputs (it also starts the op's clock) ... on_forward; stop_clock for an op a
+                    checkpoint's recompute replays without running it
+      keep          on_save: a record keeps its saved arrays (activation memory)
+      hand_over     on_hand_over: a checkpoint gives the outputs it kept to its recompute's records
+      _run_tape     start_clock, on_backward, stop_clock: a record's backward ran
+      release       on_release: a record frees its saved arrays
+      _set_grad     on_grad: a .grad comes into being
+      _new          on_new_tensor: a tensor that is no op's output (factories, comparisons, .data = ...)
+      optim.py      on_step (before and after an optimizer's step), start_clock and stop_clock around it
+      distributed   on_communication: bytes sent and received by a collective
+
+    The tape reads `_on.profiler` once per op and calls only when a listener is active: without one, none of
+    this runs."""
+
+    def on_inputs(self, inputs):
+        """An op is about to run on these tensors; returns the clock that on_forward stops."""
+
+    def start_clock(self):
+        """Returns a clock for stop_clock."""
+
+    def stop_clock(self, clock, op=None, phase=None):
+        """The time since start_clock belongs to op (a name) in phase ('forward', 'backward', 'step', ...)."""
+
+    def on_forward(self, op, inputs, out, clock):
+        """op ran on inputs and made the array out (op is a record if it recorded); stops its clock."""
+
+    def on_save(self, record):
+        """record keeps record.saved for its backward (through keep, the one choke point)."""
+
+    def on_hand_over(self, record, arrays):
+        """record (a checkpoint) gives these saved arrays to its recompute's records before its backward."""
+
+    def on_release(self, record):
+        """record's saved arrays are about to be dropped: its backward ran (they are still there)."""
+
+    def on_backward(self, op, grad, input_grads):
+        """op's backward turned grad into input_grads (one per input, None where none)."""
+
+    def on_grad(self, array):
+        """array became a tensor's .grad."""
+
+    def on_new_tensor(self, t):
+        """t was made around an array, or given a new one, outside any op."""
+
+    def on_step(self, optimizer, done):
+        """optimizer's step is about to run (done False) or has run (done True)."""
+
+    def on_communication(self, op, sent, received):
+        """A collective op sent and received these many bytes."""
+
+
+class caching(_Mode):
+    """caching(cache): a selective checkpoint's forward (checkpoint.OpCache, or None for none). Each op is
+    shown to the cache, and a record that its policy saves keeps what its backward reads even inside
+    keep_saved(False) (NOTE [selective checkpoint])."""
+    switch = "caching"
+
+
+class replaying(_Mode):
+    """replaying(cache): a selective checkpoint's recompute. An op that the cache's policy saved in the
+    forward is not run again: it returns the forward's result and reuses what its record kept."""
+    switch = "replaying"
+
+
+def is_grad_enabled():
+    return _on.grad_enabled
+
+
+def is_keeping_saved():
+    return _on.keep_saved
+
+
+def is_recomputing():
+    return _on.recomputing
+
+
+def active_profiler():
+    return _on.profiler
+
+
+def active_cache():
+    """The selective checkpoint cache that the current forward fills (caching) or the recompute replays."""
+    return _on.caching if _on.caching is not None else _on.replaying
+
+
+# ----------------------------------------------------------------------------- version counters
+
+# NOTE [version counters]: a record reads its saved arrays during backward, maybe long after the
+# forward; if one was written in place in between (an optimizer step, `x += 1`), the gradient would
+# be computed at the new values, silently. So every tensor's storage has a counter of in-place writes,
+# shared by the tensors that alias it (views, detach()); `keep` notes each kept array's count, and
+# backward refuses to run a record whose arrays have been written since, naming the op and the array.
+class _Version:
+    n = 0           # writes so far
+    aliases = None  # weak references to the tensors that share the storage, once one does
+
+    def alias(self, src, t):
+        """t shares src's storage (a view, a detach()): it shares this counter."""
+        t._vc = self
+        if self.aliases is None:
+            self.aliases = [weakref.ref(src)]
+        elif len(self.aliases) > 8:
+            self.aliases = [r for r in self.aliases if r() is not None]
+        self.aliases.append(weakref.ref(t))
+
+    def shared(self, t):
+        """Does a tensor other than t share the storage now?"""
+        return self.aliases is not None and any(r() is not None and r() is not t for r in self.aliases)
+
+
+def _version_counter(t):
+    if t._vc is None:
+        t._vc = _Version()
+    return t._vc
+
+
+def _share_version(view, inputs):
+    base = backend.owner(view._data)
+    src = next((t for t in inputs if backend.owner(t._data) is base), None)
+    if src is not None:
+        _version_counter(src).alias(src, view)
+
+
+def mark_written(tensors):
+    """Tell the tape that these tensors' arrays were written in place by code outside it (an optimizer's
+    step writes p's array directly): a record that saved one refuses to run backward."""
+    for t in tensors:
+        _version_counter(t).n += 1
+
+
+def _written_since(record, now, n, i, k):
+    """The error for a record whose saved array i (its input k, or its output when k is -1) was written in place
+    since the forward: it is at version `now`, it was saved at version n."""
+    what, a = f"its input {k}" if k >= 0 else "its output", record.saved[i]
+    return RuntimeError(f"backward: '{record.name}' saved {what} (shape {a.shape}, {a.dtype.name}) for its backward, "
+                        f"and it was modified in place after the forward (it is at version {now}, it was "
+                        f"saved at version {n}): the gradient would be computed at the new values. Modify a "
+                        f"copy instead (x = x + 1, not x += 1), or run the forward again after the change "
+                        f"(an optimizer step belongs after backward).")

@@ -1,0 +1,354 @@
+"""The tape: the records ops leave, what they keep for backward, and the walk that runs them in reverse.
+
+An op applied to tensors, with grad mode on and some input requiring grad, becomes a record: the op instance
+(an ops.Op) with its saved arrays and an edge per input to the record that made that input (or to the leaf
+tensor itself). Records point only at records and leaves, never at intermediate tensors, so an intermediate's
+array lives only as long as the user holds it or an op saved it: saved arrays are exactly the activation memory.
+
+Follow one saved array: an op's forward names it (`Op.save_for_backward`); `apply` (tensor.py) hands the record
+to `keep`, the one choke point that keeps or drops it and tells the profiler; `_run_tape` reads it in the op's
+backward and then `release` frees it. Follow one gradient: `backward` starts it at the root, `_run_tape` hands each
+record's input gradients on to the records that made its inputs, and a leaf sums its own into .grad
+(`Tensor._accumulate`, tensor.py). This file does not import the Tensor: it reads a tensor through the few
+fields that `Variable` lists, and tells a leaf its gradient by calling its `_accumulate`.
+
+Read next: tensor.py, the Tensor and `apply`, the one place a record is made.
+"""
+import heapq
+import itertools
+
+from .. import backend
+from ..ops import Op, ShapeError
+from .modes import _on, _Version, _written_since
+
+
+class Variable:
+    """What the tape reads of a tensor: the protocol it is written against (as minitorch's autodiff is; PyTorch's
+    autograd.Variable became its Tensor). The Tensor (tensor.py) inherits this class, so the files below tensor.py,
+    which cannot import it, ask isinstance(x, Variable) for "is x a tensor".
+
+      _data           its array
+      _requires_grad  whether gradients flow into it
+      _ctx            the record (an ops.Op) that made it, or None for a leaf
+      _vc             its storage's version counter, None until one is needed (NOTE [version counters])
+      _accumulate     how a leaf is told its gradient (below)"""
+    __slots__ = ()
+
+    def _accumulate(self, g, taken):
+        """Sum gradient array g into .grad; `taken` holds the arrays that someone already owns (NOTE [who owns a
+        gradient], tensor.py)."""
+        raise NotImplementedError
+
+
+# ----------------------------------------------------------------------------- the records
+
+_seq = itertools.count()  # records are numbered as they are made (NOTE [the tape])
+
+
+def keep(record, inputs, out):
+    """NOTE [one choke point]: every array a record keeps for its backward passes through here.
+
+    The op's forward named what its backward will read (ops.Op.save_for_backward); this decides
+    whether the record keeps it (not inside a checkpoint's forward, which recomputes it later),
+    notes the version of each kept array that a tensor holds (NOTE [version counters]), and tells
+    the profiler, which counts it as activation memory until `release`."""
+    if not record.saved:
+        return
+    versions = []
+    i = -1  # counted by hand, not enumerate (NOTE [per-op overhead], tensor.py), as k below
+    for a in record.saved:
+        i += 1
+        if a is None:
+            continue
+        if a is out._data:
+            k, t = -1, out  # -1: the record's output
+        else:
+            k = -1
+            for t in inputs:
+                k += 1
+                if t._data is a:
+                    break
+            else:
+                continue  # an array of the op's own (LayerNorm's rstd, a dropout mask): no tensor can write it
+        vc = t._vc
+        if vc is None:
+            vc = t._vc = _Version()
+        versions.append((vc, vc.n, i, k))
+    if versions:
+        record.versions = versions  # inside a checkpoint's forward too: its record checks them (checkpoint)
+    if not _on.keep_saved:
+        # what it would have kept, by metadata only: a checkpoint's recompute must keep the same
+        record.saved_meta = tuple((a.shape, a.dtype, backend.device_of(a)) for a in record.saved if backend.is_array(a))
+        if _on.caching is None or not _on.caching.saves(record):
+            record.saved = ()
+            return
+        # NOTE [selective checkpoint] (checkpoint): its policy keeps this op. It keeps what its backward
+        # reads but its inputs, which the recompute hands it again (made again, or remembered)
+        record.saved = tuple(None if any(a is t._data for t in inputs) else a for a in record.saved)
+    if _on.profiler is not None:
+        _on.profiler.on_save(record)
+
+
+def hand_over(record, first):
+    """NOTE [one choke point]: a record gives up its saved arrays but the `first` ones before its backward runs,
+    and returns them: a checkpoint hands the outputs it kept to the records of its recompute, which keep them as
+    long as they need them. The profiler stops counting them for this record."""
+    given = record.saved[first:]
+    if _on.profiler is not None:
+        _on.profiler.on_hand_over(record, given)
+    record.saved = record.saved[:first]
+    return given
+
+
+def release(record):
+    """NOTE [memory drains]: drop a record's saved arrays once its backward has run, so that activation
+    memory falls during backward as it rose during forward."""
+    if _on.profiler is not None:
+        _on.profiler.on_release(record)  # first: while the arrays still exist
+    record.released = bool(record.saved) or record.recomputes  # a record that kept nothing can run again
+    record.saved = ()
+
+
+def mark():
+    """A number below every record made from now on: records_since(out, mark()) finds what came after."""
+    return next(_seq)
+
+
+def records_since(out, start=-1):
+    """The records that tensor `out` (or each tensor of a list) depends on, made after `start` (all by default)."""
+    found, seen = [], set()
+    stack = [t._ctx for t in (out if isinstance(out, (list, tuple)) else [out]) if t._ctx is not None]
+    while stack:
+        op = stack.pop()
+        if op in seen or op.seq <= start:
+            continue
+        seen.add(op)
+        found.append(op)
+        for n in op.next:
+            if isinstance(n, Op):
+                stack.append(n)
+    return found
+
+
+# ----------------------------------------------------------------------------- the walk
+
+def backward(root, gradient=None, retain_graph=False):
+    """Backpropagate from tensor `root` into every leaf that requires grad, starting from the array `gradient`
+    (Tensor.backward, which hands a Tensor's array)."""
+    if not root._requires_grad:
+        raise RuntimeError("backward: this tensor does not require grad and has no record on the tape. "
+                           "Did you create the weights with requires_grad=True, or compute it under no_grad()?")
+    if gradient is None:
+        if root._data.size != 1:
+            raise RuntimeError(f"backward: a gradient can be implied only for a scalar output, but this tensor has "
+                               f"shape {root.shape}. Reduce it first (.sum() or .mean()), or pass gradient= a "
+                               f"tensor of shape {root.shape}")
+        g = backend.ones_like(root._data)  # NOTE [a broadcast scalar] (backend)
+    else:
+        if not backend.is_array(gradient):
+            raise TypeError(f"backward: gradient must be a Tensor of the output's shape {root.shape}, got "
+                            f"{type(gradient).__name__}; for example gradient=mg.full({root.shape}, {gradient!r})")
+        g = gradient
+        if g.shape != root.shape:
+            raise ShapeError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
+        _check_same_device_and_dtype("backward", [root._data, g])
+    # NOTE [who owns a gradient]: `taken`, the arrays that a .grad or someone else already holds, g first
+    outer = _on.taken  # a backward inside a backward (checkpoint's recompute) shares the outer's
+    if outer is None:
+        _on.taken = taken = {id(g): g}
+        lent = ()
+    else:
+        taken, lent = outer, _lend(outer, [g])
+    try:
+        if root._ctx is None:
+            root._accumulate(g, taken)
+        else:
+            _run_tape([root], [g], retain_graph, taken)
+    finally:
+        _give_back(taken, lent)
+        _on.taken = outer
+
+
+def backward_within(roots, gradients, start):
+    """Backpropagate from several tensors at once through the records made after `start` only: a
+    checkpoint's recompute (checkpoint, NOTE [checkpoint sums]). Leaves get their .grad as usual; a
+    record made before `start` does not run: its gradients come back unsummed, {record: [gradient, ...]}
+    in the order they were made, for the checkpoint to hand on."""
+    outer = _on.taken  # a checkpoint's record runs inside a backward: share its set
+    _on.taken = taken = outer if outer is not None else {}
+    lent = _lend(taken, gradients)  # NOTE [who owns a gradient]
+    leaving = {}
+    try:
+        _run_tape(roots, gradients, False, taken, start, leaving)
+    finally:
+        _give_back(taken, lent)
+        _on.taken = outer
+    return leaving
+
+
+def _lend(taken, gradients):
+    """Note the gradients a backward starts from as held by its caller (NOTE [who owns a gradient]); returns
+    those that were not noted yet."""
+    lent = []
+    for g in gradients:  # one array may come twice (Add hands one gradient to two outputs): noted, lent, once
+        if id(g) not in taken:
+            taken[id(g)] = g
+            lent.append(g)
+    return lent
+
+
+def _give_back(taken, lent):
+    """When that backward ends: `taken` holds its arrays no longer (a checkpoint's recompute runs inside a
+    backward that goes on, and its gradients should die when their last user drops them)."""
+    for g in lent:
+        del taken[id(g)]
+
+
+def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
+    # NOTE [the tape]: run the records newest first. Records are numbered as they are made and every input is
+    # made before the ops that use it, so a record's number is above those of the records that made its inputs:
+    # always taking the newest record that has a gradient waiting runs each record after every record that
+    # consumes its output. A heap of those records, by number (PyTorch's engine orders its ready queue by
+    # sequence number the same way), finds it; a record that no gradient reaches is never visited. No
+    # recursion, so a chain of any length works.
+    grads = {t._ctx: g for t, g in zip(roots, gradients)}  # gradients in flight, by the record that made the tensor
+    waiting = [(-op.seq, op) for op in grads if op is not None and op.seq > start]
+    heapq.heapify(waiting)
+    profiler = _on.profiler  # read once (NOTE [per-op overhead], tensor.py): a profile is a `with` block, so one that a
+    # record's backward enters (a checkpoint's recompute) has ended when it returns
+    while waiting:
+        op = heapq.heappop(waiting)[1]
+        g = grads.pop(op)
+        if profiler is not None:
+            clock = profiler.start_clock()  # NOTE [self time] (profiler): until its gradients are handed on
+        if op.released:
+            raise RuntimeError(f"backward: trying to backward through the graph a second time: the arrays that "
+                               f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
+                               f"the first backward if you need a second one, or run the forward again.")
+        if op.saved_meta and not op.saved:
+            raise RuntimeError(f"backward: '{op.name}' was recorded inside a checkpoint's forward, which keeps "
+                               f"nothing for backward. A checkpointed function must return its tensors as they "
+                               f"are or in tuples, lists and dicts (checkpoint does not look inside other objects)")
+        for vc, n, i, k in op.versions:  # NOTE [version counters]
+            if vc.n != n:
+                raise _written_since(op, vc.n, n, i, k)
+        if op.retained is not None:  # a tensor that asked retain_grad(), if it is still alive
+            kept = op.retained()
+            if kept is not None:
+                kept._accumulate(g, taken)
+        input_grads = op.backward(g)
+        if not retain_graph:
+            release(op)
+        if profiler is not None:
+            # NumPy hands back a 0-d result as a scalar: made an array here, the ledger counts the one the tape holds
+            input_grads = tuple(backend.as_array(gi) for gi in input_grads)
+            profiler.on_backward(op, g, input_grads)
+        j = -1
+        for nxt in op.next:  # with input_grads[j]: not zip (NOTE [per-op overhead]); an op returns one per input
+            j += 1
+            gi = input_grads[j]
+            if nxt is None or gi is None:
+                continue
+            for part in (gi if type(gi) is list else (gi,)):  # a checkpoint's list: one by one (NOTE [checkpoint sums])
+                if not isinstance(nxt, Op):  # a leaf: it sums its gradient into .grad (Tensor._accumulate)
+                    nxt._accumulate(part, taken)
+                elif nxt.seq <= start:  # made before the checkpoint's segment: its record hands these on
+                    leaving.setdefault(nxt, []).append(part)
+                elif nxt in grads:  # two uses of one tensor: their gradients summed into an array from the pool
+                    grads[nxt] = backend.pooled(backend.xp_of(part).add, grads[nxt], part)
+                else:
+                    grads[nxt] = part
+                    heapq.heappush(waiting, (-nxt.seq, nxt))
+        if profiler is not None:
+            profiler.stop_clock(clock, op.name, "backward")
+
+
+def zero_grads(params, set_to_none=True):
+    """Module.zero_grad and Optimizer.zero_grad: drop each .grad, or fill it with zeros in place."""
+    for p in params:
+        if set_to_none or p._grad is None:
+            p._grad = None  # directly: the grad setter checks and reports only a gradient that comes (NOTE [per-op overhead])
+        else:
+            p._grad._data[...] = 0
+
+
+def _check_same_device_and_dtype(name, arrays):
+    first = arrays[0]
+    for a in arrays[1:]:
+        if type(a) is not type(first):
+            devices = sorted({backend.device_of(x) for x in arrays})
+            raise RuntimeError(f"{name}: inputs are on different devices ({' and '.join(devices)}); "
+                               f"move them to one device with .to(device) first")
+        if a.dtype != first.dtype:
+            dtypes = sorted({x.dtype.name for x in arrays})
+            raise TypeError(f"{name}: inputs have different dtypes ({' and '.join(dtypes)}); minigrad does not "
+                            f"promote silently: convert one with .to('{first.dtype.name}') first")
+
+
+# ----------------------------------------------------------------------------- reads outside the tape
+
+# NOTE [reads outside the tape]: the tape sees what ops read, but Python code also reads values outside any op: a
+# comparison (w > 0, for a mask), .item(), .numpy(), an index's values, an in-place write the tape does not record.
+# A checkpoint's recompute skips the ops whose outputs backward does not read (NOTE [recompute what backward
+# reads], checkpoint) and hands out a NaN placeholder for each; such a read must never see one. So every read
+# outside the ops goes through `_values`: in a checkpoint's forward it tells the checkpoints running (`_noting`,
+# innermost last) that this array is read, and their recompute makes it for real; in a recompute, if the array is
+# a placeholder after all (the function read something else the second time), it raises, naming the op and the
+# fix. `_placeholders` holds what the recomputes running now handed out without running, by id; `apply` refuses to
+# run an op on one. Both are empty outside checkpoints: two falsy checks per read.
+_noting = []
+_placeholders = {}
+
+
+def _values(t, who):
+    """t's array, for a read outside the ops by `who` (NOTE [reads outside the tape])."""
+    a = t._data
+    for cache in _noting:
+        cache.read_outside(a)
+    if _placeholders:
+        _check_real(a, who)
+    return a
+
+
+def _before_write(t, who):
+    """t's array is about to be written in place by code the tape does not record: a read of the old values, and
+    the checkpoints running copy what their recompute must hand back as the op made it (NOTE [reads outside the
+    tape], NOTE [selective checkpoint])."""
+    a = _values(t, who)
+    for cache in _noting:
+        cache.before_write(t)
+    return a
+
+
+def _check_real(a, who, op=False):
+    hit = _placeholders.get(id(a))
+    if hit is not None and hit[0] is a:
+        cache = hit[2]
+        if op and cache.diverged and cache.checks:
+            return  # it ran other ops than its forward: its determinism check says what changed (checkpoint)
+        if cache.diverged:
+            raise RuntimeError(f"{who}: a checkpoint's recompute of '{cache.who}' in backward ran other ops than its "
+                               f"forward, and this reads the output of '{hit[1]}', which it did not run: a "
+                               f"checkpointed function must compute the same thing twice (determinism_check='none' "
+                               f"skips the check that says what changed)")
+        raise RuntimeError(f"{who}: a checkpoint's recompute of '{cache.who}' did not run '{hit[1]}' (backward does not "
+                           f"need its output) and this reads that output's values: the function read values outside "
+                           f"minigrad's ops that its forward did not read (its reads must be the same both times). "
+                           f"Read them the same way in both runs, or recompute every op: wrap the checkpoint in "
+                           f"`with mg.set_checkpoint_early_stop(False):`")
+
+
+class noting_reads:
+    """`with noting_reads(cache):` a checkpoint's forward: reads outside the ops are told to the cache
+    (NOTE [reads outside the tape])."""
+
+    def __init__(self, cache):
+        self.cache = cache
+
+    def __enter__(self):
+        if self.cache is not None:
+            _noting.append(self.cache)
+
+    def __exit__(self, *exc):
+        if self.cache is not None:
+            _noting.remove(self.cache)
