@@ -30,3 +30,11 @@ from .device import (DEVICES, DeviceError, MetaArray, MetaError, _cupy, _cupyx, 
 from .pool import (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, POOL_MIN, empty, empty_cache, empty_like, host_pool, is_view,
                    keep_freed_host_memory, masked_fill, memory_reserved, out_like, pooled, reshape, zeros)
 from .rows import broadcast_to, index_add, max_rows, mean_rows, ones_like, reduce_sum, sum_leading, sum_rows
+
+# what the layers above use, as backend.X
+__all__ = ["meta", "DEVICES", "DeviceError", "MetaArray", "MetaError", "_cupy", "_cupyx", "as_array", "cuda_is_available",
+           "default_device", "device", "device_of", "is_array", "is_meta", "normalize_device", "on_gpu", "owner",
+           "stable_argsort", "to_device", "to_numpy", "xp_for", "xp_of", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD",
+           "POOL_MIN", "empty", "empty_cache", "empty_like", "host_pool", "is_view", "keep_freed_host_memory",
+           "masked_fill", "memory_reserved", "out_like", "pooled", "reshape", "zeros", "broadcast_to", "index_add",
+           "max_rows", "mean_rows", "ones_like", "reduce_sum", "sum_leading", "sum_rows"]

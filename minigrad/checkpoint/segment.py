@@ -368,11 +368,22 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
         token = backend.xp_of(outputs[0]._data).empty((0,), dtype=outputs[0].dtype)
         record = apply(Checkpoint, *inputs, *leaves, out=token, **attrs)
         made = [apply(CheckpointOutput, record, out=o._data, slot=i) for i, o in enumerate(outputs)]
-    for o, m in zip(outputs, made):  # the tensor the caller gets is the output: a write to it is a write to it
-        if m._vc is None:
-            m._vc = _version_counter(o)
+    for o, m in zip(outputs, made):
+        _same_storage(o, m)
     replace = {id(o): m for o, m in zip(outputs, made)}
     return _map(lambda v: replace.get(id(v), v) if isinstance(v, Tensor) else v, result)
+
+
+def _same_storage(inner, outer):
+    """The tensor the caller gets (outer) is the function's output (inner): a write to it is a write to inner, and
+    where inner is a view (of an input, say) it is that view (NOTE [version counters]). So outer shares inner's
+    version counter, as a view does; the Checkpoint record that noted outer's own (keep() made one when it saved
+    the output) now notes the shared one."""
+    vc = _version_counter(inner)
+    if outer._vc is not None and outer._vc is not vc:
+        record = outer._ctx
+        record.versions = [(vc, vc.n, i, k) if v is outer._vc else (v, n, i, k) for v, n, i, k in record.versions]
+    vc.alias(inner, outer)
 
 
 def _leaves_reached(records, start, inputs):

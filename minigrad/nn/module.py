@@ -373,7 +373,8 @@ def _as_module(obj, where):
     if isinstance(obj, type) and issubclass(obj, Module):
         needs_args = any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
                          for p in inspect.signature(obj).parameters.values())
-        call = ("nn." if obj.__module__ == __name__ else "") + obj.__name__ + ("(...)" if needs_args else "()")
+        ours = obj.__module__.rpartition(".")[0] == __name__.rpartition(".")[0]  # one of minigrad.nn's layers
+        call = ("nn." if ours else "") + obj.__name__ + ("(...)" if needs_args else "()")
         raise TypeError(f"{where} is the class {obj.__name__}, not a module; write {call}")
     if callable(obj):
         raise TypeError(f"{where} is the function {getattr(obj, '__name__', repr(obj))}, not a module; write a "
