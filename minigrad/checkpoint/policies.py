@@ -109,13 +109,14 @@ checkpoint_policies = types.SimpleNamespace(
 class _Entry:
     """One op of a checkpoint's forward, in order."""
     __slots__ = ("name", "index", "record", "kept", "producers", "refill", "own_out", "extra", "n_saved", "out", "ref",
-                 "meta", "slot", "flops", "rng_after", "vc", "snapshot", "watch")
+                 "meta", "slot", "flops", "rng_after", "vc", "snapshot", "watch", "view")
 
     def __init__(self, name, index):
         self.name, self.index, self.record, self.kept, self.refill, self.own_out = name, index, None, False, (), None
         self.extra, self.producers = False, ()
         self.n_saved = self.out = self.ref = self.meta = self.slot = self.flops = self.rng_after = None
         self.vc = self.snapshot = self.watch = None  # NOTE [writes the tape does not record]
+        self.view = False  # its output is a view of an input: made again from it, never handed back
 
 
 def _position(array, arrays, attrs):
@@ -167,7 +168,13 @@ class OpCache:
             e.extra = len(e.refill) + (e.own_out is not None) < sum(a is not None for a in saved)
             if getattr(op, "rng_state", None) is not None:  # it drew from the generator (sdpa's dropout): a replay
                 e.rng_after = get_rng_state()                 # moves the generator on as the forward did
-            if self.policy is not nothing_saveable and self.policy(name, tuple(a.shape for a in arrays), out.shape):
+            # a view (reshape, transpose, a slice) costs nothing to make again, and made again it views the
+            # recompute's input, as in the forward: a write into one reaches the other (NOTE [writes the tape does
+            # not record]). So it is never kept nor remembered: it runs again whenever its output is read
+            e.view = op.returns_view and out.base is not None and any(
+                backend.owner(a) is backend.owner(out) for a in arrays)
+            if not e.view and self.policy is not nothing_saveable and \
+                    self.policy(name, tuple(a.shape for a in arrays), out.shape):
                 e.kept = True
                 self._chosen.add(id(record))
                 reads = [arrays[k] for _, k in e.refill if isinstance(k, int)]  # not run again: what backward reads
@@ -273,7 +280,7 @@ class OpCache:
             read[i] = i in needed
             wants_out = e.own_out is not None or read[i]
             runs[i] = e.record is None or (not e.kept and (not self.reads_only or e.extra or
-                                                           (wants_out and i not in results)))
+                                                           (wants_out and (i not in results or e.view))))
             needed.update(p for p in (e.producers if runs[i] else [e.producers[k] for _, k in e.refill
                                                                    if isinstance(k, int)]) if p is not None)
         return runs, read, needed

@@ -369,7 +369,8 @@ class InPlace:
                                f"write x = x ... for a new tensor")
         if recording:
             old = self._ctx
-            self._data, self._ctx, self._requires_grad, self._vc = new._data, new._ctx, new._requires_grad, None
+            # it takes the new array's version counter too (fresh, or one a checkpoint's cache already watches)
+            self._data, self._ctx, self._requires_grad, self._vc = new._data, new._ctx, new._requires_grad, new._vc
             if old is not None and old.retained is not None and old.retained() is self:
                 old.retained, new._ctx.retained = None, weakref.ref(self)  # retain_grad() follows the tensor, as in PyTorch
         else:
