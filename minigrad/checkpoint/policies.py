@@ -65,7 +65,8 @@ def nothing_saveable(op_name, input_shapes, output_shape):
 
 
 def everything_saveable(op_name, input_shapes, output_shape):
-    """Save every op: nothing runs again in backward; the memory is the plain run's, plus the inputs."""
+    """Save every op: nothing that computes runs again in backward (views of what it keeps are made again, for
+    nothing); the memory is the plain run's, plus the inputs."""
     return True
 
 
