@@ -214,7 +214,8 @@ class OpCache:
     def before_write(self, t):
         """Tensor t is about to be written in place outside the tape (NOTE [writes the tape does not record]): copy
         the outputs of this forward's ops that share its memory, as their ops made them, for the recompute."""
-        self._written[id(_version_counter(t))] = t._vc
+        vc = _version_counter(t)
+        self._written[id(vc)] = vc
         buffer = backend.owner(t._data)
         for ref, i in self._out_of.values():
             out = ref()
@@ -229,9 +230,9 @@ class OpCache:
                 if t._vc is not None and id(t._vc) in self._written:
                     raise RuntimeError(
                         f"checkpoint: '{who}' wrote in place into a tensor {kind} of shape {t.shape} ({t.dtype}) under "
-                        f"no_grad or through .detach() or .data, which the tape does not record: its recompute in "
+                        f"no_grad or through .detach() or a view, which the tape does not record: its recompute in "
                         f"backward would run the write again, on values the forward already changed. Write into a copy "
-                        f"inside the function (y = x.clone() is x * 1 here), or make the change before the checkpoint")
+                        f"inside the function (y = x * 1, then write y), or make the change before the checkpoint")
 
     def saves(self, record):
         """Does the policy keep this record (tensor.keep asks)?"""

@@ -313,7 +313,7 @@ def _values(t, who):
 def _before_write(t, who):
     """t's array is about to be written in place by code the tape does not record: a read of the old values, and
     the checkpoints running copy what their recompute must hand back as the op made it (NOTE [reads outside the
-    tape], NOTE [selective checkpoint])."""
+    tape]; NOTE [writes the tape does not record], checkpoint/policies.py)."""
     a = _values(t, who)
     for cache in _noting:
         cache.before_write(t)
@@ -334,8 +334,9 @@ def _check_real(a, who, op=False):
         raise RuntimeError(f"{who}: a checkpoint's recompute of '{cache.who}' did not run '{hit[1]}' (backward does not "
                            f"need its output) and this reads that output's values: the function read values outside "
                            f"minigrad's ops that its forward did not read (its reads must be the same both times). "
-                           f"Read them the same way in both runs, or recompute every op: wrap the checkpoint in "
-                           f"`with mg.set_checkpoint_early_stop(False):`")
+                           f"Read them the same way in both runs, or recompute every op: `from minigrad.checkpoint import "
+                           f"set_checkpoint_early_stop` and wrap the checkpoint in "
+                           f"`with set_checkpoint_early_stop(False):`")
 
 
 class noting_reads:
