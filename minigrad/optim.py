@@ -11,7 +11,7 @@ it, made by `_state_buffer` as arrays shaped like the parameter: the optimizer's
 memory. Every subclass's step() is wrapped (`__init_subclass__`) so that an active mg.profile
 sees the optimizer before and after each step: no subclass can forget to tell the ledger.
 
-Read next: profiler.py, the ledger that counts what these hold.
+Read next: profiler/ledger.py, the ledger that counts what these hold.
 """
 import copy
 import functools
@@ -23,7 +23,7 @@ from .tensor import Tensor, active_profiler, mark_written, zero_grads
 
 
 def _reported(step):
-    """step(), bracketed by the active profile's on_step (NOTE [what a profile counts], profiler.py) and timed
+    """step(), bracketed by the active profile's on_step (NOTE [what a profile counts], profiler/ledger.py) and timed
     by it (NOTE [self time]), and followed by a version bump of every parameter it may have written (NOTE
     [version counters], tensor/modes.py)."""
     @functools.wraps(step)

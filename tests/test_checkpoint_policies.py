@@ -13,6 +13,8 @@ What is checked, and against what:
   PyTorch          gradients against torch's selective checkpointing with the same policy
 """
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -430,17 +432,47 @@ def test_on_meta_the_same_bytes_and_flops_as_on_cpu():
         assert got["meta", name] == got["cpu", name], name
 
 
-def test_the_cache_switches_are_context_managers_with_a_query():
-    from minigrad.tensor import active_cache, caching, replaying
+def test_the_cache_switch_is_a_context_manager_with_a_query():
+    from minigrad.checkpoint.policies import caching
+    from minigrad.tensor import active_cache
     assert active_cache() is None
     seen = []
     with pytest.raises(ZeroDivisionError):
-        with replaying("r"):
-            with caching("c"):
+        with caching("outer"):
+            with caching("inner"):
                 seen.append(active_cache())
             seen.append(active_cache())
             1 / 0
-    assert seen == ["c", "r"] and active_cache() is None
+    assert seen == ["inner", "outer"] and active_cache() is None
     lin = nn.Linear(4, 4)
     mg.checkpoint(lambda t: (seen.append(active_cache()), lin(t))[1], mg.randn(2, 4), policy=P.dots_saveable).sum()
     assert type(seen[-1]).__name__ == "OpCache" and active_cache() is None
+
+
+def test_the_cache_answers_what_the_tape_asks_and_nothing_else():
+    """NOTE [the cache asks, the tape answers]: the tape calls a checkpoint's cache only through tensor.Cache's
+    questions, and its defaults are what the tape does without one."""
+    import ast
+    import inspect
+    from minigrad.checkpoint.policies import OpCache
+    from minigrad.tensor import Cache
+    asked = set()
+    for name in ("modes", "tape", "args", "methods", "tensor", "factories"):
+        module = importlib.import_module(f"minigrad.tensor.{name}")
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "cache":
+                asked.add(node.attr)  # _on.cache.<question>
+    assert asked == {"replayed", "ran", "keeps", "replaying"}
+    assert all(hasattr(Cache, name) for name in asked) and all(hasattr(OpCache, name) for name in asked)
+    c = Cache()
+    assert c.replayed(None, (), {}) is None and c.keeps(None, ()) is None and c.replaying is False
+    # a checkpoint with a cache that answers as the default does gives a plain run's gradients
+    lin = nn.Linear(4, 4)
+    x = mg.randn(3, 4, requires_grad=True)
+    from minigrad.checkpoint.policies import caching
+    with caching(Cache()):
+        lin(x).tanh().sum().backward()
+    g = x.grad.numpy().copy()
+    x.grad = None
+    lin(x).tanh().sum().backward()
+    assert (x.grad.numpy() == g).all()

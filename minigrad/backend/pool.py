@@ -53,7 +53,7 @@ if os.environ.get("MINIGRAD_KEEP_HOST_MEMORY", "") not in ("", "0"):
 # view holds its base, and so does every view made from it (a transpose, a reshape, a slice): a block whose only
 # references are the pool's is free, and is never lent while anything can still read or write it
 # (sys.getrefcount, as _accumulate in tensor.py counts who holds a gradient). The lent array dies as any array
-# does, so the ledger (profiler.py), which follows each array's life, sees nothing different. Small arrays (below
+# does, so the ledger (profiler/ledger.py), which follows each array's life, sees nothing different. Small arrays (below
 # POOL_MIN bytes), and every array while tracemalloc traces (the tests that hold the ledger against the real
 # allocator), come from NumPy as usual; so does everything once the pool holds _POOL_LIMIT bytes. What the pool
 # holds stays the process's until empty_cache(): the process keeps about its peak between steps.

@@ -17,8 +17,8 @@ import numbers
 
 from ..profiler import profile
 from ..schedules import Chain, Rerun, check_segments, segment_bounds
-from ..tensor import Tensor, caching, mark, noting_reads, records_since
-from .policies import OpCache, nothing_saveable
+from ..tensor import Tensor, mark, noting_reads, records_since
+from .policies import OpCache, caching, nothing_saveable
 from .segment import _check_options, _check_policy, checkpoint
 
 

@@ -7,8 +7,9 @@ save_anything_except_core_attention) decide op by op (NOTE [selective checkpoint
 checkpoint's forward (segment.py) notes for its recompute: the ops in order, which of them the policy keeps,
 the writes the tape does not record (NOTE [writes the tape does not record]) and which ops need not run again
 because backward never reads what only running them makes (NOTE [recompute what backward reads]); the
-recompute takes the ops back from it in the same order. The tape talks to it through `caching` and
-`replaying` (tensor.py).
+recompute takes the ops back from it in the same order. The tape asks it three questions, tensor.Cache's
+(NOTE [the cache asks, the tape answers], tensor/modes.py), while `caching(cache)` is on; it answers them with
+the tape's own functions (record, keep, release).
 
 Read next: chains.py, checkpointing a chain of functions.
 """
@@ -17,17 +18,17 @@ import weakref
 
 from .. import backend
 from ..backend.random import get_rng_state, set_rng_state
-from ..tensor import _placeholders, _version_counter  # NOTE [reads outside the tape], NOTE [version counters]
+from ..tensor import Cache, _Mode, _check_real, _placeholders, _version_counter, _wrap, record, release
 
 
 # NOTE [selective checkpoint]: a policy decides, op by op, what a checkpoint keeps rather than recomputes:
 # policy(op_name, input_shapes, output_shape) -> True keeps the op, as JAX's checkpoint policies (whose
 # names these are) and PyTorch's selective activation checkpointing (torch.utils.checkpoint.
-# create_selective_checkpoint_contexts). In the forward (OpCache.add, then tensor.keep), a kept op keeps
+# create_selective_checkpoint_contexts). In the forward (OpCache.ran, then OpCache.keeps), a kept op keeps
 # what its backward reads, but its inputs: those come from the recompute, which makes them again or hands
 # them back. An output is remembered (saved by the Checkpoint record) when the recompute will read it: an
-# op that runs again reads it, or a kept op's backward does. In the recompute (OpCache.take, then
-# tensor._replay) the same ops come in the same order, checked by name; a kept op does not run (no FLOPs):
+# op that runs again reads it, or a kept op's backward does. In the recompute (OpCache.replayed: take, then
+# _replay) the same ops come in the same order, checked by name; a kept op does not run (no FLOPs):
 # it returns the forward's output (or, when nothing reads it, a NaN placeholder of its shape) and its new
 # record takes over what the forward's kept. The same arrays, so gradients are bit-identical.
 # An op that records nothing (its inputs need no gradient: the causal mask's triu) always runs again, and
@@ -126,15 +127,20 @@ def _position(array, arrays, attrs):
     return k if k is not None else next((name for name, b in attrs.items() if array is b), None)
 
 
-class OpCache:
+class caching(_Mode):
+    """caching(cache): a checkpoint's function runs (its forward, or, after cache.start, its recompute) with
+    `cache`, an OpCache or None for none, as the one the tape asks (NOTE [the cache asks, the tape answers])."""
+    switch = "cache"
+
+
+class OpCache(Cache):
     """What a checkpoint's forward notes for its recompute (NOTE [selective checkpoint], NOTE [recompute
     what backward reads]).
 
-    The forward shows it every op (`add`, from tensor.apply) and tensor.keep asks it which records keep
-    (`saves`); `seal` ends the forward: it decides which ops run again and gives the outputs to remember,
-    which the Checkpoint record saves. The recompute takes the ops back in order (`take`): for an op that
-    does not run again, the forward's record, its saved arrays with the inputs left to fill in, and the
-    output to return."""
+    The forward shows it every op (`ran`, from tensor.apply) and tensor.keep asks which records keep anyway
+    (`keeps`); `seal` ends the forward: it decides which ops run again and gives the outputs to remember,
+    which the Checkpoint record saves. The recompute (`start`) asks for the ops back in order (`replayed`):
+    an op that does not run again becomes a new record, made from the forward's, and its output is returned."""
 
     def __init__(self, policy, who, count_flops=False, reads_only=True):
         self.policy, self.who, self.count_flops = policy, who, count_flops
@@ -149,9 +155,11 @@ class OpCache:
         self.checks = True  # its checkpoint checks the recompute (determinism_check is not 'none')
 
     # --- the forward
-    def add(self, op, record, arrays, t, attrs):
+    def ran(self, op, record, arrays, t, attrs):
         """`op` ran on `arrays` (and keyword arguments `attrs`) and gave tensor `t`; `record` is op if it records,
-        else None."""
+        else None. The recompute's ops are not noted: they come back (`replayed`)."""
+        if self.replaying:
+            return
         name, out = op.name, t._data
         e = _Entry(name, len(self.entries))
         if self.count_flops:
@@ -234,9 +242,13 @@ class OpCache:
                         f"backward would run the write again, on values the forward already changed. Write into a copy "
                         f"inside the function (y = x * 1, then write y), or make the change before the checkpoint")
 
-    def saves(self, record):
-        """Does the policy keep this record (tensor.keep asks)?"""
-        return id(record) in self._chosen
+    def keeps(self, record, inputs):
+        """What this record keeps inside the forward, which keeps nothing (tensor.keep asks): None, unless the
+        policy keeps it. Then what its backward reads but its inputs, which the recompute hands it again (made
+        again, or remembered)."""
+        if id(record) not in self._chosen:
+            return None
+        return tuple(None if any(a is t._data for t in inputs) else a for a in record.saved)
 
     def seal(self, outputs):
         """The forward is over, and `outputs` are the arrays of the function's results that its ops made.
@@ -294,6 +306,15 @@ class OpCache:
     # --- the recompute
     def start(self, remembered):
         self.cursor, self.remembered, self._placeholders, self.diverged = 0, remembered, [], False
+        self.replaying = True
+
+    def replayed(self, op_cls, inputs, attrs):
+        """The recompute runs op_cls on inputs (tensor.apply asks): None if it runs again; else the new record's
+        output tensor, the op not run."""
+        if not self.replaying:
+            return None
+        hit = self.take(op_cls.name)
+        return None if hit is None else _replay(op_cls, inputs, attrs, *hit)
 
     def take(self, name):
         """The recompute runs op `name`: None if it runs again; else (the forward's record, the arrays its new
@@ -346,6 +367,7 @@ class OpCache:
 
     def close(self):
         """The recompute's forward has ended, or failed: its placeholders are no longer handed out."""
+        self.replaying = False
         for p in self._placeholders:
             _placeholders.pop(id(p), None)
 
@@ -356,3 +378,26 @@ class OpCache:
             raise RuntimeError(f"checkpoint: recomputing '{self.who}' in backward ran {self.cursor} ops, its forward "
                                f"{n}. The recompute must run the same ops in the same order. A checkpointed function "
                                f"must compute the same thing twice.")
+
+
+# The recompute's half of NOTE [selective checkpoint] and NOTE [recompute what backward reads]: an op that does not
+# run again becomes a new record, a copy of the forward's op (its attributes: dim, the GELU variant, ...) whose
+# saved arrays are what the forward's record kept (if the policy kept it), with the inputs it saved taken from this
+# run. The forward's record hands its arrays over and is released: no moment counts them twice or not at all. No
+# FLOPs: the op did not run.
+_TAPE_FIELDS = ("saved", "next", "seq", "released", "versions", "retained", "saved_meta")
+
+
+def _replay(op_cls, inputs, attrs, forward, saved, refill, out):
+    """The record of an op that a checkpoint's recompute does not run again, and its output tensor."""
+    op = op_cls()
+    vars(op).update({k: v for k, v in vars(forward).items() if k not in _TAPE_FIELDS})
+    t = _wrap(out, True)
+    for i, k in refill:  # the inputs it saved (by index), or keyword arguments (by name): this run's
+        saved[i] = inputs[k]._data if isinstance(k, int) else attrs[k]
+        if _placeholders:
+            _check_real(saved[i], op_cls.name)
+    op.save_for_backward(*saved)
+    record(op, inputs, t)
+    release(forward)
+    return t

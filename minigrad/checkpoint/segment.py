@@ -25,10 +25,10 @@ import warnings
 
 from .. import backend, ops
 from ..backend.random import get_rng_state, set_rng_state
-from ..tensor import (Tensor, apply, backward_within, caching, enable_grad, hand_over, is_grad_enabled,
-                      is_keeping_saved, keep_saved, mark, noting_reads, records_since, recomputing, replaying)
+from ..tensor import (Tensor, apply, backward_within, enable_grad, hand_over, is_grad_enabled, is_keeping_saved,
+                      keep_saved, mark, noting_reads, records_since, recomputing)
 from ..tensor import _version_counter, _wrap  # NOTE [version counters], NOTE [an old array, a new tensor]
-from .policies import OpCache, checkpoint_policies, nothing_saveable
+from .policies import OpCache, caching, checkpoint_policies, nothing_saveable
 
 DETERMINISM_CHECKS = ("default", "values", "none")
 _NOT_IMPLEMENTED = ("context_fn", "debug", "early_stop")  # options of PyTorch's checkpoint that minigrad lacks
@@ -170,7 +170,7 @@ class Checkpoint(ops.Op):
         if self.rng_state is not None:
             set_rng_state(self.rng_state)  # dropout draws the same masks again
         try:
-            with enable_grad(), keep_saved(True), recomputing(), caching(None), replaying(cache):
+            with enable_grad(), keep_saved(True), recomputing(), caching(cache):
                 start = mark()
                 args, kwargs = _map(lambda v: inputs[v.i] if isinstance(v, _Input) else v, self.nest)
                 outputs = _made_inside(self.function(*args, **kwargs), start)
@@ -339,7 +339,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     rng_state = get_rng_state()
     start = mark()
     # NOTE [checkpoint]: the segment's records are made, but keep nothing (but what a policy saves)
-    with keep_saved(False), caching(cache), replaying(None), noting_reads(cache):
+    with keep_saved(False), caching(cache), noting_reads(cache):
         result = function(*args, **kwargs)
     outputs = _made_inside(result, start)
     if not outputs:

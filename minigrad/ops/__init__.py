@@ -2,7 +2,7 @@
 count side by side. An op never sees a Tensor; an op instance is also the record the tape keeps (tensor.py).
 
 The files, in reading order (base.py imports nothing of minigrad's; each kind imports base.py and the layer
-below, backend.py, random.py or special.py, never another kind):
+below, the backend package (its random.py, special.py), never another kind):
 
   base.py       Op, the class every op is (save_for_backward, needs_input_grad, the FLOP rule: NOTE [FLOP
                 convention]); ShapeError; the helpers ops of several kinds share (unbroadcast, normalize_dims,

@@ -5,10 +5,10 @@ An op never sees a Tensor. `forward(*arrays, **attrs)` computes the output and c
 returns one gradient per input, or None for an input whose `needs_input_grad` is False
 (the data batch, a frozen weight): that work is skipped, not done and thrown away.
 
-An op instance is also the record the tape keeps (see tensor.py): its saved arrays are the
+An op instance is also the record the tape keeps (see tensor/tape.py): its saved arrays are the
 activation memory that checkpointing trades for compute. Its FLOPs follow NOTE [FLOP convention] below.
 
-Read next: pointwise.py, the elementwise ops, Add first.
+Read next: pointwise.py, the elementwise ops (on the reading path: Mul, then Tanh).
 """
 import numpy as np
 
@@ -31,10 +31,10 @@ class Op:
     same_dtype = True      # the tape checks that every input has one dtype and device
     returns_view = False   # its output may be a view of an input (reshape, transpose, a slice)
     recomputes = False     # its backward makes again what it did not save (a checkpoint): it runs once, as one
-    #                        that saved arrays (NOTE [memory drains], tensor.py)
+    #                        that saved arrays (NOTE [memory drains], tensor/tape.py)
     needs_input_grad = ()  # one bool per input, set by the tape before forward runs
     saved = ()             # what save_for_backward named, while the record keeps it
-    # set by the tape (tensor.py) when the op is recorded:
+    # set by the tape (tensor/tape.py) when the op is recorded:
     next = ()              # per input: the op that made it, the leaf tensor itself, or None (no grad)
     seq = 0                # creation order: the tape runs records newest first
     released = False       # True once backward has freed `saved` (unless retain_graph)
@@ -43,7 +43,7 @@ class Op:
     saved_meta = ()        # (shape, dtype, device) of each array keep() dropped (inside a checkpoint's forward)
 
     def save_for_backward(self, *arrays):
-        """Name exactly the arrays that backward will read. The tape's `keep` (tensor.py, NOTE [one
+        """Name exactly the arrays that backward will read. The tape's `keep` (tensor/tape.py, NOTE [one
         choke point]) then decides whether the record keeps them, and counts them."""
         self.saved = arrays
 

@@ -2,7 +2,8 @@
 dot-product attention. Each is one op, rather than a composition, for what it keeps for backward or for speed;
 the reason sits beside each.
 
-Read next: tensor.py (minigrad/tensor.py), which runs these ops, records them and walks them backwards.
+Read next: minigrad/tensor/modes.py, then tape.py and tensor.py: the tape, which runs these ops, records them
+and walks them backwards.
 """
 import copy
 import math
@@ -16,12 +17,12 @@ from .base import Op, normalize_dims, unbroadcast
 
 
 def _max(x, axis):
-    """x.max(axis, keepdims=True); along rows (NOTE [along rows] in backend.py) when axis is the last one."""
+    """x.max(axis, keepdims=True); along rows (NOTE [along rows], backend/rows.py) when axis is the last one."""
     return max_rows(x) if axis == (x.ndim - 1,) else x.max(axis=axis, keepdims=True)
 
 
 def _sum(x, axis):
-    """x.sum(axis, keepdims=True); along rows (NOTE [along rows] in backend.py) when axis are the last ones."""
+    """x.sum(axis, keepdims=True); along rows (NOTE [along rows], backend/rows.py) when axis are the last ones."""
     if axis == tuple(range(x.ndim - len(axis), x.ndim)):
         return sum_rows(x, len(axis))
     return reduce_sum(x, axis, keepdims=True)
@@ -84,7 +85,7 @@ class LayerNorm(Op):
         weight = weight_bias[0] if has_weight and weight_bias else None
         bias = weight_bias[-1] if len(weight_bias) > has_weight else None
         self.axes = tuple(range(x.ndim - ndim, x.ndim))
-        # NOTE [host memory pool] (backend.py): x-hat and y are new arrays from the pool, the rest in place
+        # NOTE [host memory pool] (backend/pool.py): x-hat and y are new arrays from the pool, the rest in place
         xhat = xp.subtract(x, mean_rows(x, len(self.axes)), out=empty_like(x))
         var = mean_rows(xp.square(xhat, out=empty_like(x)), len(self.axes))
         rstd = 1 / xp.sqrt(var + eps)
@@ -102,7 +103,7 @@ class LayerNorm(Op):
         xhat, rstd, w = self.saved
         needs = self.needs_input_grad
         grads = [None]
-        xp, t = xp_of(g), empty_like(xhat)  # NOTE [host memory pool] (backend.py)
+        xp, t = xp_of(g), empty_like(xhat)  # NOTE [host memory pool] (backend/pool.py)
         if needs[0]:  # rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat)), with gxhat = g w
             gxhat = pooled(xp.multiply, g, w) if w is not None else g
             m = mean_rows(xp.multiply(gxhat, xhat, out=t), len(self.axes))

@@ -23,7 +23,7 @@ class Add(Op):
 
     def forward(self, a, b):
         self.shapes = a.shape, b.shape
-        return pooled(xp_of(a).add, a, b)  # a + b, from the pool (NOTE [host memory pool] in backend.py)
+        return pooled(xp_of(a).add, a, b)  # a + b, from the pool (NOTE [host memory pool], backend/pool.py)
 
     def backward(self, g):
         sa, sb = self.shapes
@@ -111,7 +111,7 @@ class Pow(Op):
 # NOTE [a root's gradient at zero]: a norm is a root of a sum, sqrt(sum x^2) or (sum |x|^p) ** (1/p), and so is a
 # std, sqrt(var); at a sum of 0 (a zero vector, a constant row) the root's derivative is infinite and the chain
 # rule gives 0 * inf = nan. PyTorch's norm and std backward give 0 there; so do Sqrt and Pow with zero_at_zero,
-# which norm and std (tensor.py, _root) set. A flag of the op rather than a where() chosen by looking at the
+# which norm and std (tensor/methods.py, _root) set. A flag of the op rather than a where() chosen by looking at the
 # values: the tape is the same whatever the values, so a checkpoint's recompute (whose inputs may be placeholders)
 # records the ops its forward did, and 'meta' arrays, which have no values, run it too.
 
@@ -302,7 +302,7 @@ class Tanh(Op):
     flops_per_element = (1, (3,))  # g * (1 - y * y)
 
     def forward(self, x):
-        y = xp_of(x).tanh(x, out=out_like(x))  # NOTE [host memory pool] (backend.py)
+        y = xp_of(x).tanh(x, out=out_like(x))  # NOTE [host memory pool] (backend/pool.py)
         self.save_for_backward(y)
         return y
 

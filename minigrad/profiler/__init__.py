@@ -16,7 +16,7 @@ block runs.
 This file puts the parts together and opens and closes the block. The package sits above the tape, which reports
 to it, and below nn and optim, which it counts without importing them (NOTE [marks, not imports], ledger.py).
 
-Read next: clocks.py, ledger.py, report.py; then schedules.py and checkpoint.py, which trade these bytes for
+Read next: clocks.py, ledger.py, report.py; then schedules.py and checkpoint/, which trade these bytes for
 recompute FLOPs.
 """
 from ..tensor import Listener, active_profiler, profiling

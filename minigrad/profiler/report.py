@@ -6,7 +6,7 @@
 
 Nothing here counts: each report reads the tables that ledger.py and clocks.py keep.
 
-Read next: schedules.py and checkpoint.py, which trade these bytes for recompute FLOPs.
+Read next: schedules.py and checkpoint/, which trade these bytes for recompute FLOPs.
 """
 from .clocks import PHASES, TIMED_PHASES
 from .ledger import CATEGORIES

@@ -2,10 +2,11 @@
 
 The reading path, to follow one saved array and one gradient:
 
-  modes.py      the switches the tape's behaviour depends on (no_grad, keep_saved, recomputing, profiling, caching,
-                replaying) and their queries; the Listener, every report the tape makes (NOTE [what the tape
-                reports]); the version counters of tensors' storage (NOTE [version counters])
-  tape.py       the records and the walk: keep, the one choke point for saved arrays (NOTE [one choke point]),
+  modes.py      the switches the tape's behaviour depends on (no_grad, keep_saved, recomputing, profiling) and their
+                queries; the Listener, every report the tape makes (NOTE [what the tape reports]); Cache, every
+                question it asks a checkpoint (NOTE [the cache asks, the tape answers]); the version counters of
+                tensors' storage (NOTE [version counters])
+  tape.py       the records and the walk: record, keep, the one choke point for saved arrays (NOTE [one choke point]),
                 hand_over, release (NOTE [memory drains]); backward and _run_tape (NOTE [the tape]); who owns a
                 gradient array during a backward; the reads outside the tape (NOTE [reads outside the tape]).
                 It reads a tensor only through `Variable`, the protocol the Tensor keeps
@@ -26,23 +27,27 @@ before it. Every name is re-exported here, so `from minigrad.tensor import apply
 it did when this was one file. (`minigrad.tensor` as an attribute is mg.tensor, the function; as is this package's
 `tensor` attribute: importlib.import_module("minigrad.tensor") is the package.)
 
-Read next: functional.py (softmax, cross_entropy, ...), then nn.py and optim.py.
+Read next: functional.py (softmax, cross_entropy, ...), then nn/ and optim.py.
 """
-from .modes import (Listener, active_cache, active_profiler, caching, enable_grad, is_grad_enabled, is_keeping_saved,
-                    is_recomputing, keep_saved, mark_written, no_grad, profiling, recomputing, replaying)
-from .modes import _on, _version_counter  # noqa: F401 the tests read _on; checkpoint, NOTE [version counters]
-from .tape import (Variable, backward, backward_within, hand_over, keep, mark, noting_reads, records_since, release,
-                   zero_grads)
-from .tape import _noting, _placeholders  # noqa: F401 NOTE [reads outside the tape]: checkpoint and the tests
+from .modes import (Cache, Listener, active_cache, active_profiler, enable_grad, is_grad_enabled, is_keeping_saved,
+                    is_recomputing, keep_saved, mark_written, no_grad, profiling, recomputing)
+from .tape import (Variable, backward, backward_within, hand_over, keep, mark, noting_reads, record, records_since,
+                   release, zero_grads)
 from .args import DTYPES, FLOAT_DTYPES, normalize_dtype, parse_to_args
 from .tensor import Tensor, apply
-from .tensor import _wrap  # noqa: F401 checkpoint: a tensor around an array the ledger already counts
 from .factories import (arange, cat, full, maximum, minimum, multinomial, ones, ones_like, rand, randint, randn, stack,
                         tensor, where, zeros, zeros_like)
 
 __all__ = ["Tensor", "apply", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
            "multinomial", "arange", "cat", "stack", "where", "maximum", "minimum",
-           "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "caching", "replaying", "Listener",
+           "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "Listener", "Cache",
            "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache", "mark_written",
-           "Variable", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
+           "Variable", "record", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
            "zero_grads", "noting_reads", "DTYPES", "FLOAT_DTYPES", "normalize_dtype", "parse_to_args"]
+
+# The tape's private parts that the floors above it use, named here so that each is seen: checkpoint (the cache's
+# answers: a tensor around an array the ledger already counts, the read guards, version counters, a switch of its
+# own) and the tests (the switches themselves).
+from .modes import _Mode, _on, _version_counter  # noqa: E402,F401 NOTE [version counters]
+from .tape import _check_real, _noting, _placeholders  # noqa: E402,F401 NOTE [reads outside the tape]
+from .tensor import _wrap  # noqa: E402,F401

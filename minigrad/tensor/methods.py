@@ -343,7 +343,7 @@ class InPlace:
                                f"x = x ... to make a new tensor")
         # a selective checkpoint's recompute repeats writes that passed these checks on the forward's arrays, and
         # may write into a placeholder, which looks like an expanded view (NOTE [selective checkpoint])
-        replay = _on.replaying is not None
+        replay = _on.cache is not None and _on.cache.replaying
         if not replay and any(step == 0 and n > 1 for step, n in zip(self._data.strides, self.shape)):
             raise RuntimeError(f"{name}: this tensor is an expand()ed view, in which several elements share one "
                                f"memory location, so it cannot be written in place; write to a copy (x = x * 1), "

@@ -12,20 +12,19 @@ from .. import backend
 
 class _Switches:
     """Everything the tape's behaviour depends on, in one place. Only the context managers below set
-    the first six; `backward` sets `taken`; each has a public query. Slots: every op reads several of them
+    the first five; `backward` sets `taken`; each has a public query. Slots: every op reads several of them
     (NOTE [per-op overhead], tensor.py), and a slot is read faster than an attribute looked up in a dict."""
-    __slots__ = ("grad_enabled", "keep_saved", "recomputing", "profiler", "caching", "replaying", "taken")
+    __slots__ = ("grad_enabled", "keep_saved", "recomputing", "profiler", "cache", "taken")
 
     def __init__(self):
         self.grad_enabled = True  # record ops (no_grad turns it off)
         self.keep_saved = True    # records keep what their ops saved (checkpoint's forward turns it off)
         self.recomputing = False  # a checkpoint is re-running its forward during backward
         self.profiler = None      # the active mg.profile: the tape reports to it
-        self.caching = None       # a selective checkpoint's forward: the cache whose policy picks ops that keep
-        self.replaying = None     # its recompute: the cache that hands those ops' results back
-        #                           (NOTE [selective checkpoint])
+        self.cache = None         # a checkpoint's op cache, in its forward or its recompute: the tape asks it
+        #                           (Cache below; checkpoint/policies.py sets it)
         self.taken = None         # the running backward's gradient arrays that someone owns
-        #                           (NOTE [who owns a gradient], tensor.py)
+        #                           (NOTE [who owns a gradient], tape.py: backward)
 
 
 _on = _Switches()
@@ -159,17 +158,31 @@ class Listener:
         """A collective op sent and received these many bytes."""
 
 
-class caching(_Mode):
-    """caching(cache): a selective checkpoint's forward (checkpoint.OpCache, or None for none). Each op is
-    shown to the cache, and a record that its policy saves keeps what its backward reads even inside
-    keep_saved(False) (NOTE [selective checkpoint])."""
-    switch = "caching"
+class Cache:
+    """NOTE [the cache asks, the tape answers]: every question the tape asks a checkpoint's op cache, in one place.
+    While a checkpoint runs its function (its forward, or its recompute in backward), `_on.cache` is its cache
+    (checkpoint/policies.py: OpCache, which overrides these; `caching` there sets the switch). Each default here
+    is what the tape does with no cache:
 
+      replayed(op_cls, inputs, attrs)   apply, before an op runs: a tensor to return without running it (the
+                                        recompute hands back what the forward kept), or None: it runs
+      ran(op, record, arrays, out, attrs)   apply, after it ran: the forward notes each op, its inputs, its output
+                                        and its record (None if it does not record)
+      keeps(record, inputs)             keep, inside keep_saved(False): the arrays this record keeps anyway (its
+                                        policy picked it), or None: it keeps nothing, as without a cache
+      replaying                         whether this is the recompute (in-place writes repeat the forward's)
 
-class replaying(_Mode):
-    """replaying(cache): a selective checkpoint's recompute. An op that the cache's policy saved in the
-    forward is not run again: it returns the forward's result and reuses what its record kept."""
-    switch = "replaying"
+    Everything else goes the other way: the cache calls the tape (record, keep, hand_over, release, noting_reads)."""
+    replaying = False
+
+    def replayed(self, op_cls, inputs, attrs):
+        return None
+
+    def ran(self, op, record, arrays, out, attrs):
+        pass
+
+    def keeps(self, record, inputs):
+        return None
 
 
 def is_grad_enabled():
@@ -189,8 +202,8 @@ def active_profiler():
 
 
 def active_cache():
-    """The selective checkpoint cache that the current forward fills (caching) or the recompute replays."""
-    return _on.caching if _on.caching is not None else _on.replaying
+    """The op cache of the checkpoint whose function is running (its forward or its recompute), or None."""
+    return _on.cache
 
 
 # ----------------------------------------------------------------------------- version counters

@@ -36,13 +36,22 @@ class Variable:
 
     def _accumulate(self, g, taken):
         """Sum gradient array g into .grad; `taken` holds the arrays that someone already owns (NOTE [who owns a
-        gradient], tensor.py)."""
+        gradient]: backward, below, and Tensor._accumulate)."""
         raise NotImplementedError
 
 
 # ----------------------------------------------------------------------------- the records
 
 _seq = itertools.count()  # records are numbered as they are made (NOTE [the tape])
+
+
+def record(op, inputs, out):
+    """Make `op`, which ran on `inputs` and gave tensor `out`, out's record: an edge per input to the record that
+    made it (or to the leaf itself, or None where no gradient flows), its place in the order, and what it keeps."""
+    op.next = tuple([i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs])
+    op.seq = next(_seq)
+    out._ctx = op
+    keep(op, inputs, out)
 
 
 def keep(record, inputs, out):
@@ -55,7 +64,7 @@ def keep(record, inputs, out):
     if not record.saved:
         return
     versions = []
-    i = -1  # counted by hand, not enumerate (NOTE [per-op overhead], tensor.py), as k below
+    i = -1  # counted by hand, not enumerate (NOTE [per-op overhead], tensor.py: apply), as k below
     for a in record.saved:
         i += 1
         if a is None:
@@ -79,12 +88,11 @@ def keep(record, inputs, out):
     if not _on.keep_saved:
         # what it would have kept, by metadata only: a checkpoint's recompute must keep the same
         record.saved_meta = tuple((a.shape, a.dtype, backend.device_of(a)) for a in record.saved if backend.is_array(a))
-        if _on.caching is None or not _on.caching.saves(record):
+        kept = None if _on.cache is None else _on.cache.keeps(record, inputs)  # NOTE [the cache asks, the tape answers]
+        if kept is None:
             record.saved = ()
             return
-        # NOTE [selective checkpoint] (checkpoint): its policy keeps this op. It keeps what its backward
-        # reads but its inputs, which the recompute hands it again (made again, or remembered)
-        record.saved = tuple(None if any(a is t._data for t in inputs) else a for a in record.saved)
+        record.saved = kept  # a selective checkpoint's policy picked this op (NOTE [selective checkpoint], checkpoint)
     if _on.profiler is not None:
         _on.profiler.on_save(record)
 

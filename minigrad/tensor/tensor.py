@@ -3,12 +3,13 @@ storage, properties and conversions, backward and detach, .to(), the operators a
 each), with type promotion and `_accumulate`, where a leaf sums its gradient into .grad.
 
 Follow one saved array: an op's forward names it (Op.save_for_backward); `apply` below makes the record and hands
-it to `keep` (tape.py), which keeps or drops it; backward's walk (`_run_tape`, tape.py) reads it in the op's backward
+it to `record` and `keep` (tape.py), which keeps or drops it; backward's walk (`_run_tape`, tape.py) reads it in the op's backward
 and `release` frees it. Follow one gradient: Tensor.backward -> `backward` (tape.py) -> each record's backward, in
 reverse -> Tensor._accumulate of each leaf.
 
-Read next: methods.py (the methods composed of these, and the in-place writes), factories.py (tensor(), zeros,
-randn, cat, where, ...), then functional.py, nn.py and optim.py.
+Read next, on the reading path: optim.py's SGD, where the gradient meets the weights. Beside the path: methods.py
+(the methods composed of these, and the in-place writes), factories.py (tensor(), zeros, randn, cat, where, ...),
+then functional.py, nn/ and optim.py.
 """
 import operator
 import sys
@@ -19,8 +20,7 @@ import numpy as np
 from .. import backend, ops
 from ..ops import ShapeError
 from .modes import _on, _share_version, _version_counter
-from .tape import (Variable, _check_real, _check_same_device_and_dtype, _placeholders, _seq, _values, backward, keep,
-                   release)
+from .tape import Variable, _check_real, _check_same_device_and_dtype, _placeholders, _values, backward, record
 from .args import FLOAT_DTYPES, _array_of, _bool_array, _index_key, _is_number, _shape, parse_to_args
 from .methods import Comparisons, Composed, InPlace
 
@@ -38,14 +38,13 @@ def apply(op_cls, *inputs, **attrs):
     if len(arrays) > 1 and op.same_dtype:
         _check_same_device_and_dtype(op_cls.name, arrays)
     needs = tuple([t._requires_grad for t in inputs])  # NOTE [per-op overhead]
-    record = _on.grad_enabled and True in needs
+    recording = _on.grad_enabled and True in needs
     if _on.profiler is not None:
         clock = _on.profiler.on_inputs(inputs)  # and starts the op's clock: NOTE [self time] (profiler)
-    op.needs_input_grad = needs if record else (False,) * len(inputs)
-    if _on.replaying is not None:
-        hit = _on.replaying.take(op_cls.name)  # None: this op runs again
-        if hit is not None:
-            t = _replay(op_cls, inputs, attrs, *hit)
+    op.needs_input_grad = needs if recording else (False,) * len(inputs)
+    if _on.cache is not None:  # NOTE [the cache asks, the tape answers] (modes.py)
+        t = _on.cache.replayed(op_cls, inputs, attrs)
+        if t is not None:
             if _on.profiler is not None:
                 _on.profiler.stop_clock(clock)  # not run: its time is the checkpoint's that replays it
             return t
@@ -58,19 +57,16 @@ def apply(op_cls, *inputs, **attrs):
         raise _explain(op_cls.name, e, arrays) from None
     if isinstance(out, np.generic):
         out = np.asarray(out)
-    if record and out.dtype.kind != "f":  # integer and bool results have no gradient (a cast to int64)
-        record = False
-    t = Tensor.__new__(Tensor)  # _wrap(out, record), written out: every op makes one (NOTE [per-op overhead])
-    t._data, t._requires_grad, t._grad, t._ctx, t._vc = out, record, None, None, None
+    if recording and out.dtype.kind != "f":  # integer and bool results have no gradient (a cast to int64)
+        recording = False
+    t = Tensor.__new__(Tensor)  # _wrap(out, recording), written out: every op makes one (NOTE [per-op overhead])
+    t._data, t._requires_grad, t._grad, t._ctx, t._vc = out, recording, None, None, None
     if op.returns_view and out.base is not None:  # a view of its input shares the input's version counter
         _share_version(t, inputs)
-    if _on.caching is not None:
-        _on.caching.add(op, op if record else None, arrays, t, attrs)  # before keep(): its policy decides
-    if record:
-        op.next = tuple([i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs])
-        op.seq = next(_seq)
-        t._ctx = op
-        keep(op, inputs, t)
+    if _on.cache is not None:
+        _on.cache.ran(op, op if recording else None, arrays, t, attrs)  # before keep(): its policy decides
+    if recording:
+        record(op, inputs, t)
     if _on.profiler is not None:
         _on.profiler.on_forward(op, inputs, out, clock)  # stops it first
     return t
@@ -88,32 +84,6 @@ def _explain(name, e, arrays):
     # NumPy's ValueErrors inside an op are shape problems; not NumPy's own subclasses, which name NumPy's internals
     kind = IndexError if isinstance(e, IndexError) else ShapeError if isinstance(e, ValueError) else TypeError
     return kind(f"{name}: {e} (input shapes {shapes}, dtype {arrays[0].dtype}, device {backend.device_of(arrays[0])})")
-
-
-# The recompute's half of NOTE [selective checkpoint] and NOTE [recompute what backward reads] (checkpoint):
-# an op that does not run again becomes a new record, a copy of the forward's op (its attributes: dim, the GELU
-# variant, ...) whose saved arrays are what the forward's record kept (if the policy kept it), with the inputs it
-# saved taken from this run. The forward's record hands its arrays over and is released: no moment counts them
-# twice or not at all. No FLOPs: the op did not run.
-_TAPE_FIELDS = ("saved", "next", "seq", "released", "versions", "retained", "saved_meta")
-
-
-def _replay(op_cls, inputs, attrs, forward, saved, refill, out):
-    """The record of an op that a checkpoint's recompute does not run again."""
-    op = op_cls()
-    vars(op).update({k: v for k, v in vars(forward).items() if k not in _TAPE_FIELDS})
-    t = _wrap(out, True)
-    op.next = tuple(i._ctx if i._ctx is not None else (i if i._requires_grad else None) for i in inputs)
-    op.seq = next(_seq)
-    t._ctx = op
-    for i, k in refill:  # the inputs it saved (by index), or keyword arguments (by name): this run's
-        saved[i] = inputs[k]._data if isinstance(k, int) else attrs[k]
-        if _placeholders:
-            _check_real(saved[i], op_cls.name)
-    op.save_for_backward(*saved)
-    keep(op, inputs, t)
-    release(forward)
-    return t
 
 
 # ----------------------------------------------------------------------------- new tensors
