@@ -48,7 +48,8 @@ The floors, each file importing only the ones above it (the README's table; a te
   formulas.py     closed forms that the ledger's measurements must equal
   testing.py      gradcheck: finite differences, explained
   grading.py      the exercises' grader (exercises/ beside the package)
-  __main__.py     the command: python -m minigrad tour | lesson N | check [N]
+  learner.py      learner mode: the engine on your own exercise pieces (lesson N --learner, MINIGRAD_LEARNER_ENGINE)
+  __main__.py     the command: python -m minigrad tour | lesson N [--learner] | check [N]
 """
 import numpy as _np
 
@@ -71,3 +72,6 @@ __all__ = ["Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like
            "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "device", "functional", "nn", "optim",
            "float16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential", "accumulate", "accumulation_step",
            "checkpoint_policies"]
+
+from . import learner  # noqa: E402 on top of everything: MINIGRAD_LEARNER_ENGINE=folder runs the engine on your exercises
+learner._from_environment()

@@ -111,7 +111,19 @@ def lesson(args):
         print(f"lesson {args.number}: there is no such lesson; the lessons are {', '.join(map(str, sorted(found)))} "
               f"(python -m minigrad tour --list names them)", file=sys.stderr)
         return 2
-    return subprocess.run([sys.executable, found[args.number]] + args.rest).returncode
+    rest, env = list(args.rest), None
+    if "--learner" in rest:  # after the number, among the lesson's own arguments: `lesson 1 --learner [FOLDER]`
+        i = rest.index("--learner")
+        folder = rest.pop(i + 1) if i + 1 < len(rest) and not rest[i + 1].startswith("-") else None
+        rest.pop(i)
+        args.learner = folder or True
+    if args.learner:  # minigrad.learner: the lesson runs on the learner's own pieces, and says which at its end
+        folder = grading.COURSE if args.learner is True else args.learner
+        if not os.path.isdir(folder):
+            print(f"lesson --learner: no folder {folder!r} with your exercise files", file=sys.stderr)
+            return 2
+        env = dict(os.environ, MINIGRAD_LEARNER_ENGINE=os.path.abspath(folder))
+    return subprocess.run([sys.executable, found[args.number]] + rest, env=env).returncode
 
 
 def check(args):
@@ -415,6 +427,9 @@ def main(argv=None):
     p.set_defaults(run=tour)
     p = sub.add_parser("lesson", help="run one lesson: lesson N [its own arguments]")
     p.add_argument("number", type=int, help="the lesson's number, as in lessons/NN_*.py")
+    p.add_argument("--learner", nargs="?", const=True, default=False, metavar="FOLDER",
+                   help="run it on your own engine: the pieces you wrote in exercises/ (or FOLDER) replace the "
+                        "engine's own where they are done (minigrad/learner.py); the end says which ran")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="passed to the lesson (for example --quick)")
     p.set_defaults(run=lesson)
     p = sub.add_parser("check", help="grade the exercises in exercises/")

@@ -48,6 +48,6 @@ __all__ = ["Tensor", "apply", "tensor", "zeros", "ones", "full", "zeros_like", "
 # The tape's private parts that the floors above it use, named here so that each is seen: checkpoint (the cache's
 # answers: a tensor around an array the ledger already counts, the read guards, version counters, a switch of its
 # own) and the tests (the switches themselves).
-from .modes import _Mode, _on, _version_counter  # noqa: E402,F401 NOTE [version counters]
+from .modes import _Mode, _on, _version_counter, _written_since  # noqa: E402,F401 NOTE [version counters]
 from .tape import _check_real, _noting, _placeholders  # noqa: E402,F401 NOTE [reads outside the tape]
 from .tensor import _wrap  # noqa: E402,F401

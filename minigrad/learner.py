@@ -1,0 +1,388 @@
+"""Learner mode: minigrad runs on the pieces of it that you wrote in the exercises.
+
+    python -m minigrad lesson 1 --learner        # lesson 1's GPT trains on your tape walk, AdamW step, ...
+    MINIGRAD_LEARNER_ENGINE=exercises python train.py   # any script (the folder of your exercise files)
+    with mg.learner.use("exercises"): ...         # a block
+
+Each piece you have written replaces the engine's own, and the later exercises and lessons run on it: your
+elementwise backwards (exercise 1), unbroadcast (2), matmul backward (3), tape walk (4), softmax and log_softmax
+(5), checkpoint (7, or 8 with the generator replayed), accumulation loop (11) and AdamW step (12). A piece
+counts as written when a tiny run of it (a probe, below) raises no NotImplementedError: a stub leaves the
+engine's own in place. A piece whose probe fails otherwise is reported and left out: `python -m minigrad
+check N` says what is wrong. At the end, `report()` says whose piece ran, and how often.
+
+Where yours runs, the engine still does what your exercise did not ask for: a call your contract does not
+cover goes to the engine's own (a tape walk with a given gradient or retain_graph, a graph with the engine's
+checkpoint records in it, an AdamW with amsgrad, a checkpoint with options), and your tape walk is checked for
+in-place writes first and frees the saved arrays after, as the engine's does.
+
+With the references (exercises/solutions) in place, learner mode gives the engine's results bit for bit, but for
+one thing: the engine's softmax adds each row up through the BLAS (backend/rows.py, NOTE [along rows]), in
+another order than NumPy's sum, which yours uses: a last-bit difference, the order of the additions. CI checks
+both (tests/test_learner.py).
+
+This module sits on top of everything: it swaps functions and methods in, and puts them back when `use` ends.
+"""
+import atexit
+import contextlib
+import functools
+import importlib
+import importlib.util
+import math
+import os
+import sys
+
+import numpy as np
+
+from . import nn, ops, optim
+from .backend.random import get_rng_state, set_rng_state
+from .checkpoint import chains as _chains
+from .checkpoint import segment as _segment
+from .ops import base as _base
+from .tensor import Tensor, is_recomputing, release
+from .tensor import tensor as _tensor_factory
+from .tensor import _written_since  # NOTE [version counters]: the check the engine's walk makes first
+
+# mg.checkpoint and mg.accumulate are the functions; these are the modules of those names
+_checkpoint_package, _accumulate_module = (importlib.import_module(f"minigrad.{name}")
+                                           for name in ("checkpoint", "accumulate"))
+
+PIECES = {  # exercise number: what it gives the engine
+    1: "elementwise backwards (exp, tanh, log, pow)",
+    2: "unbroadcast",
+    3: "matmul backward",
+    4: "the tape walk (backward)",
+    5: "softmax and log_softmax",
+    7: "checkpoint (one segment)",
+    8: "checkpoint with the generator replayed",
+    11: "the accumulation loop",
+    12: "the AdamW step",
+}
+
+
+class Piece:
+    """One exercise's part in the engine: whether it is yours, and how often yours ran."""
+
+    def __init__(self, number, module):
+        self.number, self.module, self.what = number, module, PIECES[number]
+        self.state, self.ran, self.fell_back = "stub", 0, 0  # 'yours', 'stub', 'missing' or 'broken: ...'
+
+    @property
+    def yours(self):
+        return self.state == "yours"
+
+
+_active = []    # the Pieces of the use() now in force (one at a time)
+_swapped = []   # (object, attribute, what was there) to put back
+
+
+def _load(folder):
+    """Each exercise file NN_*.py in folder, loaded as a module: {NN: module}."""
+    found = {}
+    for name in sorted(os.listdir(folder)):
+        if name[:2].isdigit() and name.endswith(".py") and int(name[:2]) in PIECES:
+            spec = importlib.util.spec_from_file_location(f"minigrad_learner_{name[:-3]}", os.path.join(folder, name))
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            found[int(name[:2])] = module
+    return found
+
+
+def _swap(obj, attribute, value):
+    _swapped.append((obj, attribute, obj.__dict__[attribute] if isinstance(obj, type) else getattr(obj, attribute)))
+    setattr(obj, attribute, value)
+
+
+# ----------------------------------------------------------------------------- the probes: is a piece written?
+
+def _probe(piece):
+    """Run the piece once on tiny inputs. NotImplementedError: a stub. Anything else: broken (check N says why)."""
+    m, x = piece.module, np.array([[0.5, 1.5, 2.0], [1.0, 0.25, 3.0]], dtype=np.float32)
+    state = get_rng_state()
+    try:
+        if piece.number == 1:
+            for cls, attrs in ((m.Exp, {}), (m.Tanh, {}), (m.Log, {}), (m.Pow, {"exponent": 3})):
+                op = cls()
+                op.needs_input_grad = (True,)
+                op.forward(x, **attrs)
+                op.backward(np.ones_like(x))
+        elif piece.number == 2:
+            m.unbroadcast(np.ones((2, 2, 3)), (1, 3))
+        elif piece.number == 3:
+            m.matmul_backward(np.ones((2, 2, 4)), np.ones((2, 2, 3)), np.ones((3, 4)))
+        elif piece.number == 4:
+            leaf = _tensor_factory(x, requires_grad=True)
+            m.backward((leaf * leaf).sum())
+        elif piece.number == 5:
+            for cls in (m.Softmax, m.LogSoftmax):
+                op = cls()
+                op.needs_input_grad = (True,)
+                op.forward(x, dim=-1)
+                op.backward(np.ones_like(x))
+        elif piece.number in (7, 8):
+            m.my_checkpoint(nn.Linear(3, 2), _tensor_factory(x, requires_grad=True)).sum().backward()
+        elif piece.number == 11:
+            model = nn.Linear(3, 2)
+            m.accumulate_step(model, lambda out, y: ((out - y) ** 2).sum(), _tensor_factory(x),
+                              _tensor_factory(np.zeros((2, 2), dtype=np.float32)), 1)
+        elif piece.number == 12:
+            p = [x.copy()]
+            m.adamw_step(p, [np.ones_like(x)], m.init_state(p), 1e-3, (0.9, 0.999), 1e-8, 0.0, 1)
+    except NotImplementedError:
+        return "stub"
+    except Exception as e:  # noqa: BLE001 a learner's bug, of any kind: reported, and the engine's own runs
+        return f"broken: {type(e).__name__}: {str(e)[:120]} (python -m minigrad check {piece.number})"
+    finally:
+        set_rng_state(state)
+    return "yours"
+
+
+# ----------------------------------------------------------------------------- each piece, plugged in
+
+def _plug_elementwise(piece):
+    for name in ("Exp", "Tanh", "Log", "Pow"):
+        engine_cls, mine = getattr(ops, name), getattr(piece.module, name).backward
+
+        def backward(self, g, _engine=engine_cls.backward, _mine=mine):
+            if getattr(self, "zero_at_zero", False):  # norm's and std's gradient at 0: the engine's own
+                piece.fell_back += 1
+                return _engine(self, g)
+            piece.ran += 1
+            return tuple(_mine(self, g))
+        _swap(engine_cls, "backward", backward)
+
+
+def _plug_unbroadcast(piece):
+    engine, mine = _base.unbroadcast, piece.module.unbroadcast
+
+    def unbroadcast(grad, shape):
+        piece.ran += 1
+        return mine(grad, tuple(shape))
+    for module in [ops] + [sys.modules[n] for n in list(sys.modules) if n.startswith("minigrad.ops.")]:
+        if getattr(module, "unbroadcast", None) is engine:
+            _swap(module, "unbroadcast", unbroadcast)
+
+
+def _plug_matmul(piece):
+    engine, mine = ops.Matmul.backward, piece.module.matmul_backward
+
+    def backward(self, g):
+        a, b = self.saved
+        # the engine's own where one input needs no gradient, a vector, or a batch of matrices times one matrix:
+        # there the engine folds the batch into one GEMM for b's gradient (ops/linear.py), which adds in another
+        # order than a sum of the batch's products does
+        if a is None or b is None or a.ndim < 2 or b.ndim < 2 or (b.ndim == 2 and a.ndim > 2):
+            piece.fell_back += 1
+            return engine(self, g)
+        piece.ran += 1
+        ga, gb = mine(g, a, b)
+        na, nb = self.needs_input_grad
+        return (ga if na else None, gb if nb else None)
+    _swap(ops.Matmul, "backward", backward)
+
+
+_ENGINE_BACKWARD = Tensor.__dict__["backward"]
+
+
+def _records(root):
+    """The records root depends on, or None where the learner's walk does not apply (NOTE below)."""
+    found, stack, seen = [], [root._ctx], set()
+    while stack:
+        r = stack.pop()
+        if id(r) in seen:
+            continue
+        seen.add(id(r))
+        if r.released or r.recomputes or r.retained is not None or r.name in ("checkpoint", "checkpoint_output"):
+            return None
+        found.append(r)
+        stack.extend(n for n in r.next if isinstance(n, ops.Op))
+    return found
+
+
+def _plug_tape(piece):
+    mine = piece.module.backward
+
+    def backward(self, gradient=None, retain_graph=False):
+        # The learner's walk takes a scalar root and nothing else (exercise 4's contract); the engine's own takes
+        # the rest, and a graph with records the exercise does not know (a checkpoint's, one already run, a
+        # retain_grad). The same checks the engine makes before it walks (a saved array written in place since
+        # the forward: NOTE [version counters]), and the same freeing after (NOTE [memory drains]), though at
+        # the end of the walk, not record by record: what a walk of your own costs in memory, mg.profile shows.
+        records = None
+        if gradient is None and not retain_graph and self._ctx is not None and self._data.size == 1 \
+                and not is_recomputing():
+            records = _records(self)
+        if records is None:
+            piece.fell_back += 1
+            return _ENGINE_BACKWARD(self, gradient, retain_graph)
+        for r in records:
+            for vc, n, i, k in (r.versions or ()):
+                if vc.n != n:
+                    raise _written_since(r, vc.n, n, i, k)
+        piece.ran += 1
+        mine(self)
+        for r in records:
+            release(r)
+    _swap(Tensor, "backward", backward)
+
+
+def _plug_softmax(piece):
+    for name in ("Softmax", "LogSoftmax"):
+        engine_cls, mine = getattr(ops, name), getattr(piece.module, name)
+
+        def forward(self, x, dim, keep_input=False, _engine=engine_cls.forward, _mine=mine.forward):
+            self.yours = not keep_input  # keep_input (the older software's memory): the engine's own
+            if not self.yours:
+                piece.fell_back += 1
+                return _engine(self, x, dim, keep_input)
+            piece.ran += 1
+            return _mine(self, x, dim)
+
+        def backward(self, g, _engine=engine_cls.backward, _mine=mine.backward):
+            return tuple(_mine(self, g)) if self.yours else _engine(self, g)
+        cls = type(name, (engine_cls,), {"forward": forward, "backward": backward, "__doc__": engine_cls.__doc__,
+                                         "__module__": engine_cls.__module__})
+        _swap(ops, name, cls)
+        _swap(sys.modules[engine_cls.__module__], name, cls)
+
+
+def _plug_checkpoint(piece):
+    engine, mine = _checkpoint_package.checkpoint, piece.module.my_checkpoint
+
+    @functools.wraps(engine)
+    def checkpoint(function, *args, **kwargs):
+        # exercises 7 and 8: one module on one tensor; any option, several arguments, a function: the engine's own
+        simple = (isinstance(function, nn.Module) and len(args) == 1 and isinstance(args[0], Tensor)
+                  and not kwargs.keys() - {"use_reentrant"} and not is_recomputing())
+        if not simple:
+            piece.fell_back += 1
+            return engine(function, *args, **kwargs)
+        piece.ran += 1
+        return mine(function, args[0])
+    for obj in (sys.modules["minigrad"], _checkpoint_package, _chains, _segment):
+        if getattr(obj, "checkpoint", None) is engine:
+            _swap(obj, "checkpoint", checkpoint)
+
+
+def _plug_accumulation(piece):
+    engine, mine = _accumulate_module.accumulation_step, piece.module.accumulate_step
+
+    @functools.wraps(engine)
+    def accumulation_step(model, loss_fn, optimizer, inputs=None, targets=None, **kwargs):
+        # exercise 11: micro-batches of a size, padding by ignore_index, the optimizer of the model's parameters
+        mine_too = (inputs is not None and targets is not None and "micro_batch_size" in kwargs
+                    and not kwargs.keys() - {"micro_batch_size", "ignore_index"}
+                    and {id(p) for g in optimizer.param_groups for p in g["params"]} ==
+                    {id(p) for p in model.parameters()})
+        if not mine_too:
+            piece.fell_back += 1
+            return engine(model, loss_fn, optimizer, inputs, targets, **kwargs)
+        piece.ran += 1
+        size, ignore = kwargs["micro_batch_size"], kwargs.get("ignore_index", -100)
+        loss = mine(model, loss_fn, inputs, targets, size, ignore)
+        optimizer.step()
+        items = int((targets.numpy() != ignore).sum()) if ignore is not None else targets.numpy().size
+        return _accumulate_module.AccumulationResult(loss=float(loss), items=items,
+                                                     micro_batches=math.ceil(inputs.shape[0] / size),
+                                                     grad_dtype=str(next(iter(model.parameters())).dtype))
+    for obj in (sys.modules["minigrad"], _accumulate_module):
+        _swap(obj, "accumulation_step", accumulation_step)
+
+
+def _plug_adamw(piece):
+    engine, mine, init = optim.AdamW.__dict__["step"], piece.module.adamw_step, piece.module.init_state
+
+    def step(self):
+        if any(g["amsgrad"] or g["maximize"] for g in self.param_groups):
+            piece.fell_back += 1
+            return engine.__wrapped__(self)
+        piece.ran += 1
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            for p, fresh in zip(params, init([p._data for p in params])):
+                self.state.setdefault(p, {}).setdefault("exp_avg", fresh["exp_avg"])
+                self.state[p].setdefault("exp_avg_sq", fresh["exp_avg_sq"])
+            by_step = {}  # each parameter counts its own steps, as in PyTorch: those at the same count go together
+            for p in params:
+                self.state[p]["step"] = self.state[p].get("step", 0) + 1
+                by_step.setdefault(self.state[p]["step"], []).append(p)
+            for t, ps in by_step.items():
+                mine([p._data for p in ps], [p.grad._data for p in ps], [self.state[p] for p in ps], group["lr"],
+                     group["betas"], group["eps"], group["weight_decay"], t)
+    _swap(optim.AdamW, "step", optim._reported(step))
+
+
+_PLUGS = {1: _plug_elementwise, 2: _plug_unbroadcast, 3: _plug_matmul, 4: _plug_tape, 5: _plug_softmax,
+          7: _plug_checkpoint, 8: _plug_checkpoint, 11: _plug_accumulation, 12: _plug_adamw}
+
+
+# ----------------------------------------------------------------------------- turning it on and off
+
+def enable(folder="exercises", only=None):
+    """Plug in every piece of the learner's exercises in `folder` that is written (or those of them numbered in
+    `only`); returns the Pieces."""
+    if _active:
+        raise RuntimeError("learner mode is already on; mg.learner.disable() first")
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"learner mode: no folder {folder!r} with your exercise files (01_...py to 12_...py); "
+                                f"run from the repository's root, or name the folder (MINIGRAD_LEARNER_ENGINE=path)")
+    pieces = {n: Piece(n, m) for n, m in _load(folder).items() if only is None or n in only}
+    for n in PIECES:
+        if n not in pieces and (only is None or n in only):
+            pieces[n] = Piece(n, None)
+            pieces[n].state = "missing"
+    for n in sorted(pieces):
+        if pieces[n].module is not None:
+            pieces[n].state = _probe(pieces[n])
+    if 8 in pieces and 7 in pieces and pieces[8].yours:  # exercise 8's checkpoint is exercise 7's with the generator replayed: it takes over
+        pieces[7].state = "replaced by exercise 8"
+    for n in sorted(pieces):
+        if pieces[n].yours:
+            _PLUGS[n](pieces[n])
+    _active.extend(pieces[n] for n in sorted(pieces))
+    return list(_active)
+
+
+def disable():
+    """Put the engine's own pieces back."""
+    while _swapped:
+        obj, attribute, value = _swapped.pop()
+        setattr(obj, attribute, value)
+    _active.clear()
+
+
+@contextlib.contextmanager
+def use(folder="exercises", only=None):
+    """with mg.learner.use(folder): the block runs on the learner's pieces (enable, then disable)."""
+    pieces = enable(folder, only)
+    try:
+        yield pieces
+    finally:
+        disable()
+
+
+def report(pieces=None):
+    """Whose piece ran, and how often: one line per exercise."""
+    lines = ["learner mode: the engine ran on your pieces where they are written"]
+    for p in pieces or _active:
+        if p.yours:
+            lines.append(f"  exercise {p.number:2d} {p.what}: yours, ran {p.ran} times" +
+                         (f" (the engine's own {p.fell_back} times, for what the exercise does not cover)"
+                          if p.fell_back else ""))
+        else:
+            lines.append(f"  exercise {p.number:2d} {p.what}: the engine's own ({p.state})")
+    return "\n".join(lines)
+
+
+def _from_environment():
+    """MINIGRAD_LEARNER_ENGINE=folder (or 1, for ./exercises): on from import on, with the report at exit."""
+    folder = os.environ.get("MINIGRAD_LEARNER_ENGINE", "")
+    if folder in ("", "0"):
+        return
+    enable("exercises" if folder == "1" else folder)
+    atexit.register(_report_at_exit)
+
+
+def _report_at_exit():
+    if any(p.ran or p.fell_back for p in _active):  # a process that ran nothing (a helper process) says nothing
+        print(report(), file=sys.stderr)
