@@ -48,6 +48,12 @@ def test_the_learners_file_passes(exercise):
     assert result.status == "done", f"{result.status}: {result.message}"
 
 
+@pytest.fixture(autouse=True)
+def _own_state(tmp_path, monkeypatch):
+    """What the grader remembers (hints shown, the last failure) goes to a file of this test's own."""
+    monkeypatch.setenv("MINIGRAD_STATE", str(tmp_path / "state.json"))
+
+
 @pytest.fixture
 def course(tmp_path):
     """A copy of the course, to break on purpose."""
@@ -111,7 +117,10 @@ def test_check_on_the_stubs_shows_none_done_and_the_first_hint():
     r = run("check")
     assert r.returncode == 1, r.stderr
     assert f"0 of {len(EXERCISES)} done" in r.stdout
-    assert "Next: exercise 1" in r.stdout and "Exercise 1 (Exp.backward)" in r.stdout
+    first = grading.arc(EXERCISES)[0]  # the course's order: the exercise that the first lesson prepares
+    assert first.lesson == 1 and f"Next: exercise {first.number}, " in r.stdout, r.stdout
+    assert f"after lesson 1 (python -m minigrad lesson 1)" in r.stdout and f"Exercise {first.number} (" in r.stdout
+    assert f"python -m minigrad check {first.number} --hint" in r.stdout
 
 
 def test_check_on_the_solutions_shows_all_done():

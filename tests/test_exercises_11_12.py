@@ -81,7 +81,7 @@ WRONG = {
 RIGHT = {
     "divide, not multiply": (11, [("(summed * (1.0 / total))", "(summed / total)")]),
     "micro-batches that own their memory": (
-        11, [('"""\n\n\ndef', '"""\nimport minigrad as mg\n\n\ndef'),
+        11, [('"""\n\nEXPLAIN', '"""\nimport minigrad as mg\n\nEXPLAIN'),
              ("model(x[i:i + micro_batch_size])", "model(mg.tensor(x.numpy()[i:i + micro_batch_size]))")]),
     "counting with tensor ops, a Tensor loss": (11, [(COUNT, "(y != ignore_index).sum().item()"),
                                                       ("loss_sum += summed.item()", "loss_sum = summed.detach() + loss_sum")]),

@@ -3,11 +3,21 @@ against NumPy, and what it keeps: Exp and Tanh must keep only their output."""
 import numpy as np
 
 import minigrad as mg
-from minigrad.grading import Failed, close, require, rng
+from minigrad.grading import Failed, Question, close, require, rng
 from minigrad.tensor import apply
 from minigrad.testing import GradcheckError, gradcheck
 
 TITLE = "the backward of elementwise ops (exp, tanh, log, pow)"
+LESSON = 5
+HINTS = ("Each backward is one line: the incoming g times the op's derivative, element by element. First ask, for "
+         "each op, which array forward saved: its input x, or its output y?",
+         "Write each derivative in terms of the saved array: the derivative of exp(x) is exp(x) itself, the saved "
+         "output; the derivative of tanh(x) is 1 - tanh(x)^2, and tanh(x) is the saved output; log and pow saved x. "
+         "Return a 1-tuple: (gradient,).",
+         "Exp: return (g * self.saved[0],). Tanh: (y,) = self.saved; return (g * (1 - y * y),). Log: divide g by the "
+         "saved x. Pow: (x,) = self.saved and p = self.exponent; the derivative is p * x ** (p - 1).")
+QUESTION = Question(4000, wrong={8000: "exp keeps its output y and log keeps its input, which is that same y: one "
+                                       "array, saved by two records, is one buffer, and the ledger counts it once"})
 
 
 def check(ex):
