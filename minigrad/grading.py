@@ -111,8 +111,9 @@ class Result:
         return self.status in ("done", "to explain")
 
 
-def exercises(course=COURSE):
-    """Every exercise in exercises/, in order."""
+def exercises(course=None):
+    """Every exercise in exercises/ (or in `course`), in order."""
+    course = course or COURSE
     found = []
     for check_path in sorted(glob.glob(os.path.join(course, "checks", "[0-9][0-9]_*.py"))):
         name = os.path.basename(check_path)[:-3]
@@ -189,13 +190,13 @@ def _trace(e, path):
 
 # ----------------------------------------------------------------------------- what the grader remembers
 
-def state_path(course=COURSE):
+def state_path(course=None):
     """The file that remembers, per exercise, the hints shown and the last failure."""
-    return os.environ.get("MINIGRAD_STATE") or os.path.join(os.path.dirname(os.path.abspath(course)), ".minigrad",
-                                                            "state.json")
+    return os.environ.get("MINIGRAD_STATE") or os.path.join(os.path.dirname(os.path.abspath(course or COURSE)),
+                                                            ".minigrad", "state.json")
 
 
-def _read_state(course=COURSE):
+def _read_state(course=None):
     try:
         with open(state_path(course), encoding="utf-8") as f:
             state = json.load(f)
@@ -204,7 +205,7 @@ def _read_state(course=COURSE):
         return {}
 
 
-def _write_state(state, course=COURSE):
+def _write_state(state, course=None):
     path = state_path(course)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -214,7 +215,7 @@ def _write_state(state, course=COURSE):
         pass  # a read-only clone: the grader forgets, and still grades
 
 
-def next_hint(exercise, course=COURSE):
+def next_hint(exercise, course=None):
     """Reveal one more tier of the exercise's hints: (the hints shown so far, how many there are)."""
     state = _read_state(course)
     shown = state.setdefault("hints", {})
@@ -224,13 +225,13 @@ def next_hint(exercise, course=COURSE):
     return list(exercise.hints[:tier]), len(exercise.hints)
 
 
-def reset_hints(exercise, course=COURSE):
+def reset_hints(exercise, course=None):
     state = _read_state(course)
     state.get("hints", {}).pop(str(exercise.number), None)
     _write_state(state, course)
 
 
-def failed_again(result, course=COURSE):
+def failed_again(result, course=None):
     """Note the result's failure; True if the exercise failed the same way the last time it was graded."""
     state = _read_state(course)
     last = state.setdefault("failures", {})
@@ -252,7 +253,6 @@ def now_build_it(numbers):
     print("\nNow build it:")
     for n in numbers:
         print(f"  python -m minigrad check {n:<3} {titles.get(n, '')}")
-    print("  (python -m minigrad check N --hint: one more hint each time)")
 
 
 # ----------------------------------------------------------------------------- helpers for the checks
