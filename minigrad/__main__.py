@@ -167,8 +167,9 @@ def check(args):
                 print(textwrap.fill(text, width=100, initial_indent=f"  hint {i} of {tiers}: ",
                                     subsequent_indent=" " * 16))
             more = (f"`check {e.number} --hint` again for the next" if len(shown) < tiers else "that was the last")
+            where = os.path.relpath(grading.state_path())
             print(f"  ({more}; `check {e.number} --reset-hints` forgets them, or delete "
-                  f"{os.path.relpath(grading.state_path())})")
+                  f"{grading.state_path() if where.startswith('..') else where})")
         elif first.status in ("failing", "not started"):
             print(f"  (stuck? python -m minigrad check {e.number} --hint: a nudge first, then more)")
     return 0 if done == len(results) else 1

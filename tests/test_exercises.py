@@ -250,3 +250,13 @@ def test_a_traceback_is_the_detail_of_an_error_in_the_learners_code(course):
     result = grading.grade(grading.exercises(course)[1])
     assert result.status == "failing" and "AxisError" in result.message
     assert 'File "' in result.detail and "02_unbroadcast.py" in result.detail and "grad.sum(axis=99)" in result.detail
+
+
+def test_a_gradient_for_pows_exponent_is_explained(course):
+    path = os.path.join(course, "01_elementwise_backward.py")
+    text = open(os.path.join(course, "solutions", "01_elementwise_backward.py")).read()
+    old = "return (g * (p * x ** (p - 1)),)"
+    assert old in text
+    open(path, "w").write(text.replace(old, "return (g * (p * x ** (p - 1)), None)"))
+    result = grading.grade(grading.exercises(course)[0])
+    assert result.status == "failing" and "the exponent is a Python number kept on self" in result.message, result

@@ -14,10 +14,11 @@ LESSON = 7
 HINTS = ("Three questions: in the forward, how do you run the module so that its ops still record but keep nothing? "
          "What does MyCheckpoint's backward need in order to run the module again, and on what, so that a fresh "
          "graph ends at a fresh leaf? And who gives the parameters their gradients?",
-         "Forward: run module(x) under keep_saved(False), then return apply(MyCheckpoint, x, *module.parameters(), "
-         "out=y.data, module=module). Backward: wrap the saved x as a new leaf that requires grad, run the module on "
-         "it under recomputing(), and call backward on the result with g: that gives the parameters their .grad. "
-         "Return the new leaf's gradient for x and None for each parameter.",
+         "Forward: let the segment's ops record but keep nothing (keep_saved(False)), then make the one record with "
+         "apply: x and the parameters as its tensor inputs, the output array and the module as keywords. Backward: "
+         "wrap the saved x as a new leaf that requires grad, run the module on it marked as a recompute, and run "
+         "backward from its output with g: that gives the parameters their .grad. Return the new leaf's gradient for "
+         "x and None for each parameter.",
          "forward: self.module, self.n_params = module, len(params); self.save_for_backward(x); return out. backward: "
          "x_again = mg.tensor(self.saved[0], requires_grad=True); with enable_grad(), recomputing(): y = self.module("
          "x_again); y.backward(g); return (x_again.grad.data,) + (None,) * self.n_params.")
