@@ -1,28 +1,34 @@
-"""Exercise 1: the backward of elementwise ops.
+"""Exercise 1 (after lesson 5): the backward of elementwise ops.
 
-An op in minigrad is a small class (see minigrad/ops/pointwise.py). Its forward(*arrays) computes the output
-from raw NumPy arrays and calls self.save_for_backward(...) with exactly what backward will need.
-Its backward(g) receives g, the gradient of the loss with respect to the op's output (an array of
-the output's shape), reads what forward saved from self.saved, and returns a tuple with one
-gradient per input. For an elementwise op that is the chain rule, element by element:
+An op in minigrad is a small class (the engine's are in minigrad/ops/pointwise.py). Its forward(*arrays)
+computes the output from raw NumPy arrays and names, with self.save_for_backward(...), what its backward
+will read. Its backward(g) receives g, the gradient of the loss with respect to the op's output (an array
+of the output's shape), reads what forward saved from self.saved, and returns a tuple with one gradient
+per array input, even for one. Pow's exponent is a Python number kept on self, not an input.
 
-    d loss / d x  =  g * d out / d x
+For an elementwise op, each output element depends on the input element at the same place and on
+nothing else, so the chain rule works element by element: the gradient at each element of x is the
+incoming g there times the op's own derivative there.
 
-The forwards are written. Write each backward:
+The forwards are written, and each saves one array: the one its derivative can be written from alone.
+For Exp and Tanh that is the OUTPUT, not the input. Write the four backwards, each derivative in terms
+of what was saved.
 
-    d exp(x)  / dx = exp(x)             (Exp saved its output y = exp(x): reuse it)
-    d tanh(x) / dx = 1 - tanh(x)^2      (Tanh saved its output y = tanh(x))
-    d log(x)  / dx = 1 / x              (Log saved its input x)
-    d x^p     / dx = p * x^(p - 1)      (Pow saved its input x; the constant p is self.exponent)
+Graded: each backward against central finite differences in float64 (which element, what was expected,
+what came), the forward against NumPy, the tuple, and what Exp and Tanh keep (mg.profile: their output
+and nothing else).
 
-Each must return a tuple with one gradient per array input, even for one: `return (g * something,)`.
-Pow's exponent is a Python number kept on self, not an input: Pow.backward returns a 1-tuple too.
-Grade it:  python -m minigrad check 1
+Explain (graded: set EXPLAIN, below, to a number). y = x.exp(); z = y.log() runs on a float32 x of
+1,000 elements that requires grad. How many bytes do the two records keep for their backward, together,
+counted as the ledger counts them?
+
+Grade it:  python -m minigrad check 1        (stuck? python -m minigrad check 1 --hint)
 """
 import numpy as np
 
 from minigrad.ops import Op
 
+EXPLAIN = None  # your answer to the question at the end of the docstring
 
 class Exp(Op):
     name = "exp"
@@ -34,7 +40,7 @@ class Exp(Op):
         return y
 
     def backward(self, g):
-        raise NotImplementedError("Exercise 1 (Exp.backward): the derivative of exp is exp itself, which forward saved")
+        raise NotImplementedError("Exercise 1 (Exp.backward): the gradient at x is not written yet")
 
 
 class Tanh(Op):
@@ -47,7 +53,7 @@ class Tanh(Op):
         return y
 
     def backward(self, g):
-        raise NotImplementedError("Exercise 1 (Tanh.backward): the derivative is 1 - y * y, with y = self.saved[0]")
+        raise NotImplementedError("Exercise 1 (Tanh.backward): the gradient at x is not written yet")
 
 
 class Log(Op):
@@ -59,7 +65,7 @@ class Log(Op):
         return np.log(x)
 
     def backward(self, g):
-        raise NotImplementedError("Exercise 1 (Log.backward): the derivative is 1 / x, with x = self.saved[0]")
+        raise NotImplementedError("Exercise 1 (Log.backward): the gradient at x is not written yet")
 
 
 class Pow(Op):
@@ -72,5 +78,4 @@ class Pow(Op):
         return x ** exponent
 
     def backward(self, g):
-        raise NotImplementedError("Exercise 1 (Pow.backward): the derivative is p * x ** (p - 1), "
-                                  "with p = self.exponent and x = self.saved[0]")
+        raise NotImplementedError("Exercise 1 (Pow.backward): the gradient at x is not written yet")

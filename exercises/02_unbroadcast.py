@@ -1,24 +1,29 @@
-"""Exercise 2: unbroadcasting, the backward of NumPy's broadcasting.
+"""Exercise 2 (after lesson 6): unbroadcasting, the backward of NumPy's broadcasting.
 
-`a + b` with a of shape (4, 3) and b of shape (3,) adds b to every row: NumPy *broadcasts* b, as if
-it were copied 4 times. Each copy of b[j] touched the loss, so b's gradient is the SUM of the
-incoming gradient over the copies. The same holds for a size-1 dim: b of shape (4, 1) is copied
-along dim 1, so its gradient sums over dim 1 and keeps that dim, with size 1.
+`a + b` with a of shape (4, 3) and b of shape (3,) adds b to every row: NumPy broadcasts b, as if it
+were copied 4 times. Each copy of b[j] touched the loss, so the gradient of b[j] gathers what arrived
+at every one of its copies. Broadcasting lines shapes up from the right, and makes copies in two ways:
+a dim that one side lacks on the left, and a dim where one side has size 1.
 
-Broadcasting compares shapes from the right:
+Before you write anything, work out by hand, for a gradient of shape (2, 4, 3) arriving at a tensor of
+shape (4, 1): which of the gradient's dims are copies, and which shape comes out at each step.
 
-    grad (2, 4, 3)   ->  shape (4, 1):  sum over dim 0 (a leading dim b does not have),
-                                        then over grad's dim 2 (b's dim 1, where b has size 1),
-                                        keeping it with size 1.
+Write unbroadcast(grad, shape): `grad` (a NumPy array) is the gradient at the broadcast result; return
+the gradient of the tensor that had `shape`: an array of exactly that shape. When nothing was broadcast
+(the shapes are equal), give back the very array you were given: no copy, no work. Every op with two
+inputs runs this in its backward (Add in minigrad/ops/pointwise.py).
 
-Write unbroadcast(grad, shape): sum `grad` down to `shape` (return grad itself when the shapes
-already match). Every op with two inputs uses this in its backward (see Add in minigrad/ops/pointwise.py).
-Useful: grad.sum(axis=tuple_of_axes, keepdims=...), .reshape(shape).
+Graded: against the definition (each element gathers its copies' gradients) on shapes that broadcast in
+every way: leading dims, size-1 dims, both, none, and a 0-d shape (); and that equal shapes cost nothing.
 
-Grade it:  python -m minigrad check 2
+Explain (graded: set EXPLAIN, below, to a number). a has shape (4, 3), b has shape (3,), both require
+grad, and loss = (a + b).sum(). What is b.grad[0]?
+
+Grade it:  python -m minigrad check 2        (stuck? python -m minigrad check 2 --hint)
 """
+
+EXPLAIN = None  # your answer to the question at the end of the docstring
 
 
 def unbroadcast(grad, shape):
-    raise NotImplementedError("Exercise 2 (unbroadcast): sum grad over its leading dims that shape lacks, and "
-                              "over the dims where shape has size 1 (keepdims), so that the result has `shape`")
+    raise NotImplementedError("Exercise 2 (unbroadcast): the gradient summed down to `shape` is not written yet")

@@ -1,4 +1,4 @@
-"""Exercise 3: the backward of a batched matmul.
+"""Exercise 3 (after lesson 6): the backward of a batched matmul.
 
 `a @ b` multiplies the last two dims as matrices, and broadcasts the dims before them (the batch
 dims) as NumPy broadcasts any elementwise op:
@@ -7,31 +7,32 @@ dims) as NumPy broadcasts any elementwise op:
     a (B, m, k)     @ b (B, k, n)  -> out (B, m, n)         one product per batch entry
     a (2, 1, m, k)  @ b (5, k, n)  -> out (2, 5, m, n)      batch dims (2, 1) and (5,) broadcast to (2, 5)
 
-For one pair of matrices, with g = d loss / d out of out's shape (m, n):
+Derive the two gradients for one pair of matrices first, from one element: out[i, j] is the sum over
+l of a[i, l] * b[l, j]. Which elements of out does a[i, l] touch, and with what factor? Write the sum
+that gives d loss / d a[i, l] from g = d loss / d out, and read it as a matrix product; the same for b.
+Check the shapes: the gradient of a is (m, k), of b is (k, n).
 
-    d loss / d a = g @ b^T      (m, n) @ (n, k) -> (m, k)
-    d loss / d b = a^T @ g      (k, m) @ (m, n) -> (k, n)
+With batch dims the per-matrix rule holds for every batch entry, and `@` on stacks of matrices applies
+it to each. What comes out has the BROADCAST batch dims: in the third line above, a[i, 0] was used by
+5 products, and its gradient gathers all 5 (exercise 2; minigrad.ops has its unbroadcast, imported below).
 
-With batch dims the same two formulas hold for every batch entry, and `@` on stacks of matrices does
-exactly that, provided "transpose" swaps only the LAST TWO dims: x.swapaxes(-1, -2). (x.T reverses
-every dim: right for a matrix, wrong for a stack of them.)
+Write matmul_backward(g, a, b) -> (ga, gb) on raw NumPy arrays, for a and b with at least 2 dims: ga of
+a's shape and dtype, gb of b's. (NumPy also takes a 1-d a or b; that case is not graded.)
 
-What comes out has the broadcast batch dims: for a (2, 1, m, k) above, g @ b^T is (2, 5, m, k). The
-one matrix a[i, 0] was used by the 5 products out[i, 0], ..., out[i, 4], so its gradient is the sum of
-those 5: sum over the broadcast batch dims, which is unbroadcast from exercise 2 (minigrad.ops has the
-same function, imported below). Likewise b (5, k, n) was used by out[0, j] and out[1, j].
+Graded: against minigrad's Matmul in float64 on plain, batched and broadcast shapes (which element,
+expected, got; a shape error with the case that caused it); float32 in gives float32 out.
 
-Write matmul_backward(g, a, b) -> (ga, gb) on raw NumPy arrays, for a and b with at least 2 dims: ga
-of a's shape and dtype, gb of b's. (NumPy also takes 1-d a or b, as a row or a column; that case is
-not graded. minigrad/ops/linear.py's Matmul handles it: read it after.)
+Explain (graded: set EXPLAIN, below, to a number). For 2-d a and b that both need a gradient, the
+backward's matrix products cost how many times the forward's FLOPs?
 
-Grade it:  python -m minigrad check 3
+Grade it:  python -m minigrad check 3        (stuck? python -m minigrad check 3 --hint)
 """
 import numpy as np
 
 from minigrad.ops import unbroadcast
 
+EXPLAIN = None  # your answer to the question at the end of the docstring
+
 
 def matmul_backward(g, a, b):
-    raise NotImplementedError("Exercise 3 (matmul_backward): per matrix ga = g @ b^T and gb = a^T @ g, with the "
-                              "last two dims swapped by .swapaxes(-1, -2); then unbroadcast each to its input's shape")
+    raise NotImplementedError("Exercise 3 (matmul_backward): the gradients of a and b are not written yet")

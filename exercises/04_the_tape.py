@@ -1,4 +1,4 @@
-"""Exercise 4: the tape walk, backward() itself.
+"""Exercise 4 (after lesson 5): the tape walk, backward() itself.
 
 Every op applied to a tensor that requires grad leaves a record on the tape: the op instance itself
 (a minigrad.ops.Op, as in exercise 1), reachable from its output as `out.grad_fn`. A record has
@@ -8,16 +8,10 @@ Every op applied to a tensor that requires grad leaves a record on the tape: the
                         with requires_grad=True, a weight), or None (an input that needs no gradient)
     record.seq          its creation number: larger than that of every record that made its inputs
 
-backward(root) walks this graph from root.grad_fn down to the leaves:
+Write backward(root): from a scalar root that requires grad, give every leaf the root reaches its
+gradient d root / d leaf in leaf.grad, as root.backward() does, walking the records yourself.
 
-    1. Collect the records reachable from root.grad_fn by following .next (a record, not a leaf or None).
-    2. Order them so that each record runs only after EVERY record that uses its output has run, and so
-       has handed it its share of the gradient. Newest first (sorted by .seq, descending) is such an
-       order: a record is always newer than the records that made its inputs.
-    3. Start with g = np.ones_like(root.data) for the root's record (d root / d root = 1; root is a
-       scalar). Run each record's backward(g) and hand each input's gradient on, through record.next:
-       to a record, ADD it to what that record has received so far (an h used by two ops gets two
-       gradients: fan-out); to a leaf, add it into leaf.grad.
+Think it through on this graph before you write a line:
 
     h = x.tanh(); root = (h.exp().tanh() * h).sum()
 
@@ -25,35 +19,37 @@ backward(root) walks this graph from root.grad_fn down to the leaves:
                   |                              +--[mul]--> . --[sum]--> root
                   +------------------------------+
 
-    The record that made h (the first tanh) gets a gradient along each path, and may run only after
-    both have arrived: after mul, exp and the second tanh.
+What does the record that made h need before its own backward may run? In which order, then, may the
+records run, and how do you find that order on any graph, cheaply? What gradient starts the walk?
 
-Three traps, each graded:
-  - No recursion. A chain of 100,000 ops is 100,000 nested calls, and Python stops at 1,000
-    (sys.getrecursionlimit()). Walk with a list as an explicit stack.
-  - Add out of place (total = total + gi, not total += gi): an op may hand one array to two inputs (Add
-    gives g to both), and Sum hands a read-only broadcast view.
-  - Records are dict keys and set members by identity; tensors are not (their == is elementwise). You
-    never need a leaf as a key: add into leaf.grad at once.
+The contract for a leaf: leaf.grad is a Tensor in the leaf's dtype, holding an array of its own (not
+one an op handed on, which another input may share). A second backward adds into it, as in PyTorch:
+gradient accumulation (exercise 11) stands on that.
 
-A leaf's gradient: `leaf.grad = mg.tensor(gi, dtype=leaf.dtype)` the first time (a copy, in the leaf's
-dtype), else
-`leaf.grad = mg.tensor(leaf.grad.data + gi, dtype=leaf.dtype)`. Calling backward twice adds up, as in
-PyTorch: gradient accumulation stands on it.
+Graded, against minigrad's own backward in float64: an x used three times, the diamond above, one
+array handed to two inputs, a 2-layer MLP; that you walk the records yourself (root.backward() inside
+does not count: the check sees it); that two calls add up; and a chain of 100,000 ops, in a time that
+grows like the chain. Three traps lie there, and the check names each one it meets:
+  - Python allows sys.getrecursionlimit() (1,000) nested calls, and a chain is as deep as it is long.
+  - An op may hand one array to two inputs (Add gives g to both), and Sum hands a read-only view: an
+    array you did not make is not yours to write into.
+  - Tensors compare elementwise (== makes a tensor), so they are no good as dict keys; records are
+    compared by identity, and are.
+(minigrad's own walk, which also frees each record's saved arrays as it goes, is in minigrad/tensor/tape.py:
+read it after.)
 
-minigrad's own walk is _run_tape in minigrad/tensor/tape.py (read it after): it also frees each record's
-saved arrays as soon as it has run, and knows checkpoints; you need neither. Calling root.backward()
-here does not count: the check sees it.
+Explain (graded: set EXPLAIN, below, to a number). In the diamond above, how many gradient arrays
+arrive at the record that made h, before it runs?
 
-Grade it:  python -m minigrad check 4
+Grade it:  python -m minigrad check 4        (stuck? python -m minigrad check 4 --hint)
 """
-import numpy as np
+import numpy as np  # noqa: F401
 
-import minigrad as mg
-from minigrad.ops import Op
+import minigrad as mg  # noqa: F401
+from minigrad.ops import Op  # noqa: F401  (isinstance(n, Op): a record, not a leaf)
+
+EXPLAIN = None  # your answer to the question at the end of the docstring
 
 
 def backward(root):
-    raise NotImplementedError("Exercise 4 (backward): collect the records from root.grad_fn with a list as a stack "
-                              "(follow record.next; isinstance(n, Op)), sort them by .seq newest first, then run "
-                              "record.backward(g) and hand each gradient on")
+    raise NotImplementedError("Exercise 4 (backward): the walk from root.grad_fn down to the leaves is not written yet")

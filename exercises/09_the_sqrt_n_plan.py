@@ -1,4 +1,4 @@
-"""Exercise 9: the sqrt(n) plan. Cut a chain, then predict, byte by byte, what checkpointing it costs.
+"""Exercise 9 (after lesson 3): the sqrt(n) plan. Cut a chain, then predict, byte by byte, what checkpointing it costs.
 
 A chain is n functions applied in turn, x_{i+1} = f_i(x_i) (a Linear, a Tanh, a LayerNorm, ...).
 minigrad.schedules.Chain describes one by what each function keeps when it runs normally:
@@ -10,8 +10,9 @@ minigrad.schedules.Chain describes one by what each function keeps when it runs 
     chain.flops[i]         f_i's forward FLOPs;  len(chain) = n
 
 1. sqrt_plan(chain): the segments [(lo, hi), ...] that checkpoint_sequential(functions, 'sqrt', x)
-   cuts, as PyTorch's does: s = round(sqrt(n)) segments (at least 1) of n // s functions each, the
-   last one taking what is left. n = 10: s = 3, [(0, 3), (3, 6), (6, 10)].
+   cuts, as PyTorch's does: about sqrt(n) segments (sqrt(n) rounded to the nearest whole number, and at
+   least one), all of the same whole size but the last, which takes what is left. n = 10: [(0, 3),
+   (3, 6), (6, 10)].
 
 2. saved_by(chain, lo, hi): {buffer: bytes} of what running f_lo .. f_{hi-1} normally keeps. Name the
    buffers so that one array is one key: x_i is the key i (whether f_{i-1} saves it as its output or
@@ -19,21 +20,17 @@ minigrad.schedules.Chain describes one by what each function keeps when it runs 
    A Linear -> Tanh pair (0, 2) keeps {0: bytes of x_0, 2: bytes of x_2}.
 
 3. predict(chain, segments) -> (peak activation bytes, recompute FLOPs): what mg.profile will measure
-   when checkpoint_segments(functions, segments, x) runs, then backward. Every segment but the last
-   runs under mg.checkpoint; simulate what the engine holds, moment by moment, as a dict of buffers:
+   when checkpoint_segments(functions, segments, x) runs, then backward. What the engine does:
 
-   - End of the forward. A checkpointed segment (lo, hi) keeps only its input x_lo (the checkpoint's
-     record saves it) and nothing of its insides. The last segment runs normally and keeps
-     saved_by(chain, lo, hi). Held: the kept inputs of all checkpointed segments and the last
-     segment's saves. (The forward only adds, so this is the forward's peak.)
-   - Backward, the last segment first: it frees its saves as its backward runs. Then each
-     checkpointed segment k = (lo, hi), last first: it is recomputed, running normally again, so it
-     holds saved_by(chain, lo, hi), and recompute FLOPs grow by flops[lo] + ... + flops[hi-1]. Meanwhile
-     the kept inputs of segments k, k-1, ..., 0 are still held; those of the segments after k are
-     gone, freed when their checkpoints' backward ran. Then its backward frees all of that.
+   - Every segment but the last runs under mg.checkpoint: its one record saves the segment's input,
+     and nothing of its insides. The last segment runs normally.
+   - Backward runs the records newest first, and each frees what it saved as soon as its own backward
+     has run. A checkpoint's backward first runs its segment again, normally (that is the recompute),
+     then backpropagates through it, freeing those saves as it goes.
+   - Gradients in flight are not activations: leave them out.
 
-   The peak is the largest total over these moments (len(segments) of them). Gradients in flight
-   are not activations: leave them out. The last segment is never recomputed.
+   From these rules alone, find the moments at which the held bytes can peak, and what is held at
+   each. Simulate them with dicts of buffers, as saved_by names them.
 
 Check your numbers against measurement yourself, as the grader does:
 
@@ -43,27 +40,30 @@ Check your numbers against measurement yourself, as the grader does:
     prof.peak_bytes("activations"), prof.flops("recompute")
 
 (set_checkpoint_early_stop(False) makes every op of a recomputed segment run again, the model above. By
-default minigrad's recompute skips the ops whose results backward does not read, such as a segment's last
-Linear and Tanh: NOTE [recompute what backward reads] in minigrad/checkpoint/policies.py, and chain.reruns.)
+default minigrad's recompute skips the ops whose results backward does not read: lesson 11.)
 
-(minigrad/schedules.py holds the answer: segment_bounds, _normal, predict; read it after.)
-Grade it:  python -m minigrad check 9
+Graded: sqrt_plan against checkpoint_sequential's cut for n = 1 .. 40; saved_by and predict on seeded
+random chains and plans; then your plan and prediction against mg.profile on real chains.
+
+Explain (graded: set EXPLAIN, below, to a number). A chain of 10 functions of equal FLOPs, cut by
+sqrt_plan: backward recomputes how many functions' forwards?
+
+Grade it:  python -m minigrad check 9        (stuck? python -m minigrad check 9 --hint)
 """
-import math
+import math  # noqa: F401
 
 from minigrad.schedules import Chain  # noqa: F401  (what `chain` is)
 
+EXPLAIN = None  # your answer to the question at the end of the docstring
+
 
 def sqrt_plan(chain):
-    raise NotImplementedError("Exercise 9 (sqrt_plan): s = max(1, round(math.sqrt(n))) segments of n // s "
-                              "functions, the last one ending at n")
+    raise NotImplementedError("Exercise 9 (sqrt_plan): not written yet")
 
 
 def saved_by(chain, lo, hi):
-    raise NotImplementedError("Exercise 9 (saved_by): for i in range(lo, hi), add x_i if chain.saves_input[i], "
-                              "x_{i+1} if chain.saves_output[i], ('other', i) if chain.other_bytes[i]")
+    raise NotImplementedError("Exercise 9 (saved_by): not written yet")
 
 
 def predict(chain, segments):
-    raise NotImplementedError("Exercise 9 (predict): the peak over the end of the forward and each checkpointed "
-                              "segment's recompute, last first; the recompute FLOPs of all but the last segment")
+    raise NotImplementedError("Exercise 9 (predict): not written yet")

@@ -6,7 +6,7 @@ An MLP trains for one warm-up step (that step makes AdamW's two moments), then o
 runs under mg.profile(model, opt): a steady-state step, as every step after the first is. The
 profile counts every buffer the engine holds, in five categories (parameters, optimizer state,
 gradients, activations saved for backward, transient arrays), and every FLOP. We compare what
-it measured with what a learner derives by hand (minigrad/formulas.py, docs/ledger.md).
+it measured with what a learner derives by hand (exercise 6; the formulas are in minigrad/formulas.py, for after).
 
 Then the same step runs again with one line moved: opt.zero_grad() after the forward pass
 instead of before it (as many training loops write it, lesson 1 among them). zero_grad() drops
@@ -45,7 +45,7 @@ from _lesson import command_line, finish, save_plot
 SEED = 0
 BATCH, WIDTH, DEPTH, IN = 256, 256, 8, 128
 MiB = 2 ** 20
-EXERCISES = (5, 6)  # python -m minigrad check N: build what this lesson measures
+EXERCISES = (6,)  # python -m minigrad check N: the exercises this lesson prepares (the ledger, by hand)
 PLOTS = {"02_memory_timeline.png": "one steady-state training step, event by event, with zero_grad before the "
                                    "forward and after it: the last step's gradients ride through the forward"}
 
@@ -189,9 +189,8 @@ def main(argv=None):
     params = sum(p.numel() * 4 for p in model.parameters())
     start, fwd, bwd, end = (at(points, k) for k in ("start", "forward done", "backward done", "step"))
     hand = formulas.mlp_saved_bytes(BATCH, sizes, itemsize=4)
-    print(f"\nactivations after forward: measured {format_bytes(fwd['activations'])}; by hand B x (in + widths) x 4 "
-          f"bytes = {BATCH} x {sum(sizes)} x 4 = {format_bytes(hand)}  "
-          f"({'equal' if hand == fwd['activations'] else 'DIFFERENT'})")
+    print(f"\nactivations after forward: measured {format_bytes(fwd['activations'])}; by hand (the formula is "
+          f"exercise 6's to derive) {format_bytes(hand)}  ({'equal' if hand == fwd['activations'] else 'DIFFERENT'})")
     print(f"activations after backward: {format_bytes(bwd['activations'])} (every record freed its saved arrays "
           f"as soon as its backward had run)")
     print(f"parameters: {format_bytes(params)} by hand; gradients after backward: {format_bytes(bwd['gradients'])} "
@@ -202,8 +201,8 @@ def main(argv=None):
                    f"this step made {format_bytes(end['optimizer'] - start['optimizer'])}"))
     f_hand, b_hand = formulas.mlp_matmul_flops(BATCH, sizes)
     print(f"matmul FLOPs: forward {format_flops(prof.flops('forward', 'matmul'))} (by hand {format_flops(f_hand)}), "
-          f"backward {format_flops(prof.flops('backward', 'matmul'))} (by hand 2x forward less the first layer's dx: "
-          f"{format_flops(b_hand)})")
+          f"backward {format_flops(prof.flops('backward', 'matmul'))} (by hand {format_flops(b_hand)}; why backward "
+          f"is not simply twice the forward is exercise 6's to find)")
 
     # the same step with zero_grad() after the forward pass
     late, late_points, _, _ = profiled_step(zero_grad_first=False)

@@ -31,7 +31,7 @@ import minigrad as mg
 from minigrad.profiler import format_bytes
 from minigrad.tensor import records_since
 
-from _lesson import command_line, save_plot
+from _lesson import command_line, finish, save_plot
 
 # %%
 # settings
@@ -41,6 +41,7 @@ DEPTH = 50_000            # ops in the deep chain of part 3
 QUICK_DEPTH = 5_000       # --quick: still five times Python's recursion limit
 SHALLOW = 500             # a chain a recursive walk still manages
 FACTOR = 1.00001          # the deep chain multiplies by this at every op
+EXERCISES = (1, 4, 5)  # python -m minigrad check N: the exercises this lesson prepares
 PLOTS = {"05_tape.png": "the recorded graph of a small expression, each record's saved bytes on it, "
                         "and the activation bytes rising in forward and draining in backward"}
 
@@ -207,7 +208,7 @@ def part2(named, records, rows, kept_before, after, prof):
 # micrograd finds the order of its backward with a recursive depth-first search. Python allows
 # sys.getrecursionlimit() nested calls; a chain of ops is as deep as it is long. minigrad
 # runs the records newest first, by seq: a record is always newer than the records that made
-# its inputs. records_since collects them with a list as a stack (exercise 4 then sorts them);
+# its inputs. records_since collects them with a list as a stack (exercise 4 is a walk of your own);
 # backward itself keeps the records that have a gradient waiting in a heap by seq, as PyTorch's
 # engine does, and always runs the newest: the same order, without a second pass.
 # Raising the limit (sys.setrecursionlimit) moves the wall rather than removing it: the depth
@@ -378,9 +379,7 @@ def main(argv=None):
     part3(QUICK_DEPTH if args.quick else DEPTH)
     if not args.no_plot:
         draw(picture, prof.timeline(), records)
-    print("\nNow build it: python -m minigrad check 1  (the backward of elementwise ops: what each record computes)\n"
-          "              python -m minigrad check 2  (unbroadcasting, which add and mul call: next lesson)\n"
-          "              python -m minigrad check 4  (the tape walk itself: collect, order, hand gradients on)")
+    finish(EXERCISES)
 
 
 # %%

@@ -26,7 +26,7 @@ import minigrad as mg
 from minigrad import ops
 from minigrad.tensor import apply
 
-from _lesson import command_line, save_plot
+from _lesson import command_line, finish, save_plot
 
 # %%
 # settings
@@ -34,6 +34,7 @@ SEED = 0
 ROWS, COLS = 5, 4             # a is (ROWS, COLS); b is broadcast over the rows (or the columns)
 BATCH, SEQ, IN, OUT_F = 2, 3, 6, 4   # part 3: x (BATCH, SEQ, IN) into Linear(IN, OUT_F)
 EPS = 1e-6                    # the step of the central differences (everything here is float64)
+EXERCISES = (2, 3)  # python -m minigrad check N: the exercises this lesson prepares
 PLOTS = {"06_broadcasting.png": "the gradient arriving at each broadcast copy, and its sum, as "
                                 "heatmaps (engine, finite differences, the wrong mean)"}
 
@@ -298,8 +299,7 @@ def main(argv=None):
     part4()
     if not args.no_plot:
         plot(rows_case, cols_case, linear_case)
-    print("\nNow build it: python -m minigrad check 2  (unbroadcast: sum a gradient down to its input's shape)\n"
-          "              python -m minigrad check 3  (the batched matmul's backward, summed over broadcast batch dims)")
+    finish(EXERCISES)
 
 
 # %%

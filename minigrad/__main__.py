@@ -4,6 +4,8 @@
     python -m minigrad lesson 3          one lesson (extra arguments go to it: lesson 3 --quick)
     python -m minigrad check             grade every exercise in exercises/ (a table, then the first hint)
     python -m minigrad check 2           grade exercise 2 only
+    python -m minigrad check 2 --hint    ... and show one more hint (a nudge, the key idea, the near-solution)
+    python -m minigrad check 2 --explain ... and the full trace of a failing check
     python -m minigrad check --solutions grade the reference solutions instead (they all pass)
     python -m minigrad curve             checkpointing's memory against recompute for an MLP: a table and out/curve.png
     python -m minigrad curve --gpt       the same for the GPT's blocks
@@ -132,25 +134,56 @@ def check(args):
         print(f"check: no exercises found in {grading.COURSE}: the course lives in a clone of the repository",
               file=sys.stderr)
         return 2
-    chosen = everything
+    chosen = grading.arc(everything)  # in the order of the course: the lesson that prepares each, then its number
     if args.number is not None:
         chosen = [e for e in everything if e.number == args.number]
         if not chosen:
             print(f"check {args.number}: there is no exercise {args.number}; they are numbered "
                   f"{everything[0].number} to {everything[-1].number}", file=sys.stderr)
             return 2
+    if args.reset_hints:
+        for e in chosen:
+            grading.reset_hints(e)
+        print(f"hints forgotten for {'exercise ' + str(args.number) if args.number is not None else 'every exercise'}"
+              f": the next --hint starts again at the first")
+        return 0
     results = [grading.grade(e, solutions=args.solutions) for e in chosen]
     width = max(len(r.exercise.title) for r in results)
-    print(f"{'':3}{'exercise':<{width + 2}}status")
+    print(f"{'':3}{'exercise':<{width + 2}}{'after':<10}status")
     for r in results:
-        print(f"{r.exercise.number:>2} {r.exercise.title:<{width + 2}}{r.status}")
+        print(f"{r.exercise.number:>2} {r.exercise.title:<{width + 2}}{'lesson ' + str(r.exercise.lesson):<10}"
+              f"{r.status}")
     done = sum(r.status == "done" for r in results)
     print(f"\n{done} of {len(results)} done" + (" (the reference solutions)" if args.solutions else ""))
     first = next((r for r in results if r.status != "done"), None)
+    if first is None and args.hint and args.number is not None:
+        first = results[0]  # done, and a hint asked for all the same: the hints are the reader's to see
     if first is not None:
-        where = first.exercise.solution if args.solutions else first.exercise.path
-        print(f"\nNext: exercise {first.exercise.number}, {first.exercise.title} ({os.path.relpath(where)})\n"
-              f"  {first.message}")
+        e = first.exercise
+        where = e.solution if args.solutions else e.path
+        print(f"\nNext: exercise {e.number}, {e.title} ({os.path.relpath(where)}), after lesson {e.lesson} "
+              f"(python -m minigrad lesson {e.lesson})" if first.status != "done" else
+              f"\nExercise {e.number}, {e.title}: done")
+        if first.message:
+            print(f"  {first.message}")
+        again = not args.solutions and grading.failed_again(first)
+        if first.detail and (args.explain or again):
+            why = "" if args.explain else " (the same failure as last time)"
+            print(f"\nThe full trace{why}:\n" + textwrap.indent(first.detail, "  "))
+        elif first.detail:
+            print(f"  (the full trace: python -m minigrad check {e.number} --explain)")
+        if args.hint and e.hints:
+            shown, tiers = grading.next_hint(e)
+            print()
+            for i, text in enumerate(shown, 1):
+                print(textwrap.fill(text, width=100, initial_indent=f"  hint {i} of {tiers}: ",
+                                    subsequent_indent=" " * 16))
+            more = (f"`check {e.number} --hint` again for the next" if len(shown) < tiers else "that was the last")
+            where = os.path.relpath(grading.state_path())
+            print(f"  ({more}; `check {e.number} --reset-hints` forgets them, or delete "
+                  f"{grading.state_path() if where.startswith('..') else where})")
+        elif first.status in ("failing", "not started"):
+            print(f"  (stuck? python -m minigrad check {e.number} --hint: a nudge first, then more)")
     return 0 if done == len(results) else 1
 
 
@@ -435,6 +468,11 @@ def main(argv=None):
     p = sub.add_parser("check", help="grade the exercises in exercises/")
     p.add_argument("number", type=int, nargs="?", help="one exercise (all of them when left out)")
     p.add_argument("--solutions", action="store_true", help="grade the reference solutions instead")
+    p.add_argument("--hint", action="store_true",
+                   help="show one more hint for the exercise (three tiers: a nudge, the key idea, the near-solution)")
+    p.add_argument("--explain", action="store_true",
+                   help="show the full trace of a failing check (it also comes when the same failure comes twice)")
+    p.add_argument("--reset-hints", action="store_true", help="forget the hints shown (for one exercise, or all)")
     p.set_defaults(run=check)
     p = sub.add_parser(
         "curve", help="checkpointing's memory against recompute for an MLP or the GPT: a table and out/curve.png",

@@ -66,7 +66,7 @@ def test_lesson_01_trains_and_reports_measured_numbers(tmp_path):
     end = float(re.search(r", ([\d.]+) at the end", out).group(1))
     baseline = float(re.search(r"unigram baseline .*: ([\d.]+) nats/char", out).group(1))
     assert end < start - 0.5 and end < baseline  # 40 steps already bring the loss down, below the baseline
-    assert [1, 4, 12] == [int(n) for n in re.findall(r"check (\d+)", out)]
+    assert [12] == [int(n) for n in re.findall(r"check (\d+)", out)]  # the one exercise lesson 1 prepares
 
 
 def test_lesson_02_measures_a_steady_step_and_the_late_zero_grad(tmp_path):

@@ -48,6 +48,12 @@ def test_the_learners_file_passes(exercise):
     assert result.status == "done", f"{result.status}: {result.message}"
 
 
+@pytest.fixture(autouse=True)
+def _own_state(tmp_path, monkeypatch):
+    """What the grader remembers (hints shown, the last failure) goes to a file of this test's own."""
+    monkeypatch.setenv("MINIGRAD_STATE", str(tmp_path / "state.json"))
+
+
 @pytest.fixture
 def course(tmp_path):
     """A copy of the course, to break on purpose."""
@@ -111,7 +117,10 @@ def test_check_on_the_stubs_shows_none_done_and_the_first_hint():
     r = run("check")
     assert r.returncode == 1, r.stderr
     assert f"0 of {len(EXERCISES)} done" in r.stdout
-    assert "Next: exercise 1" in r.stdout and "Exercise 1 (Exp.backward)" in r.stdout
+    first = grading.arc(EXERCISES)[0]  # the course's order: the exercise that the first lesson prepares
+    assert first.lesson == 1 and f"Next: exercise {first.number}, " in r.stdout, r.stdout
+    assert f"after lesson 1 (python -m minigrad lesson 1)" in r.stdout and f"Exercise {first.number} (" in r.stdout
+    assert f"python -m minigrad check {first.number} --hint" in r.stdout
 
 
 def test_check_on_the_solutions_shows_all_done():
@@ -131,3 +140,123 @@ def test_bad_input_gets_a_message_not_a_traceback(args, message):
 def test_help_names_the_commands():
     r = run("--help")
     assert r.returncode == 0 and all(c in r.stdout for c in ("tour", "lesson", "check"))
+
+
+# ----------------------------------------------------------------------------- hints, the full trace, the question
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=[e.name for e in EXERCISES])
+def test_every_exercise_has_three_tiers_of_hints_and_a_question(exercise):
+    assert len(exercise.hints) == 3 and all(len(h) > 40 for h in exercise.hints), exercise.hints
+    assert len(set(exercise.hints)) == 3
+    assert exercise.question is not None
+    text = open(exercise.path, encoding="utf-8").read()
+    assert "Explain (graded" in text and re.search(r"^EXPLAIN = None\b", text, re.M), exercise.path
+    stub = grading.load(exercise.path)
+    assert exercise.question.judge(stub.EXPLAIN) == "no answer yet"
+    assert exercise.question.judge(grading.load(exercise.solution).EXPLAIN) is None
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=[e.name for e in EXERCISES])
+def test_the_stub_messages_say_what_is_missing_not_how(exercise):
+    """Short: a stub's NotImplementedError names the piece and says what is missing; the hints say how."""
+    messages = re.findall(r'NotImplementedError\(((?:"[^"]*"\s*)+)\)', open(exercise.path).read())
+    assert messages
+    for message in messages:
+        text = "".join(re.findall(r'"([^"]*)"', message))
+        assert re.match(rf"Exercise {exercise.number} \([\w.]+\): ", text), text
+        assert len(text) < 110, f"{exercise.name}: {text!r} says more than what is missing"
+
+
+def _learner_file(course, number, text):
+    exercise = next(e for e in grading.exercises(course) if e.number == number)
+    with open(exercise.path, "w") as f:
+        f.write(text)
+    return exercise
+
+
+def test_the_question_is_asked_once_the_code_passes(course):
+    exercise = next(e for e in grading.exercises(course) if e.number == 2)
+    reference = open(exercise.solution).read()
+    _learner_file(course, 2, reference.replace("EXPLAIN = 4", "EXPLAIN = None"))
+    result = grading.grade(exercise)
+    assert result.status == "to explain" and result.code_passes, result
+    assert "One question is left" in result.message and "EXPLAIN" in result.message
+    _learner_file(course, 2, reference.replace("EXPLAIN = 4", "EXPLAIN = 1"))
+    result = grading.grade(exercise)
+    assert result.status == "to explain" and "EXPLAIN = 1 is not it: " in result.message, result.message
+    assert "their gradients add up" in result.message
+    _learner_file(course, 2, reference.replace("EXPLAIN = 4", "EXPLAIN = 4.0"))
+    assert grading.grade(exercise).status == "done"
+
+
+def test_a_choice_and_a_number_are_judged():
+    q = grading.Question("b", wrong={"a": "why not a"})
+    assert q.judge("B") is None and q.judge("(b)") is None and q.judge(None) == "no answer yet"
+    assert q.judge("a") == "EXPLAIN = 'a' is not it: why not a" and q.judge("c") == "EXPLAIN = 'c' is not it"
+    q = grading.Question(48 / 9, tolerance=0.005, wrong={16: "why not 16"})
+    assert q.judge(5.33) is None and q.judge(5.4) == "EXPLAIN = 5.4 is not it"
+    assert q.judge(16) == "EXPLAIN = 16 is not it: why not 16" and "a number" in q.judge("five")
+
+
+def test_hints_come_one_tier_at_a_time_and_are_remembered():
+    assert "MINIGRAD_STATE" in os.environ  # this test's own file (the autouse fixture)
+    r = run("check", "9", "--hint")
+    first = [line for line in r.stdout.splitlines() if "hint " in line and " of 3:" in line]
+    assert [line.split(":")[0].strip() for line in first] == ["hint 1 of 3"], r.stdout
+    assert "check 9 --hint` again for the next" in r.stdout and "--reset-hints" in r.stdout
+    r = run("check", "9", "--hint")
+    assert "hint 1 of 3" in r.stdout and "hint 2 of 3" in r.stdout and "hint 3 of 3" not in r.stdout
+    r = run("check", "9", "--hint")
+    assert "hint 3 of 3" in r.stdout and "that was the last" in r.stdout
+    r = run("check", "9", "--hint")  # no fourth tier: the third stays the last
+    assert "hint 3 of 3" in r.stdout and "hint 4" not in r.stdout
+    other = run("check", "10", "--hint").stdout  # each exercise has its own tier
+    assert "hint 1 of 3" in other and "hint 2 of 3" not in other
+    r = run("check", "9", "--reset-hints")
+    assert r.returncode == 0 and "forgotten" in r.stdout
+    r = run("check", "9", "--hint")
+    assert "hint 1 of 3" in r.stdout and "hint 2 of 3" not in r.stdout
+
+
+def test_the_full_trace_comes_on_request_or_on_the_same_failure_twice(course, monkeypatch):
+    """Exercise 9's moment-by-moment layout is the answer: not in the message, but with --explain or on the same
+    failure twice."""
+    exercise = next(e for e in grading.exercises(course) if e.number == 9)
+    reference = open(exercise.solution).read()
+    wrong = reference.replace("still_kept = {i: b for i, b in kept.items() if i <= lo}", "still_kept = kept")
+    assert wrong != reference
+    _learner_file(course, 9, wrong)
+    monkeypatch.setattr(grading, "COURSE", course)
+    from minigrad.__main__ import main
+    import contextlib
+    import io
+
+    def check(*args):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            main(["check", "9", *args])
+        return out.getvalue()
+    once = check()
+    assert "failing" in once and "moment by moment" not in once and "check 9 --explain" in once, once
+    twice = check()
+    assert "The full trace (the same failure as last time):" in twice and "moment by moment" in twice, twice
+    assert "moment by moment" in check("--explain")
+
+
+def test_a_traceback_is_the_detail_of_an_error_in_the_learners_code(course):
+    path = os.path.join(course, "02_unbroadcast.py")
+    text = open(path).read().replace('    raise NotImplementedError("Exercise 2', '    return grad.sum(axis=99)\n    raise Foo("')
+    open(path, "w").write(text)
+    result = grading.grade(grading.exercises(course)[1])
+    assert result.status == "failing" and "AxisError" in result.message
+    assert 'File "' in result.detail and "02_unbroadcast.py" in result.detail and "grad.sum(axis=99)" in result.detail
+
+
+def test_a_gradient_for_pows_exponent_is_explained(course):
+    path = os.path.join(course, "01_elementwise_backward.py")
+    text = open(os.path.join(course, "solutions", "01_elementwise_backward.py")).read()
+    old = "return (g * (p * x ** (p - 1)),)"
+    assert old in text
+    open(path, "w").write(text.replace(old, "return (g * (p * x ** (p - 1)), None)"))
+    result = grading.grade(grading.exercises(course)[0])
+    assert result.status == "failing" and "the exponent is a Python number kept on self" in result.message, result

@@ -19,8 +19,8 @@ def _load(kind, name):
     return grading.load(path, f"test_{kind}_{name}")
 
 
-def _fails(name, **replace):
-    """The check's message for the reference with some functions replaced by wrong ones."""
+def _failure(name, **replace):
+    """The check's Failed for the reference with some functions replaced by wrong ones."""
     check = _load("checks", name)
     learner = types.SimpleNamespace(**{k: v for k, v in vars(_load("solutions", name)).items()
                                        if not k.startswith("__")})
@@ -28,7 +28,14 @@ def _fails(name, **replace):
         setattr(learner, k, v)
     with pytest.raises(grading.Failed) as e:
         check.check(learner)
-    return str(e.value)
+    return e.value
+
+
+def _fails(name, **replace):
+    """The check's message and its detail (what `check N --explain` shows) for the reference with some functions
+    replaced by wrong ones."""
+    e = _failure(name, **replace)
+    return f"{e}\n{e.detail}"
 
 
 # ----------------------------------------------------------------------------- 6. the ledger by hand
@@ -113,14 +120,22 @@ def _kept_and_saved(chain, segments, union, drop_later):
 
 
 def test_09_counting_a_kept_input_twice_is_explained():
-    msg = _fails(PLAN, predict=lambda c, s: _kept_and_saved(c, s, union=False, drop_later=True))
-    assert "peak 140 bytes, expected 93 (the peak comes at the end of the forward)" in msg, msg
-    assert "at the end of the forward: x_0 56 + x_2 12 + ('other', 2) 25 = 93 bytes" in msg, msg
+    e = _failure(PLAN, predict=lambda c, s: _kept_and_saved(c, s, union=False, drop_later=True))
+    assert "peak 140 bytes, expected 93." in str(e), str(e)
+    assert "The peak comes at the end of the forward" in e.detail, e.detail
+    assert "at the end of the forward: x_0 56 + x_2 12 + ('other', 2) 25 = 93 bytes" in e.detail, e.detail
+
+
+def test_09_the_moment_by_moment_layout_is_only_in_the_detail():
+    """The layout of every moment is the simulation itself: it comes with --explain (or the same failure twice)."""
+    e = _failure(PLAN, predict=lambda c, s: _kept_and_saved(c, s, union=False, drop_later=True))
+    assert "moment by moment" not in str(e) and "= 93 bytes" not in str(e), str(e)
+    assert "moment by moment" in e.detail
 
 
 def test_09_holding_every_kept_input_during_every_recompute_is_explained():
     msg = _fails(PLAN, predict=lambda c, s: _kept_and_saved(c, s, union=True, drop_later=False))
-    assert "the peak comes while (6, 7) is recomputed" in msg and "freed once its checkpoint's backward" in msg, msg
+    assert "The peak comes while (6, 7) is recomputed" in msg and "freed once its checkpoint's backward" in msg, msg
 
 
 def test_09_recomputing_the_last_segment_is_explained():
@@ -181,11 +196,20 @@ def test_10_no_memo_is_too_slow_and_says_so():
 
 
 def test_10_wrong_recursions_are_shown_the_best_schedule():
-    msg = _fails(OPTIMAL, optimal_steps=_recursion(swap=True))
-    assert "optimal_steps(3, 1) = 2" in msg and "takes 3 forward steps (none takes fewer): advance to x_2 (2), " \
-        "reverse 3, restore x_0, advance to x_1 (1), reverse 2, restore x_0, reverse 1" in msg, msg
+    e = _failure(OPTIMAL, optimal_steps=_recursion(swap=True))
+    assert "optimal_steps(3, 1) = 2" in str(e) and "takes 3 forward steps" in str(e), str(e)
+    assert "advance to x_2" not in str(e), "the best schedule is the detail's, not the message's"
+    assert "takes 3 forward steps (none takes fewer): advance to x_2 (2), reverse 3, restore x_0, advance to x_1 " \
+        "(1), reverse 2, restore x_0, reverse 1" in e.detail, e.detail
     assert "return math.inf" in _fails(OPTIMAL, optimal_steps=_recursion(no_slots=0))
     assert "optimal_steps(1, 0) = 1" in _fails(OPTIMAL, optimal_steps=_recursion(base_n1=1))
+
+
+def test_10_the_closed_form_stays_out_of_the_messages():
+    right = _load("solutions", OPTIMAL).optimal_steps
+    wrong = _failure(OPTIMAL, optimal_steps=lambda n, s: right(n, s) + (10 <= n <= 60))  # right on the searched n <= 9
+    assert "optimal_steps(10, 1) = 46, expected 45" in str(wrong), str(wrong)
+    assert "C(" not in str(wrong) + wrong.detail and "at most 9 times" in wrong.detail, str(wrong) + wrong.detail
 
 
 def test_10_the_closed_form_is_refused():

@@ -107,3 +107,21 @@ def test_the_stubs_name_every_piece():
             assert f'NotImplementedError("Exercise {number} ({piece}):' in text, piece
         assert f"python -m minigrad check {number}" in text
         assert os.path.exists(exercise.solution)
+
+
+def test_no_grad_for_keep_saved_is_caught_and_explained(tmp_path):
+    """no_grad() gives the right numbers here (the parameters are handed over), but it makes no record at all:
+    the check refuses it and says what it breaks."""
+    result = grade_edited(tmp_path, 7, "    with keep_saved(False):  #", "    with mg.no_grad():  #")
+    assert result.status == "failing", result
+    for said in ("without making a single record", "nothing of the segment is on the tape to backward through",
+                 "None of the inputs have requires_grad=True", "BatchNorm's running statistics",
+                 "keep_saved(False)"):
+        assert said in result.message, (said, result.message)
+
+
+def test_the_explain_answers_of_7_and_8_are_judged(tmp_path):
+    result = grade_edited(tmp_path, 7, 'EXPLAIN = "b"', 'EXPLAIN = "a"')
+    assert result.status == "to explain" and "holds all of it while its backward runs" in result.message
+    result = grade_edited(tmp_path / "8", 8, 'EXPLAIN = "c"', 'EXPLAIN = "a"')
+    assert result.status == "to explain" and "only __exit__ can put it back" in result.message

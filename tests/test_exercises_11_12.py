@@ -44,6 +44,21 @@ WRONG = {
                                        "range(0, x.shape[0] - micro_batch_size + 1, micro_batch_size)")],
                                  r"batches of \[3, 3\].*\[3, 3, 2\]"),
     "no loss returned": (11, [("    return loss_sum / total", "")], r"returned None: return the full batch's mean loss"),
+    "an empty micro-batch divides by zero": (
+        11, [(SCALE, f"        (summed * (1.0 / ({MB_TOKENS} * {K})) * ({MB_TOKENS} * {K} / total)).backward()\n")],
+        r"all padding raised ZeroDivisionError.*holds no token.*the whole batch's token count \(45\)"),
+    "an empty micro-batch makes nan": (
+        11, [(SCALE, "        count = float((y[i:i + micro_batch_size].numpy() != ignore_index).sum())\n"
+                     "        (summed / count * (count / total)).backward()\n")],
+        r"all padding: the gradient holds nan or inf.*0 / 0 = nan"),
+    "a batch with no token returns nan": (
+        11, [('        raise ValueError("accumulate_step: the batch has no token to learn from (every target is '
+              'ignore_index)")\n', "        return float('nan')\n")],
+        r"every target is padding gave nan: there is no token.*Raise ValueError"),
+    "a batch with no token raises late": (
+        11, [("    if total == 0:\n        raise", "    if False:\n        raise"),
+             (SCALE, "        if total == 0:\n            raise ValueError('none')\n" + SCALE)],
+        r"raised ValueError, but only after running the model on \[4\] rows"),
     "loss as a mean of means": (11, [("        loss_sum += summed.item()\n",
                                       f"        loss_sum += summed.item() / {MB_TOKENS} * total / {K}\n")],
                                 r"returned the loss .* that is the mean of the micro-batch means"),
@@ -81,11 +96,14 @@ WRONG = {
 RIGHT = {
     "divide, not multiply": (11, [("(summed * (1.0 / total))", "(summed / total)")]),
     "micro-batches that own their memory": (
-        11, [('"""\n\n\ndef', '"""\nimport minigrad as mg\n\n\ndef'),
+        11, [('"""\n\nEXPLAIN', '"""\nimport minigrad as mg\n\nEXPLAIN'),
              ("model(x[i:i + micro_batch_size])", "model(mg.tensor(x.numpy()[i:i + micro_batch_size]))")]),
     "counting with tensor ops, a Tensor loss": (11, [(COUNT, "(y != ignore_index).sum().item()"),
                                                       ("loss_sum += summed.item()", "loss_sum = summed.detach() + loss_sum")]),
     "zero_grad(set_to_none=False)": (11, [("model.zero_grad()", "model.zero_grad(set_to_none=False)")]),
+    "empty micro-batches skipped": (11, [("        summed = loss_sum_fn(", "        if (y[i:i + micro_batch_size] != "
+                                          "ignore_index).sum().item() == 0:\n            continue\n        summed = "
+                                          "loss_sum_fn(")]),
     "m_hat and v_hat spelled out": (12, [(UPDATE, "        p -= lr * (m / bias1) / (np.sqrt(v / bias2) + eps)\n")]),
     "new state arrays stored back": (12, [("        m *= b1\n        m += (1 - b1) * g\n",
                                            "        m = s['exp_avg'] = b1 * m + (1 - b1) * g\n")]),

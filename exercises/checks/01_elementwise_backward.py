@@ -3,11 +3,21 @@ against NumPy, and what it keeps: Exp and Tanh must keep only their output."""
 import numpy as np
 
 import minigrad as mg
-from minigrad.grading import Failed, close, require, rng
+from minigrad.grading import Failed, Question, close, require, rng
 from minigrad.tensor import apply
 from minigrad.testing import GradcheckError, gradcheck
 
 TITLE = "the backward of elementwise ops (exp, tanh, log, pow)"
+LESSON = 5
+HINTS = ("Each backward is one line: the incoming g times the op's derivative, element by element. First ask, for "
+         "each op, which array forward saved: its input x, or its output y?",
+         "Write each derivative in terms of the saved array: the derivative of exp(x) is exp(x) itself, the saved "
+         "output; the derivative of tanh(x) is 1 - tanh(x)^2, and tanh(x) is the saved output; log and pow saved x. "
+         "Return a 1-tuple: (gradient,).",
+         "Exp: return (g * self.saved[0],). Tanh: (y,) = self.saved; return (g * (1 - y * y),). Log: divide g by the "
+         "saved x. Pow: (x,) = self.saved and p = self.exponent; the derivative is p * x ** (p - 1).")
+QUESTION = Question(4000, wrong={8000: "exp keeps its output y and log keeps its input, which is that same y: one "
+                                       "array, saved by two records, is one buffer, and the ledger counts it once"})
 
 
 def check(ex):
@@ -22,6 +32,9 @@ def check(ex):
         y = apply(cls, x, **attrs)
         close(f"{name}.forward", y, reference(data))
         grads = y.grad_fn.backward(np.ones_like(data))
+        require(not (name == "Pow" and isinstance(grads, tuple) and len(grads) == 2),
+                "Pow.backward returned 2 gradients: the exponent is a Python number kept on self (self.exponent), "
+                "not an input of the record, so it gets no gradient: return a 1-tuple, x's")
         require(isinstance(grads, tuple) and len(grads) == 1,
                 f"{name}.backward must return a tuple with one gradient per input, e.g. (g * ...,); "
                 f"got {type(grads).__name__}" + (f" of length {len(grads)}" if isinstance(grads, tuple) else ""))

@@ -8,9 +8,20 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import backend
-from minigrad.grading import Failed, close, require, rng
+from minigrad.grading import Failed, Question, close, require, rng
 
 TITLE = "the backward of a batched matmul, summed over broadcast batch dims"
+LESSON = 6
+HINTS = ("Forget the batch dims first: for 2-d a (m, k) and b (k, n), write d loss / d a[i, l] as a sum over the "
+         "elements of out that a[i, l] touches. Then look at the shapes: which product of g (m, n) with a or b has "
+         "shape (m, k)?",
+         "Per matrix, ga = g @ b^T and gb = a^T @ g. On stacks, transpose only the last two dims (x.swapaxes(-1, -2)); "
+         "x.T reverses every dim, right for a matrix and wrong for a stack. Then the products have the broadcast "
+         "batch dims: sum them down to each input's shape.",
+         "ga = g @ b.swapaxes(-1, -2); gb = a.swapaxes(-1, -2) @ g; return unbroadcast(ga, a.shape), "
+         "unbroadcast(gb, b.shape).")
+QUESTION = Question(2, wrong={1: "backward makes two products, one per input's gradient, each as large as the forward's",
+                              3: "that counts the forward too: backward alone makes two products of the forward's size"})
 
 CASES = [("2-d", (3, 4), (4, 5)),
          ("3-d, the same batch", (2, 3, 4), (2, 4, 5)),
@@ -33,9 +44,10 @@ def _shape(name, got, want, other, out_shape):
     if got.shape == out_shape[:-2] + want[-2:]:
         raise Failed(f"{name} has shape {got.shape}, with the broadcast batch dims of out {out_shape}, but its input "
                      f"is {want}: sum the gradient over the batch dims that were broadcast (unbroadcast(..., {want}))")
-    raise Failed(f"{name} has shape {got.shape}, expected its input's shape {want} (the other input is {other}). Per "
-                 f"matrix ga = g @ b^T and gb = a^T @ g; transpose the last two dims only (.swapaxes(-1, -2); "
-                 f".T reverses every dim)")
+    raise Failed(f"{name} has shape {got.shape}, expected its input's shape {want} (the other input is {other}): "
+                 f"work out, for one pair of matrices, which product of g with the other input has that shape",
+                 "Per matrix ga = g @ b^T and gb = a^T @ g; transpose the last two dims only (.swapaxes(-1, -2); "
+                 ".T reverses every dim)")
 
 
 def _call(ex, g, a, b, where):

@@ -11,9 +11,23 @@ import numpy as np
 import minigrad as mg
 import minigrad.functional as F
 from minigrad import backend
-from minigrad.grading import Failed, close, require, rng
+from minigrad.grading import Failed, Question, close, require, rng
 
 TITLE = "the tape walk: backward() over the records, without recursion"
+LESSON = 5
+HINTS = ("Three questions, in order: which records does root depend on (how do you find them all without calling "
+         "yourself)? In what order may they run, so that each has every gradient it will get before it runs? And "
+         "what does each hand on, to whom?",
+         "Collect the records reachable from root.grad_fn through .next with a list used as a stack and a set of the "
+         "records seen. A record is newer than the records that made its inputs, so newest first (by .seq, sorted "
+         "once) runs each after all its users. Keep a dict {record: gradient so far}, start it with np.ones_like(root."
+         "data) for root.grad_fn, and add what each backward hands on (out of place: a = a + b).",
+         "for record in sorted(records, key=lambda r: r.seq, reverse=True): g = grads.pop(record, None) (skip it if "
+         "None); for nxt, gi in zip(record.next, record.backward(g)): skip None; a record (isinstance(nxt, Op)) gets "
+         "grads[nxt] = grads[nxt] + gi if it has one, else gi; a leaf gets nxt.grad = mg.tensor(gi if nxt.grad is None "
+         "else nxt.grad.data + gi, dtype=nxt.dtype).")
+QUESTION = Question(2, wrong={1: "h is used twice: by mul directly, and by exp (then tanh, then mul): a gradient arrives "
+                                 "along each path, and the record that made h runs only after both"})
 
 
 def fan_out(x):
@@ -85,8 +99,8 @@ def _walk(ex, root, case):
 
 
 def _leaf_grad(name, leaf, case):
-    require(leaf.grad is not None, f"{case}: {name}.grad is None after your backward: follow record.next down to the "
-            f"leaves, and set leaf.grad = mg.tensor(gradient, dtype=leaf.dtype) where it is a Tensor")
+    require(leaf.grad is not None, f"{case}: {name}.grad is None after your backward: record.next leads down to the "
+            f"leaves (a Tensor there, not a record), and a leaf's .grad is a Tensor in its dtype")
     require(leaf.grad.dtype == leaf.dtype,
             f"{case}: {name}.grad is {leaf.grad.dtype}, but {name} is {leaf.dtype}: a gradient has its leaf's dtype. "
             f"Make it with mg.tensor(gradient, dtype=leaf.dtype), from the array itself (Python numbers and lists "
@@ -114,8 +128,8 @@ def check(ex):
         if fn is fan_out:  # a second backward adds into .grad, as PyTorch's does
             _walk(ex, fn(*got.values()), case)
             close("x.grad after two backward calls", got["x"].grad, 2 * backend.to_numpy(expected["x"].grad.data),
-                  where=": each call must ADD into leaf.grad (mg.tensor(leaf.grad.data + g, dtype=leaf.dtype)), as "
-                        "in PyTorch, where gradient accumulation stands on it")
+                  where=": each call must ADD to what leaf.grad already holds, as in PyTorch, where gradient "
+                        "accumulation stands on it")
     for n in (20_000, 100_000):
         x, y = _chain(n)
         case = f"a chain of {n:,} ops, -(-(...(-x)))"

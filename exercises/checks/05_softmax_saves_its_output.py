@@ -5,11 +5,23 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import backend
-from minigrad.grading import Failed, close, require, rng
+from minigrad.grading import Failed, Question, close, require, rng
 from minigrad.tensor import apply
 from minigrad.testing import GradcheckError, gradcheck
 
 TITLE = "softmax and log_softmax, whose backward keeps only their output"
+LESSON = 5
+HINTS = ("Two things to find before any code: a shift of x along dim that leaves softmax unchanged and makes every "
+         "exp at most 1; and, for backward, the sum over i of g_i y_i (delta_ij - y_j), split into its delta part "
+         "and the rest.",
+         "Subtract the max along dim (keepdims=True, so that it broadcasts back). The softmax backward is "
+         "y * (g - S(g * y)) and the log_softmax backward g - exp(y) * S(g), with S the sum along dim, keepdims=True. "
+         "Save y itself (self.save_for_backward(y)), not a copy and not x.",
+         "forward: self.dim = dim; z = x - x.max(axis=dim, keepdims=True); softmax: e = np.exp(z); y = e / e.sum(axis"
+         "=dim, keepdims=True); log_softmax: y = z - np.log(np.exp(z).sum(axis=dim, keepdims=True)); then "
+         "self.save_for_backward(y); return y. backward: (y,) = self.saved and the formula above, returned as (dx,).")
+QUESTION = Question(96, wrong={192: "that keeps the input too; the backward needs the output alone",
+                               100663296: "that is the bytes; the question asks for MiB (2^20 bytes)"})
 
 CASES = [((3, 5), -1), ((4, 3), 0), ((2, 4, 3), 1)]
 

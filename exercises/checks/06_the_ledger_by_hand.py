@@ -5,9 +5,21 @@ names the first layer whose saves or products were miscounted, and what that lay
 import numpy as np
 
 import minigrad as mg
-from minigrad.grading import Failed, rng
+from minigrad.grading import Failed, Question, rng
 
 TITLE = "the ledger by hand: an MLP's activation bytes and matmul FLOPs from its shapes"
+LESSON = 2
+HINTS = ("Draw one layer's arrays: x, Linear's output, Tanh's output. Which does each record keep? Then draw two "
+         "layers, and look at where the first layer's Tanh output goes next.",
+         "The Tanh output of layer i is the input that Linear i + 1 saves: one buffer, counted once. So the step "
+         "keeps the data batch and each layer's output, once each. In backward, each Linear makes dW = g^T x (always) "
+         "and dx = g W (only when its input needs a gradient: not the data batch), each costing what the forward "
+         "product costs.",
+         "activation_bytes: batch * sum(sizes) * itemsize. matmul_flops: per layer 2 * batch * a * b for (a, b) in "
+         "zip(sizes[:-1], sizes[1:]); forward = their sum; backward = 2 * forward less the first layer's product.")
+QUESTION = Question(524288, wrong={0: "the data batch's gradient is a product too: dx = g W, for the first layer",
+                                   1048576: "that is two products; only dx = g W of the first layer is new "
+                                            "(dW was made already)"})
 
 
 def _configs():

@@ -6,9 +6,28 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import nn
-from minigrad.grading import Failed, require, rng
+from minigrad.grading import Failed, Question, require, rng
+from minigrad.tensor import Listener, profiling
 
 TITLE = "checkpoint one segment: keep x, recompute the insides in backward"
+LESSON = 7
+HINTS = ("Three questions: in the forward, how do you run the module so that its ops still record but keep nothing? "
+         "What does MyCheckpoint's backward need in order to run the module again, and on what, so that a fresh "
+         "graph ends at a fresh leaf? And who gives the parameters their gradients?",
+         "Forward: let the segment's ops record but keep nothing (keep_saved(False)), then make the one record with "
+         "apply: x and the parameters as its tensor inputs, the output array and the module as keywords. Backward: "
+         "wrap the saved x as a new leaf that requires grad, run the module on it marked as a recompute, and run "
+         "backward from its output with g: that gives the parameters their .grad. Return the new leaf's gradient for "
+         "x and None for each parameter.",
+         "forward: self.module, self.n_params = module, len(params); self.save_for_backward(x); return out. backward: "
+         "x_again = mg.tensor(self.saved[0], requires_grad=True); with enable_grad(), recomputing(): y = self.module("
+         "x_again); y.backward(g); return (x_again.grad.data,) + (None,) * self.n_params.")
+QUESTION = Question("b", wrong={
+    "a": "the forward keeps x alone, but backward runs the segment again, keeping what its ops save, and holds all "
+         "of it while its backward runs: the same insides as the plain run's, at about the same peak. The saving comes "
+         "with many segments, recomputed one at a time (mg.checkpoint_sequential)",
+    "c": "the insides are held twice at no moment: the forward's were never kept, and the recompute's are freed as "
+         "its backward runs"})
 
 B, D, H = 8, 16, 32
 
@@ -67,6 +86,7 @@ def check(ex):
     want = grads_of(block, x)
 
     zero_grads(block, x)
+    check_records(ex, block, x)
     with mg.profile() as prof:
         y = ex.my_checkpoint(block, x)
         kept = prof.peak_bytes("activations")
@@ -92,6 +112,37 @@ def check(ex):
         require(prof.flops(phase) == plain.flops(phase),
                 f"the checkpointed step counted {prof.flops(phase)} {phase} FLOPs, the plain run {plain.flops(phase)}: "
                 f"the {phase} pass should run each op of the segment exactly once, as the plain run does")
+
+
+class _Records(Listener):
+    """Counts the ops that run and the records they make (a recorded op has a creation number, seq)."""
+
+    def __init__(self):
+        self.ran, self.made = 0, 0
+
+    def on_forward(self, op, inputs, out, clock):
+        self.ran += 1
+        self.made += op.seq > 0
+
+
+def check_records(ex, block, x):
+    """The segment's ops must make their records in the forward (keeping nothing): no_grad() makes none."""
+    listener = _Records()
+    with profiling(listener):
+        y = ex.my_checkpoint(block, x)
+    segment = listener.ran - 1  # every op that ran but the checkpoint's own
+    if segment > 0 and listener.made <= 1 and isinstance(getattr(y, "grad_fn", None), ex.MyCheckpoint):
+        raise Failed(
+            f"my_checkpoint's forward ran the segment's {segment} ops without making a single record: under "
+            f"no_grad(), no record is made at all, so nothing of the segment is on the tape to backward through. "
+            f"Here the numbers come out right only because my_checkpoint is handed module.parameters(); "
+            f"mg.checkpoint takes any function and learns from those records which tensors needing gradients the "
+            f"segment reached (the parameters a closure captured, a tied weight). Under no_grad it would find none, "
+            f"and when x needs no gradient, nothing would reach the parameters (PyTorch's reentrant checkpoint, which "
+            f"runs its forward under no_grad, warns 'None of the inputs have requires_grad=True' for that). Nor is "
+            f"no_grad a dry run: BatchNorm's running statistics and minigrad's generator move in that forward all the "
+            f"same (the recompute must then not move them again: recomputing(), and exercise 8). The switch that "
+            f"records and keeps nothing is keep_saved(False)")
 
 
 def check_forward(ex, y, y0, x, kept, plain_kept):

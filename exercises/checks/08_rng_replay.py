@@ -8,9 +8,23 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import nn
-from minigrad.grading import Failed, require, rng
+from minigrad.grading import Failed, Question, require, rng
 
 TITLE = "replay the generator: dropout draws the same mask in the recompute"
+LESSON = 7
+HINTS = ("Draw the program's draws on a line: the segment's forward, the dropout after it, the recompute, the next "
+         "step. Where must the generator stand when the recompute starts, and where when it ends? Which of those two "
+         "states exist yet when RngReplay() is made, and which when `with replay:` begins?",
+         "Three states: the one before the forward (a snapshot, taken in __init__), the one the program has reached "
+         "when backward recomputes (taken in __enter__, before anything is set), and back to that one in __exit__. "
+         "The recompute runs from the snapshot.",
+         "__init__: self.state = mg.get_rng_state(). __enter__: self.outer = mg.get_rng_state(); "
+         "mg.set_rng_state(self.state); return self. __exit__: mg.set_rng_state(self.outer).")
+QUESTION = Question("c", wrong={
+    "a": "the recompute moved the generator: it ran from the snapshot and ended where the segment's forward had "
+         "ended, which is where the dropout after the checkpoint began; only __exit__ can put it back",
+    "b": "that would be a generator left at the snapshot itself; the recompute drew the segment's numbers again "
+         "and moved on to where the dropout after the checkpoint began"})
 
 B, D, H, SEED = 8, 16, 32, 8
 
@@ -92,9 +106,11 @@ def check(ex):
         if mask_diff:
             raise Failed(f"{head} The dropout inside the segment drew another mask when backward recomputed it: "
                          f"{mask_diff} of {forward_mask.size} entries differ from the forward's mask, so backward "
-                         f"differentiated a forward that never happened. RngReplay() must take a snapshot "
-                         f"(mg.get_rng_state()) when it is made, before the forward, and __enter__ must set the "
-                         f"generator to it (mg.set_rng_state), so that the recompute draws the same numbers.")
+                         f"differentiated a forward that never happened. Where did the generator stand when the "
+                         f"forward began, and where when the recompute began?",
+                         "RngReplay() must take a snapshot (mg.get_rng_state()) when it is made, before the forward, "
+                         "and __enter__ must set the generator to it (mg.set_rng_state), so that the recompute draws "
+                         "the same numbers.")
         raise Failed(f"{head} The recompute drew the same mask, so something else differs: leave the given "
                      f"checkpoint as it is")
 

@@ -8,9 +8,24 @@ import math
 import minigrad as mg
 from minigrad import schedules
 from minigrad.checkpoint import checkpoint_segments, measure_chain, set_checkpoint_early_stop
-from minigrad.grading import Failed, require, rng
+from minigrad.grading import Failed, Question, require, rng
 
 TITLE = "the sqrt(n) plan: cut a chain, predict its peak activation bytes and recompute FLOPs"
+LESSON = 3
+HINTS = ("The held bytes only grow in the forward and only shrink during a record's backward, except while a "
+         "checkpoint recomputes its segment. So the peak is at one of a few moments: which? For each, list what is "
+         "held: which kept inputs, which saves.",
+         "The moments are the end of the forward, and each checkpointed segment's recompute, last segment first. At "
+         "the end of the forward: every checkpointed segment's input, plus saved_by the last segment. While segment "
+         "(lo, hi) is recomputed: saved_by(lo, hi) plus the kept inputs of the segments not yet run backward (those "
+         "that start at lo or before). Put them in one dict, so that one buffer counts once.",
+         "kept = {lo: chain.input_bytes[lo] for lo, _ in segments[:-1]}; peak = sum({**kept, **saved_by(chain, "
+         "*segments[-1])}.values()); then for (lo, hi) in reversed(segments[:-1]): peak = max(peak, sum({**{i: b for "
+         "i, b in kept.items() if i <= lo}, **saved_by(chain, lo, hi)}.values())) and recompute += sum(chain.flops["
+         "lo:hi]).")
+QUESTION = Question(6, wrong={10: "the last segment runs normally and is never recomputed: (0, 3) and (3, 6) are",
+                              4: "the segments are (0, 3), (3, 6) and (6, 10): the last, of 4, is the one never "
+                                 "recomputed"})
 
 
 def _random_chain(r):
@@ -106,15 +121,16 @@ def _explain(chain, segments, got, expected, what):
         last = sum(chain.flops[segments[-1][0]:segments[-1][1]])
         hint = (f" The difference is the last segment's FLOPs ({last}): it runs normally and is never recomputed."
                 if got[1] - expected[1] == last else "")
-        return (f"{call} with chain = {chain}: recompute FLOPs {got[1]}, {what} {expected[1]}: each checkpointed "
-                f"segment's forward runs once more in backward ("
-                + " + ".join(f"({lo}, {hi}): {sum(chain.flops[lo:hi])}" for lo, hi in segments[:-1]) + ")." + hint)
+        return (f"{call} with chain = {chain}: recompute FLOPs {got[1]}, {what} {expected[1]}." + hint,
+                "Each checkpointed segment's forward runs once more in backward ("
+                + " + ".join(f"({lo}, {hi}): {sum(chain.flops[lo:hi])}" for lo, hi in segments[:-1]) + ").")
     moments = _moments(chain, segments)
     at = max(moments, key=lambda m: sum(m[1].values()))[0]
-    return (f"{call} with chain = {chain}: peak {got[0]} bytes, {what} {expected[0]} (the peak comes {at}). What "
-            f"the engine holds, moment by moment (x_i: the chain's i-th activation, one buffer however many "
-            f"records save it):\n{_layout(chain, segments)}\nA segment's kept input is freed once its checkpoint's "
-            f"backward has run; the last segment is never recomputed.")
+    return (f"{call} with chain = {chain}: peak {got[0]} bytes, {what} {expected[0]}. Which moment of the step "
+            f"holds the most, and what is alive then?",
+            f"The peak comes {at}. What the engine holds, moment by moment (x_i: the chain's i-th activation, one "
+            f"buffer however many records save it):\n{_layout(chain, segments)}\nA segment's kept input is freed "
+            f"once its checkpoint's backward has run; the last segment is never recomputed.")
 
 
 def _check_predict(ex, r):
@@ -126,7 +142,7 @@ def _check_predict(ex, r):
             expected = (plan.peak_bytes, plan.recompute_flops)
             got = _as_pair(ex.predict(chain, segments), f"predict(chain, {segments})")
             if got != expected:
-                raise Failed(_explain(chain, segments, got, expected, "expected"))
+                raise Failed(*_explain(chain, segments, got, expected, "expected"))
 
 
 def _mixed_chain():
@@ -165,11 +181,11 @@ def _check_measured(ex):
             if got != measured:
                 events = prof.timeline()
                 peak_at = next(e for e in events if e["activations"] == measured[0])
+                message, detail = _explain(chain, segments, got, measured, "measured")
                 raise Failed(f"On the real chain {_describe(functions)} (batch {x.shape[0]}, float32), {label} "
                              f"{segments} run by checkpoint_segments under mg.profile measured peak activations "
                              f"{measured[0]} bytes (reached in {peak_at['phase']}, at op '{peak_at['op']}') and "
-                             f"{measured[1]} recompute FLOPs; predict says {got[0]} and {got[1]}.\n"
-                             + _explain(chain, segments, got, measured, "measured"))
+                             f"{measured[1]} recompute FLOPs; predict says {got[0]} and {got[1]}.\n" + message, detail)
 
 
 def check(ex):

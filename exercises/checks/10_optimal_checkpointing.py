@@ -10,9 +10,22 @@ import types
 import minigrad as mg
 from minigrad import schedules
 from minigrad.checkpoint import checkpoint_segments, measure_chain, set_checkpoint_early_stop
-from minigrad.grading import Failed, require
+from minigrad.grading import Failed, Question, require
 
 TITLE = "optimal checkpointing: the fewest forward steps to reverse n steps with s slots (revolve's recursion)"
+LESSON = 8
+HINTS = ("An optimal schedule starts by advancing from x_0 to some x_m (1 <= m < n) and storing it. After that, "
+         "two jobs are left, one after the other: which steps does each reverse, from which state, and how many "
+         "slots does each have, given that x_0 must stay stored until the end?",
+         "Call opt(k, t) the cost of k steps from their first state, with t slots. Advancing m costs m; then the last "
+         "k - m steps are reversed from x_m while x_0 holds one slot (t - 1 left); then the first m steps from x_0 "
+         "again, with all t slots. Take the best m. opt(k, t) = 0 for k <= 1, and math.inf for t = 0, k > 1. Compute "
+         "each (k, t) pair once.",
+         "@functools.lru_cache(maxsize=None) on optimal_steps(n, slots): return 0 if n <= 1; math.inf if slots < 1; "
+         "else min(m + optimal_steps(n - m, slots - 1) + optimal_steps(m, slots) for m in range(1, n)).")
+QUESTION = Question(15, wrong={16: "x_15 never needs a slot: it is at hand when step 16 is reversed, and each "
+                                   "state after that comes from a slot",
+                               1: "one slot costs n(n - 1)/2 = 120 advances for 16 steps"})
 
 
 def _best_schedule(n, slots):
@@ -113,8 +126,10 @@ def _check_against_search(ex):
                     raise Failed(f"optimal_steps({n}, {slots}) = {got!r}, but no schedule can reverse {n} steps with "
                                  f"{slots} slots (once x_0 is left behind it is lost): return math.inf")
                 raise Failed(f"optimal_steps({n}, {slots}) = {got!r}, but the best schedule, found by searching every "
-                             f"schedule, takes {best} forward steps"
-                             + (f" (none takes fewer): {_describe(moves)}." if moves else "."))
+                             f"schedule, takes {best} forward steps: play it by hand, with {slots} slot"
+                             f"{'s' if slots != 1 else ''}",
+                             f"The best schedule takes {best} forward steps (none takes fewer): {_describe(moves)}."
+                             if moves else "")
 
 
 def _check_against_closed_form(ex):
@@ -124,9 +139,9 @@ def _check_against_closed_form(ex):
             got = _call(ex, n, slots)
             if not _same(got, expected):
                 r = next(r for r in range(n + 1) if math.comb(slots + r, slots) >= n)
-                raise Failed(f"optimal_steps({n}, {slots}) = {got!r}, expected {expected}: the closed form (Griewank "
-                             f"and Walther) is r n - C(slots + r, slots + 1) with r = {r}, the least r such that "
-                             f"C(slots + r, slots) >= n: each step is advanced at most r times")
+                raise Failed(f"optimal_steps({n}, {slots}) = {got!r}, expected {expected} (the closed form of Griewank "
+                             f"and Walther; the search over every schedule, for n <= 9, agreed with you)",
+                             f"With {slots} slots, the best schedule advances each of the {n} steps at most {r} times.")
 
 
 def _check_speed(ex):

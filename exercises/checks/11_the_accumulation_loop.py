@@ -15,9 +15,25 @@ import minigrad as mg
 import minigrad.functional as F
 from minigrad import nn
 from minigrad.gpt import GPT, GPTConfig
-from minigrad.grading import Failed, require
+from minigrad.grading import Failed, Question, require
 
 TITLE = "the accumulation loop: micro-batches that add up to the full batch's gradient"
+LESSON = 4
+HINTS = ("Split the sum over the batch's tokens into sums over micro-batches. What is each micro-batch's share of the "
+         "loss, and which number must it be divided by: one it can count alone, or one only the whole batch knows? "
+         "And when must backward run so that one micro-batch's activations are gone before the next one's come?",
+         "(1/N) sum over all tokens = sum over micro-batches of (1/N) x (that micro-batch's summed loss), with N the "
+         "WHOLE batch's tokens, counted once before the loop (y != ignore_index). Zero the gradients first, then per "
+         "micro-batch: its summed loss times 1/N, and backward at once. An empty micro-batch then adds 0 / N: nothing.",
+         "total = int((y.numpy() != ignore_index).sum()); raise ValueError if it is 0; model.zero_grad(); for i in "
+         "range(0, x.shape[0], micro_batch_size): summed = loss_sum_fn(model(x[i:i + m]), y[i:i + m]); (summed * (1.0 "
+         "/ total)).backward(); loss_sum += summed.item(); return loss_sum / total.")
+QUESTION = Question(48 / 9, tolerance=0.005, wrong={
+    16: "that is 48 / 3, the weight against one micro-batch mean alone; the mean of means also divides by the 3 "
+        "micro-batches: 1 / (3 x 3) against 1 / 48",
+    1: "that is the weight in the full batch's mean, which weighs every token 1/48; the mean of means weighs a token "
+       "of a micro-batch of c tokens 1 / (3 c)"})
+EMPTY = [8, 8, 7, 8, 6, 8, 0, 0]    # rows 6 and 7 all padding: in micro-batches of 2, the last one holds no token
 
 V, B, T = 13, 8, 8
 LENGTHS = [8, 8, 7, 8, 6, 8, 1, 2]  # real tokens per row, the rest padding: rows 6 and 7 are nearly empty
@@ -40,14 +56,14 @@ def loss_sum(logits, targets):
     return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=-100, reduction="sum")
 
 
-def _setup():
+def _setup(lengths=LENGTHS):
     mg.manual_seed(11)
     # .to(default device): GPT's init writes host arrays (as in tests/test_gpt.py)
     gpt = GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=2, n_head=2, n_embd=16))
     model = _Counted(gpt.to(mg.default_device()).to("float64"))
     x = mg.randint(0, V, (B, T))
     y = mg.randint(0, V, (B, T)).numpy()
-    for row, n in enumerate(LENGTHS):
+    for row, n in enumerate(lengths):
         y[row, n:] = -100
     return model, x, mg.tensor(y)
 
@@ -179,6 +195,52 @@ def check(ex):
         mg.set_rng_state(rng_state)
 
 
+def _check_padding_extremes(ex):
+    """An all-padding micro-batch adds nothing (no nan, no error); an all-padding batch raises ValueError."""
+    model, x, y = _setup(EMPTY)
+    model.zero_grad()
+    full_mean = F.cross_entropy(model.inner(x).reshape(-1, V), y.reshape(-1), ignore_index=-100)
+    full_mean.backward()
+    full, full_loss = _grads(model), full_mean.item()
+    model._sizes = []
+    call = "accumulate_step(micro_batch_size=2) on a batch whose last micro-batch (rows 6 and 7) is all padding"
+    try:
+        got_loss = ex.accumulate_step(model, loss_sum, x, y, 2, ignore_index=-100)
+    except (ZeroDivisionError, FloatingPointError) as e:
+        raise Failed(f"{call} raised {type(e).__name__}: {e}. That micro-batch holds no token: its summed loss is 0 "
+                     f"and it adds nothing, but a division by its own token count divides by zero. The divisor is "
+                     f"the whole batch's token count ({sum(EMPTY)}), the same for every micro-batch") from None
+    require(model._sizes in ([2, 2, 2, 2], [2, 2, 2]),
+            f"{call} ran the model on batches of {model._sizes}: once per micro-batch, [2, 2, 2, 2] (or [2, 2, 2], "
+            f"skipping the empty one)")
+    got = _grads(model)
+    if any(g is not None and not np.isfinite(g).all() for g in got.values()):
+        raise Failed(f"{call}: the gradient holds nan or inf. That micro-batch holds no token, so its mean over its "
+                     f"own tokens is 0 / 0 = nan, which then spreads through every .grad. Divide each micro-batch's "
+                     f"summed loss by the whole batch's token count ({sum(EMPTY)}) instead: the empty one adds 0")
+    err, name, index = _rel_error(got, full)
+    require(err <= 1e-12, f"{call}: the gradient differs from one backward of the full batch's mean loss by {err:.1e} "
+            f"(relative; at {name} {index}): an empty micro-batch must add nothing")
+    value = float(got_loss.item() if hasattr(got_loss, "item") else got_loss) if got_loss is not None else None
+    require(value is not None and abs(value - full_loss) <= 1e-12 * abs(full_loss),
+            f"{call} returned the loss {value!r}, expected {full_loss!r}: the empty micro-batch adds 0 to the sum "
+            f"and nothing to the token count")
+
+    none = mg.tensor(np.full((B, T), -100))
+    model._sizes = []
+    call = "accumulate_step on a batch whose every target is padding"
+    try:
+        result = ex.accumulate_step(model, loss_sum, x, none, 4, ignore_index=-100)
+    except ValueError:
+        require(not model._sizes, f"{call} raised ValueError, but only after running the model on {model._sizes} "
+                                  f"rows: count the tokens first, and raise before any work")
+        return
+    except ZeroDivisionError:
+        result = "ZeroDivisionError"
+    raise Failed(f"{call} gave {result!r}: there is no token, so there is no mean to take. Raise ValueError (as "
+                 f"mg.accumulate does), before running the model, rather than return 0 or nan or divide by zero")
+
+
 def _check(ex):
     model, x, y = _setup()
     model.zero_grad()
@@ -204,3 +266,4 @@ def _check(ex):
     require(peaks[1] * 2 <= peaks[4],
             f"memory: activations peaked at {peaks[1]:,} bytes with micro_batch_size=1 and {peaks[4]:,} with 4: "
             f"micro-batches 4 times smaller should keep about 4 times fewer activations")
+    _check_padding_extremes(ex)

@@ -13,9 +13,22 @@ import math
 import numpy as np
 
 import minigrad as mg
-from minigrad.grading import Failed, require, rng
+from minigrad.grading import Failed, Question, require, rng
 
 TITLE = "one AdamW step: decoupled weight decay, bias correction, eps outside the square root"
+LESSON = 1
+HINTS = ("Two things decide most of it: which arrays you may write into (params, and the state's m and v: yes; the "
+         "gradients: no), and how to change an array so that the caller sees it (in place, not by binding a name).",
+         "Per parameter: p *= 1 - lr * weight_decay; then m and v in place (m *= b1; m += (1 - b1) * g, and v with g * "
+         "g), so that state keeps them; then the bias-corrected update, with eps added after the square root.",
+         "b1, b2 = betas; bias1, bias2 = 1 - b1 ** step, 1 - b2 ** step; for p, g, s in zip(params, grads, state): m, v "
+         "= s['exp_avg'], s['exp_avg_sq']; p *= 1 - lr * weight_decay; m *= b1; m += (1 - b1) * g; v *= b2; v += (1 - "
+         "b2) * g * g; p -= lr * (m / bias1) / (np.sqrt(v / bias2) + eps).")
+QUESTION = Question(0.1 / 0.001 ** 0.5, tolerance=0.005, wrong={
+    1: "at step 1, m = (1 - b1) g and v = (1 - b2) g^2; without correction the step is lr (1 - b1) g / sqrt(1 - b2) |g|, "
+       "with it lr g / |g|",
+    0.1: "that is the correction of m alone; v's, under the square root, works the other way",
+    31.62: "that is 1 / sqrt(1 - b2), v's correction alone; m's, 1 - b1, multiplies it"})
 
 STEPS = 5
 SHAPES = [(4, 3), (5,), (2, 3, 2)]

@@ -1,4 +1,6 @@
-"""Exercise 2, the reference: unbroadcasting (minigrad/ops/base.py has the same function)."""
+"""Exercise 2, the reference (after lesson 6): unbroadcasting (minigrad/ops/base.py has the same function)."""
+
+EXPLAIN = 4  # b[0] was copied into 4 rows; each copy got a gradient of 1, and they add up
 
 
 def unbroadcast(grad, shape):

@@ -1,5 +1,7 @@
-"""Exercise 3, the reference: the backward of a batched matmul (minigrad/ops/linear.py's Matmul also takes 1-d inputs)."""
+"""Exercise 3, the reference (after lesson 6): the backward of a batched matmul (minigrad/ops/linear.py's Matmul also takes 1-d inputs)."""
 from minigrad.ops import unbroadcast
+
+EXPLAIN = 2  # two products of the forward's size, g @ b^T and a^T @ g
 
 
 def matmul_backward(g, a, b):

@@ -1,8 +1,10 @@
-"""Exercise 4, the reference: the tape walk (minigrad/tensor/tape.py's _run_tape is this, plus freeing saved arrays)."""
+"""Exercise 4, the reference (after lesson 5): the tape walk (minigrad/tensor/tape.py's _run_tape is this, plus freeing saved arrays)."""
 import numpy as np
 
 import minigrad as mg
 from minigrad.ops import Op
+
+EXPLAIN = 2  # one from mul (h itself), one through exp and the second tanh
 
 
 def backward(root):

@@ -1,8 +1,10 @@
-"""Exercise 7, the reference: checkpoint one segment (minigrad/checkpoint/segment.py does the same for any
+"""Exercise 7, the reference (after lesson 7): checkpoint one segment (minigrad/checkpoint/segment.py does the same for any
 function, any arguments, several outputs and bit-identical sums; NOTE [checkpoint] there)."""
 import minigrad as mg
 from minigrad.ops import Op
 from minigrad.tensor import apply, enable_grad, keep_saved, recomputing
+
+EXPLAIN = "b"  # the forward keeps x alone, but backward holds the insides again while it recomputes them
 
 
 class MyCheckpoint(Op):

@@ -1,8 +1,10 @@
-"""Exercise 8, the reference: replay minigrad's generator in the recompute (mg.checkpoint does the
+"""Exercise 8, the reference (after lesson 7): replay minigrad's generator in the recompute (mg.checkpoint does the
 same, with preserve_rng_state=True: Checkpoint.backward in minigrad/checkpoint/segment.py)."""
 import minigrad as mg
 from minigrad.ops import Op
 from minigrad.tensor import apply, enable_grad, keep_saved, recomputing
+
+EXPLAIN = "c"  # the recompute ends where the forward's draws ended: where the dropout after the checkpoint began
 
 
 class RngReplay:

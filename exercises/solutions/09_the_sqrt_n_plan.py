@@ -1,6 +1,8 @@
-"""Exercise 9, the reference: the sqrt(n) plan and its prediction (minigrad/schedules.py does the
+"""Exercise 9, the reference (after lesson 3): the sqrt(n) plan and its prediction (minigrad/schedules.py does the
 same, with nested cuts too: segment_bounds, _normal, predict)."""
 import math
+
+EXPLAIN = 6  # segments (0, 3), (3, 6), (6, 10): the first two are recomputed, the last never is
 
 
 def sqrt_plan(chain):

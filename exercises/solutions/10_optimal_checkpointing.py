@@ -1,7 +1,9 @@
-"""Exercise 10, the reference: optimal checkpointing as a memoized recursion (schedules.binomial_steps
+"""Exercise 10, the reference (after lesson 8): optimal checkpointing as a memoized recursion (schedules.binomial_steps
 is its closed form)."""
 import functools
 import math
+
+EXPLAIN = 15  # each advance once means every state stored until its step is reversed: x_0 .. x_14
 
 
 @functools.lru_cache(maxsize=None)
