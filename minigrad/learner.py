@@ -13,8 +13,10 @@ check N` says what is wrong. At the end, `report()` says whose piece ran, and ho
 
 Where yours runs, the engine still does what your exercise did not ask for: a call your contract does not
 cover goes to the engine's own (a tape walk with a given gradient or retain_graph, a graph with the engine's
-checkpoint records in it, an AdamW with amsgrad, a checkpoint with options), and your tape walk is checked for
-in-place writes first and frees the saved arrays after, as the engine's does.
+checkpoint records in it, an AdamW with amsgrad, a checkpoint with options). Around each record's backward that
+your tape walk calls, the engine does what its own walk does: it refuses a saved array written in place since the
+forward, frees the saved arrays as soon as the record has run, and tells the ledger, so that mg.profile measures
+your walk as it measures the engine's.
 
 With the references (exercises/solutions) in place, learner mode gives the engine's results bit for bit, but for
 one thing: the engine's softmax adds each row up through the BLAS (backend/rows.py, NOTE [along rows]), in
@@ -34,12 +36,12 @@ import sys
 
 import numpy as np
 
-from . import nn, ops, optim
+from . import backend, nn, ops, optim
 from .backend.random import get_rng_state, set_rng_state
 from .checkpoint import chains as _chains
 from .checkpoint import segment as _segment
 from .ops import base as _base
-from .tensor import Tensor, is_recomputing, release
+from .tensor import Tensor, active_profiler, is_recomputing, release
 from .tensor import tensor as _tensor_factory
 from .tensor import _written_since  # NOTE [version counters]: the check the engine's walk makes first
 
@@ -76,11 +78,12 @@ _active = []    # the Pieces of the use() now in force (one at a time)
 _swapped = []   # (object, attribute, what was there) to put back
 
 
-def _load(folder):
-    """Each exercise file NN_*.py in folder, loaded as a module: {NN: module}."""
+def _load(folder, only=None):
+    """Each exercise file NN_*.py in folder (of those numbered in `only`), loaded as a module: {NN: module}."""
     found = {}
     for name in sorted(os.listdir(folder)):
-        if name[:2].isdigit() and name.endswith(".py") and int(name[:2]) in PIECES:
+        if name[:2].isdigit() and name.endswith(".py") and int(name[:2]) in PIECES and \
+                (only is None or int(name[:2]) in only):
             spec = importlib.util.spec_from_file_location(f"minigrad_learner_{name[:-3]}", os.path.join(folder, name))
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
@@ -205,9 +208,7 @@ def _plug_tape(piece):
     def backward(self, gradient=None, retain_graph=False):
         # The learner's walk takes a scalar root and nothing else (exercise 4's contract); the engine's own takes
         # the rest, and a graph with records the exercise does not know (a checkpoint's, one already run, a
-        # retain_grad). The same checks the engine makes before it walks (a saved array written in place since
-        # the forward: NOTE [version counters]), and the same freeing after (NOTE [memory drains]), though at
-        # the end of the walk, not record by record: what a walk of your own costs in memory, mg.profile shows.
+        # retain_grad).
         records = None
         if gradient is None and not retain_graph and self._ctx is not None and self._data.size == 1 \
                 and not is_recomputing():
@@ -215,15 +216,39 @@ def _plug_tape(piece):
         if records is None:
             piece.fell_back += 1
             return _ENGINE_BACKWARD(self, gradient, retain_graph)
-        for r in records:
-            for vc, n, i, k in (r.versions or ()):
-                if vc.n != n:
-                    raise _written_since(r, vc.n, n, i, k)
         piece.ran += 1
-        mine(self)
-        for r in records:
-            release(r)
+        profiler = active_profiler()
+        for r in records:  # each record's backward, as the engine's walk runs it (below)
+            r.backward = _as_the_engine_runs_it(r, profiler)
+        try:
+            mine(self)
+        finally:
+            for r in records:
+                del r.backward  # the op's own again
+                if not r.released:
+                    release(r)  # no gradient reached it: freed all the same, as the engine's walk frees the tape
     _swap(Tensor, "backward", backward)
+
+
+def _as_the_engine_runs_it(record, profiler):
+    """record.backward, with what the engine's walk (tensor/tape.py, _run_tape) does around it: refuse a saved array
+    written in place since the forward (NOTE [version counters]), free the saved arrays as soon as it has run (NOTE
+    [memory drains]), and tell the ledger (NOTE [what the tape reports]). So your walk is measured as the engine's."""
+    run = type(record).backward
+
+    def backward(g):
+        clock = profiler.start_clock() if profiler is not None else None
+        for vc, n, i, k in record.versions:
+            if vc.n != n:
+                raise _written_since(record, vc.n, n, i, k)
+        input_grads = tuple(run(record, g))
+        release(record)
+        if profiler is not None:
+            input_grads = tuple(backend.as_array(gi) for gi in input_grads)
+            profiler.on_backward(record, g, input_grads)
+            profiler.stop_clock(clock, record.name, "backward")
+        return input_grads
+    return backward
 
 
 def _plug_softmax(piece):
@@ -326,7 +351,7 @@ def enable(folder="exercises", only=None):
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"learner mode: no folder {folder!r} with your exercise files (01_...py to 12_...py); "
                                 f"run from the repository's root, or name the folder (MINIGRAD_LEARNER_ENGINE=path)")
-    pieces = {n: Piece(n, m) for n, m in _load(folder).items() if only is None or n in only}
+    pieces = {n: Piece(n, m) for n, m in _load(folder, only).items()}
     for n in PIECES:
         if n not in pieces and (only is None or n in only):
             pieces[n] = Piece(n, None)

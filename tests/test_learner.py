@@ -165,3 +165,26 @@ def test_the_command_runs_a_lesson_on_the_learners_pieces(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "exercise  4 the tape walk (backward): yours, ran 40 times" in r.stderr
     assert "exercise 12 the AdamW step: yours, ran 40 times" in r.stderr
+
+
+def test_the_ledger_measures_the_learners_walk_as_the_engines():
+    """Around each record's backward the learner's walk calls, the engine reports to the ledger and frees the saved
+    arrays at once, as its own walk does: the same FLOPs by phase, the same activation bytes moment by moment."""
+    def profiled():
+        mg.manual_seed(0)
+        model = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16))
+        idx = mg.randint(0, 11, (2, 8))
+        with mg.profile() as prof:
+            _, loss = model(idx, idx)
+            loss.backward()
+        return prof
+    plain = profiled()
+    with learner.use(SOLUTIONS, only={4}) as pieces:
+        mine = profiled()
+        assert pieces[0].ran == 1
+    for phase in ("forward", "backward"):
+        assert mine.flops(phase) == plain.flops(phase) > 0
+    assert mine.peak_bytes("activations") == plain.peak_bytes("activations") > 0
+    def activations(prof):  # (the gradients in flight differ: your walk holds them its own way)
+        return [(row["op"], row["phase"], row["activations"]) for row in prof.timeline()]
+    assert activations(mine) == activations(plain)
