@@ -23,7 +23,7 @@ from tqdm import tqdm
 import minigrad as mg
 from minigrad.gpt import GPT, CharTokenizer, GPTConfig, get_batch, tiny_corpus, unigram_entropy
 
-from _lesson import finish, save_plot
+from _lesson import compare, finish, predict, save_plot
 
 # settings
 SEED = 0
@@ -105,8 +105,14 @@ def main(argv=None):
     cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=BLOCK, n_layer=N_LAYER, n_head=N_HEAD, n_embd=N_EMBD)
     model = GPT(cfg).to(args.device or mg.default_device())
     print(f"model: {model.num_parameters():,} parameters, {N_LAYER} blocks, {N_EMBD} wide, context {BLOCK}")
+    guess = predict(f"the loss at step 0, before any training. A fresh model spreads its bets about evenly over the "
+                    f"{tok.vocab_size} characters", "nats per character", quick=args.quick)
 
     losses, seconds = train(model, data, steps)
+    compare(guess, losses[0], "nats per character")
+    if guess is not None:
+        print(f"  (-ln(1/{tok.vocab_size}) = {np.log(tok.vocab_size):.3f}: the loss of even odds; the measured start "
+              f"differs by what the random initial weights prefer)")
     final = float(np.mean(losses[-10:]))
     print(f"{steps} steps in {seconds:.1f} s ({steps * BATCH * BLOCK / seconds:,.0f} tokens/s)")
     print(f"loss: {losses[0]:.3f} at the start, {final:.3f} at the end (mean of the last {min(10, steps)} steps); "

@@ -49,13 +49,22 @@ def tour(args):
         print("\n".join(os.path.basename(p) for p in found))
         return 0
     failed, started = [], time.time()
+    # One BLAS thread unless set (as `make test` and tests/conftest.py do): on a small machine a second thread only
+    # fights the first, and the times the lessons print are the ones their docstrings quote. No predictions: the
+    # tour runs straight through (lessons/_lesson.py asks them of a lesson run alone in a terminal).
+    env = {**{v: "1" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}, **os.environ,
+           "MINIGRAD_NO_PREDICT": "1"}
+    print(f"The tour: {len(found)} lessons, one BLAS thread each unless OPENBLAS_NUM_THREADS says otherwise "
+          f"({env['OPENBLAS_NUM_THREADS']} here). It does not stop for the lessons' predictions: run one alone "
+          f"(python -m minigrad lesson N) to answer them first.", flush=True)
     bar = tqdm(found, desc="tour", unit="lesson", disable=None)  # no bar when piped
     for path in bar:
         name = os.path.basename(path)
         bar.set_postfix_str(name)
         print(f"\n{'=' * 78}\n{name}\n{'=' * 78}", flush=True)
         t0 = time.perf_counter()
-        if subprocess.run([sys.executable, path] + (["--quick"] if args.quick and _has_quick(path) else [])).returncode:
+        if subprocess.run([sys.executable, path] + (["--quick"] if args.quick and _has_quick(path) else []),
+                          env=env).returncode:
             failed.append(name)
             print(f"({name} FAILED; the tour goes on)", flush=True)
         else:

@@ -94,8 +94,8 @@ def test_lesson_03_predictions_match_measurements(tmp_path):
     out = lesson("03_checkpointing.py", tmp_path, "--quick")  # it asserts prediction == measurement for every plan
     slope = re.search(r"sqrt\(n\) segments ([\d.]+) \(theory", out)
     assert slope and float(slope.group(1)) < 0.8
-    plain = mib(re.search(r"no checkpointing \(k = n\): ([\d.]+ \w+)", out).group(1))
-    every_one = mib(re.search(r"segments of k = 1: ([\d.]+ \w+)", out).group(1))
+    plain = mib(re.search(r"no checkpointing \(s = n, one segment\): ([\d.]+ \w+)", out).group(1))
+    every_one = mib(re.search(r"segments of s = 1 function \(k = n segments\): ([\d.]+ \w+)", out).group(1))
     assert every_one > plain
     front = re.findall(r"^  (.+?)\s{2,}([\d.]+ \w+)\s+([\d.]+)$", out.split("the Pareto front")[1], re.M)
     assert len(front) >= 3 and front[0][2] == "0.00"
