@@ -23,7 +23,7 @@ from tqdm import tqdm
 import minigrad as mg
 from minigrad.gpt import GPT, CharTokenizer, GPTConfig, get_batch, tiny_corpus, unigram_entropy
 
-from _lesson import compare, finish, predict, save_plot
+from _lesson import finish, predict, reveal, save_plot
 
 # settings
 SEED = 0
@@ -109,7 +109,7 @@ def main(argv=None):
                     f"{tok.vocab_size} characters", "nats per character", quick=args.quick)
 
     losses, seconds = train(model, data, steps)
-    compare(guess, losses[0], "nats per character")
+    reveal(guess, losses[0], "nats per character")
     if guess is not None:
         print(f"  (-ln(1/{tok.vocab_size}) = {np.log(tok.vocab_size):.3f}: the loss of even odds; the measured start "
               f"differs by what the random initial weights prefer)")

@@ -39,7 +39,7 @@ from minigrad import formulas
 from minigrad.gpt import GPT, GPTConfig
 from minigrad.profiler import CATEGORIES, CATEGORY_COLORS, format_bytes, format_flops
 
-from _lesson import command_line, compare, finish, predict, save_plot
+from _lesson import command_line, finish, predict, reveal, save_plot
 
 # settings
 SEED = 0
@@ -191,7 +191,7 @@ def main(argv=None):
     params = sum(p.numel() * 4 for p in model.parameters())
     start, fwd, bwd, end = (at(points, k) for k in ("start", "forward done", "backward done", "step"))
     hand = formulas.mlp_saved_bytes(BATCH, sizes, itemsize=4)
-    compare(guess, fwd["activations"] / MiB, "MiB")
+    reveal(guess, fwd["activations"] / MiB, "MiB")
     print(f"\nactivations after forward: measured {format_bytes(fwd['activations'])}; by hand B x (in + widths) x 4 "
           f"bytes = {BATCH} x {sum(sizes)} x 4 = {format_bytes(hand)}  "
           f"({'equal' if hand == fwd['activations'] else 'DIFFERENT'})")

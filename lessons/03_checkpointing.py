@@ -37,7 +37,7 @@ from minigrad import schedules as S
 from minigrad.checkpoint import checkpoint_segments, measure_chain
 from minigrad.profiler import format_bytes, format_flops
 
-from _lesson import command_line, compare, finish, predict, save_plot
+from _lesson import command_line, finish, predict, reveal, save_plot
 
 # settings
 SEED = 0
@@ -271,7 +271,7 @@ def main(argv=None):
                     f"does checkpointing with sqrt(n) segments keep at its peak than no checkpointing?", "times",
                     quick=args.quick)
     rows, slope = against_depth(depths)
-    compare(guess, rows[depths[-1], "none"] / rows[depths[-1], "sqrt"], "times")
+    reveal(guess, rows[depths[-1], "none"] / rows[depths[-1], "sqrt"], "times")
     t = tradeoff(QUICK_TRADEOFF_DEPTH if args.quick else TRADEOFF_DEPTH)
     if not args.no_plot:
         plot(depths, rows, slope, t)

@@ -26,7 +26,7 @@ import minigrad as mg
 from minigrad import ops
 from minigrad.tensor import apply
 
-from _lesson import command_line, save_plot
+from _lesson import command_line, predict, reveal, save_plot
 
 # %%
 # settings
@@ -229,6 +229,9 @@ def part4():
     g = np.random.default_rng(SEED + 1).standard_normal((ROWS, COLS))
     wrong = g.sum(axis=1)                      # (ROWS,): the size-1 dim dropped
     right = g.sum(axis=1, keepdims=True)       # (ROWS, 1)
+    guess = predict(f"in NumPy, b of shape ({ROWS}, 1) minus 0.1 * g.sum(axis=1), a gradient summed without "
+                    f"keepdims, of shape ({ROWS},): how many numbers does the updated b hold?", "numbers")
+    reveal(guess, (b_np - 0.1 * wrong).size, "numbers")
     print(f"NumPy, b of shape {b_np.shape}: b - 0.1 * g.sum(axis=1) has shape {(b_np - 0.1 * wrong).shape} "
           f"(no error); with keepdims=True: {(b_np - 0.1 * right).shape}")
     mg.manual_seed(SEED)

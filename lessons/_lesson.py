@@ -1,12 +1,12 @@
 """What every lesson does the same way around what it measures: its command line, its plots, its last lines.
 
-    from _lesson import command_line, compare, finish, predict, save_plot
+    from _lesson import command_line, finish, predict, reveal, save_plot
 
     ap = command_line(__doc__, quick="what --quick leaves out", no_plot="print only")  # an argparse parser
     args = ap.parse_args(argv)
     guess = predict("the peak of activations after the forward", "KiB", quick=args.quick)  # before it is printed
     ...                                                                    # measure it, then print it
-    compare(guess, measured / 1024, "KiB")    # "You predicted 64 KiB; measured 66 KiB: 2 KiB too low (3% ...)"
+    reveal(guess, measured / 1024, "KiB")     # "You predicted 64 KiB; measured 66 KiB: 2 KiB too low (3% ...)"
     print(f"plot: {save_plot(fig, '03_checkpointing.png')}")   # out/03_checkpointing.png, at 120 dpi
     finish(EXERCISES, t0)                                      # "(the lesson took 1.2 s)", then "Now build it:"
 
@@ -94,7 +94,7 @@ def predict(question, unit="", quick=False):
         _answering[0] += time.perf_counter() - started
 
 
-def compare(guess, measured, unit="", digits=3):
+def reveal(guess, measured, unit="", digits=3):
     """Say plainly how far the prediction was from the measured number (nothing if there was no prediction)."""
     if guess is None:
         return
