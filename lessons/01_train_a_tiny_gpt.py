@@ -78,7 +78,7 @@ def train(model, data, steps):
 # %%
 def plot(losses, baseline):
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(losses, label="training loss (one batch)")
+    ax.plot(losses, color="k", lw=1, label="training loss (one batch)")
     ax.axhline(baseline, color="gray", ls="--", label=f"unigram baseline {baseline:.2f}")
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("cross-entropy (nats per character)")

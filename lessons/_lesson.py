@@ -98,13 +98,14 @@ def reveal(guess, measured, unit="", digits=3):
     """Say plainly how far the prediction was from the measured number (nothing if there was no prediction)."""
     if guess is None:
         return
-    show = lambda v: f"{v:,.{digits}g} {unit}".rstrip()  # noqa: E731
+    show = lambda v: f"{v:,.{digits}g}%" if unit == "%" else f"{v:,.{digits}g} {unit}".rstrip()  # noqa: E731
     gap = guess - measured
     if gap == 0:
         verdict = "exactly right"
     else:
         share = f" ({abs(gap) / abs(measured):.0%} of the measured value)" if measured else ""
-        verdict = f"{show(abs(gap))} too {'high' if gap > 0 else 'low'}{share}"
+        size = f"{abs(gap):,.{digits}g} points" if unit == "%" else show(abs(gap))
+        verdict = f"{size} too {'high' if gap > 0 else 'low'}{share}"
         if measured and abs(gap) <= 0.1 * abs(measured):
             verdict += ": within 10%, well predicted"
         elif measured and guess / measured > 0 and max(guess / measured, measured / guess) >= 2:
