@@ -256,7 +256,7 @@ def curve(args):
         print(f"{k:>5}{plan.segments[0][1] - plan.segments[0][0]:>6}{format_bytes(plan.peak_bytes):>15}"
               f"{format_bytes(peak):>15}{format_flops(plan.recompute_flops):>15}{format_flops(recompute):>15}"
               f"{recompute / forward:>10.2f}{note}")
-    print(f"\nk: segments (lesson 3 counts the other way: its k is functions per segment). "
+    print(f"\nk: segments, as everywhere in the course (lessons 3 and 8). "
           f"size: functions per segment, n // k; the last segment takes what is left and runs normally, so where "
           f"n // k drops, the last segment and the peak grow. front: no other k keeps fewer bytes for no more "
           f"recompute. One forward pass of the chain is {format_flops(forward)} FLOPs.")
