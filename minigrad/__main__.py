@@ -277,9 +277,9 @@ def _plot_curve(rows, front, sqrt_k, n, forward, what, path):
     unit, scale = ("MiB", 2 ** 20) if max(r[2] for r in rows) >= 2 ** 20 else ("KiB", 2 ** 10)
     ks = [r[0] for r in rows]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.6))
-    a1.plot(ks, [r[1].peak_bytes / scale for r in rows], "o", mfc="none", ms=8, label="predicted")
+    a1.plot(ks, [r[1].peak_bytes / scale for r in rows], "o", color="0.5", mfc="none", ms=8, label="predicted")
     a1.plot(ks, [r[2] / scale for r in rows], ".", color="k", label="measured")
-    a1.axvline(sqrt_k, color="tab:orange", ls=":", label=f"sqrt(n): k = {sqrt_k}")
+    a1.axvline(sqrt_k, color="tab:blue", ls=":", label=f"sqrt(n): k = {sqrt_k}")  # sqrt(n) blue, as in lesson 3
     a1.set_xscale("log")
     ticks = range(1, n + 1) if n <= 8 else sorted({2 ** e for e in range(n.bit_length())} | {n})
     a1.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
@@ -297,9 +297,10 @@ def _plot_curve(rows, front, sqrt_k, n, forward, what, path):
             label="measured, one per k")
     a2.step([r[3] / forward for r in on_front], [r[2] / scale for r in on_front], where="post", color="k", lw=1,
             label="Pareto front")
-    for k, marker, label in ((sqrt_k, "s", f"sqrt(n): k = {sqrt_k}"), (least[0], "*", f"least memory: k = {least[0]}")):
+    for k, marker, color, label in ((sqrt_k, "s", "tab:blue", f"sqrt(n): k = {sqrt_k}"),
+                                    (least[0], "*", "tab:orange", f"least memory: k = {least[0]}")):
         r = next(r for r in rows if r[0] == k)
-        a2.plot([r[3] / forward], [r[2] / scale], marker, mfc="none", ms=12, mew=1.5, label=label)
+        a2.plot([r[3] / forward], [r[2] / scale], marker, color=color, mfc="none", ms=12, mew=1.5, label=label)
     labels, top_x, top_y = [], max(r[3] for r in rows) / forward or 1, max(r[2] for r in rows) / scale
     for k, _, peak, recompute in rows:  # one label for the k that land within 3% of each other
         if k in (1, n) or (k in front and len(front) <= 8):
