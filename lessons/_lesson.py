@@ -16,10 +16,11 @@ tests run it, puts lessons/ first on sys.path, and a notebook kernel started in 
 default for a file there) imports from its working directory. A kernel started elsewhere does not find it: start it
 in lessons/, or put lessons/ on sys.path first.
 
-Predictions are asked for only where someone can answer: stdin is a terminal, the lesson is not in --quick mode,
-and the tour did not start it (the tour sets MINIGRAD_NO_PREDICT=1 so that it runs straight through, and its times
-are the lessons' own). Elsewhere (tests, a pipe, a notebook) the question is printed and the lesson goes on. The
-seconds spent answering are left out of the time a lesson reports.
+Predictions are asked for only where someone can answer: stdin is a terminal or the lesson runs as a notebook (Jupyter
+shows an input box), the lesson is not in --quick mode, and the tour did not start it (the tour sets
+MINIGRAD_NO_PREDICT=1 so that it runs straight through, and its times are the lessons' own). Elsewhere (tests, a pipe,
+a notebook run by nbclient) the question is printed and the lesson goes on. The seconds spent answering are left out
+of the time a lesson reports.
 """
 import argparse
 import math
@@ -66,7 +67,7 @@ def predict(question, unit="", quick=False):
     is counted in ("KiB", "forward passes", ""); an answer may repeat it ("64 KiB")."""
     print(f"\nPredict: {question}" + (f" (in {unit})" if unit else ""), flush=True)
     why_not = ("--quick" if quick else "started by the tour" if os.environ.get(NO_PREDICT, "") not in ("", "0")
-               else "" if sys.stdin.isatty() else "not a terminal")
+               else "" if sys.stdin.isatty() or "ipykernel" in sys.modules else "not a terminal")
     if why_not:
         print(f"  (not asked: {why_not}. Run the lesson alone in a terminal to answer first.)")
         return None
@@ -76,6 +77,11 @@ def predict(question, unit="", quick=False):
             try:
                 text = input("  your prediction (Enter to skip): ").strip()
             except EOFError:
+                return None
+            except Exception as e:  # IPython's StdinNotImplementedError: a kernel whose front end takes no input
+                if type(e).__name__ != "StdinNotImplementedError":
+                    raise
+                print("  (not asked: this notebook's front end takes no input)")
                 return None
             if unit and text.lower().endswith(unit.lower()):
                 text = text[:-len(unit)].strip()

@@ -169,3 +169,29 @@ def test_make_tour_sets_one_blas_thread_as_make_test_does():
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         setting = f"{variable}=$${{{variable}:-1}}"
         assert setting in tour and setting in test, variable
+
+
+# --- a lesson as a notebook
+
+def test_a_lesson_runs_as_a_notebook_in_a_jupyter_kernel(tmp_path):
+    """jupytext reads the lesson's `# %%` cells as a notebook; nbclient runs it in a real IPython kernel, in a
+    directory of its own with lessons/ on the path (so _lesson imports and out/ lands there). The lesson takes the
+    kernel's arguments for none of its own, asks its prediction of a front end that takes no input, and draws."""
+    jupytext = pytest.importorskip("jupytext")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    notebook = jupytext.read(BROADCASTING)
+    assert [c.cell_type for c in notebook.cells].count("markdown") >= 3  # the # %% [markdown] cells are text
+    path = os.pathsep.join([ROOT, os.path.join(ROOT, "lessons"), os.environ.get("PYTHONPATH", "")])
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = path  # the kernel is a child of this process: it inherits the environment
+    try:
+        nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
+                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+    finally:
+        os.environ.pop("PYTHONPATH") if old is None else os.environ.__setitem__("PYTHONPATH", old)
+    text = "".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "Predict: in NumPy, b of shape (5, 1)" in text
+    assert "(not asked: this notebook's front end takes no input)" in text
+    assert "has shape (5, 5) (no error)" in text and "Now build it:" in text
+    assert (tmp_path / "out" / "06_broadcasting.png").stat().st_size > 10_000
