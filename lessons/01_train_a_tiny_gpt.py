@@ -1,7 +1,7 @@
 """Lesson 1: train a tiny GPT with minigrad and watch its loss fall.
 
-    python lessons/01_train_a_tiny_gpt.py            # about 4 s on 2 cores (measured 2026-11-30)
-    python lessons/01_train_a_tiny_gpt.py --quick    # 40 steps: about 1 s
+    python lessons/01_train_a_tiny_gpt.py            # about 10 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/01_train_a_tiny_gpt.py --quick    # 40 steps: about 2.8 s
     python lessons/01_train_a_tiny_gpt.py --steps 50 # any number of steps
 
 A character-level GPT (minigrad/gpt.py) learns a small generated corpus of sentences. The

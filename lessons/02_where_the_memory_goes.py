@@ -1,6 +1,6 @@
 """Lesson 2: where the memory of a training step goes, byte by byte.
 
-    python lessons/02_where_the_memory_goes.py       # about 3 s on 2 cores (measured 2026-11-30)
+    python lessons/02_where_the_memory_goes.py       # about 13 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
 
 An MLP trains for one warm-up step (that step makes AdamW's two moments), then one more step
 runs under mg.profile(model, opt): a steady-state step, as every step after the first is. The

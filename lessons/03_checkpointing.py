@@ -1,7 +1,7 @@
 """Lesson 3: activation checkpointing. Plan, predict, then measure.
 
-    python lessons/03_checkpointing.py            # about 3.5 s on 2 cores (measured 2026-11-30)
-    python lessons/03_checkpointing.py --quick    # depths 16 and 64, a chain of 64 functions: about 1 s
+    python lessons/03_checkpointing.py            # about 11 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/03_checkpointing.py --quick    # depths 16 and 64, a chain of 64 functions: about 4 s
 
 Checkpointing keeps only some layer inputs in the forward pass and recomputes the rest during
 backward. For a chain of n layers cut into sqrt(n) segments, activation memory grows like

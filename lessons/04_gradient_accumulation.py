@@ -1,7 +1,7 @@
 """Lesson 4: gradient accumulation. A big batch's gradient at a small batch's memory.
 
-    python lessons/04_gradient_accumulation.py          # about 2 s on 2 cores (measured 2026-11-30)
-    python lessons/04_gradient_accumulation.py --quick  # a smaller GPT in part 1, timed once: about 1 s
+    python lessons/04_gradient_accumulation.py          # about 7 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/04_gradient_accumulation.py --quick  # a smaller GPT in part 1, timed once: about 3 s
 
 Part 1 replays, on the small GPT, the shape of the experiment in Hugging Face's guide "Efficient
 Training on a Single GPU" (transformers documentation, 2022: docs/source/en/perf_train_gpu_one.mdx,

@@ -1,7 +1,7 @@
 """Lesson 5: the tape from scratch. What backward walks, what it saved, and when that is freed.
 
-    python lessons/05_the_tape.py           # about 4.5 s on 2 cores (measured 2026-11-30)
-    python lessons/05_the_tape.py --quick   # the deep chain 5,000 ops long instead of 50,000: about 1 s
+    python lessons/05_the_tape.py           # about 9 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/05_the_tape.py --quick   # the deep chain 5,000 ops long instead of 50,000: about 2.9 s
 
 Every op applied to a tensor that requires grad leaves a record on the tape: the op object itself,
 reachable from its output as `t.grad_fn`. A record knows

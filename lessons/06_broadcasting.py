@@ -1,6 +1,6 @@
 """Lesson 6: broadcasting and the shapes of gradients.
 
-    python lessons/06_broadcasting.py      # about 1.2 s on 2 cores (measured 2026-11-30)
+    python lessons/06_broadcasting.py      # about 4 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
 
 `a + b` with a of shape (5, 4) and b of shape (4,) adds b to every row: NumPy broadcasts b, as
 if it had been copied 5 times. Each copy touched the loss, so b's gradient is the SUM over the

@@ -1,6 +1,6 @@
 """Lesson 7: one checkpointed block, up close. What the recompute must get right, measured.
 
-    python lessons/07_one_checkpointed_block.py            # about 1 s on 2 cores (measured 2026-11-30)
+    python lessons/07_one_checkpointed_block.py            # about 2.9 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
     python lessons/07_one_checkpointed_block.py --no-plot  # the numbers only
 
 mg.checkpoint(block, x) runs `block` twice: once in the forward, keeping only x, and once more

@@ -1,7 +1,7 @@
 """Lesson 8: checkpointing schedules. Where to cut a chain, predicted and then measured.
 
-    python lessons/08_schedules.py            # about 4 s on 2 cores (measured 2026-11-30)
-    python lessons/08_schedules.py --quick    # shorter chains: about 2 s
+    python lessons/08_schedules.py            # about 16 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/08_schedules.py --quick    # shorter chains: about 4 s
 
 Part 1 cuts a uniform chain (n Linear -> Tanh pairs) into k segments with
 mg.checkpoint_sequential, for every k from 1 to n, and measures the peak activation bytes with

@@ -1,7 +1,7 @@
 """Lesson 9: Will it fit? Full-size models on the 'meta' device, from one step's bytes to a plan for a GPU.
 
-    python lessons/09_will_it_fit.py            # about 25 s on 2 cores
-    python lessons/09_will_it_fit.py --quick    # skips gpt2-xl's plan: about 10 s
+    python lessons/09_will_it_fit.py            # about 33 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/09_will_it_fit.py --quick    # skips gpt2-xl's plan: about 16 s
 
 The lessons so far measured models of a hundred thousand parameters. The ones people fine-tune have
 hundreds of millions, and the question behind every out-of-memory error is: how much will one training

@@ -1,7 +1,7 @@
 """Lesson 11: recompute only what is cheap. Checkpoint policies, measured to the byte and the FLOP.
 
-    python lessons/11_selective_recomputation.py            # about 5 s on 2 cores
-    python lessons/11_selective_recomputation.py --quick    # fewer blocks: about 3 s
+    python lessons/11_selective_recomputation.py            # about 8 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/11_selective_recomputation.py --quick    # fewer blocks: about 7 s
 
 Checkpointing so far dropped everything inside a segment and recomputed it, all but the ops whose results
 backward does not read (NOTE [recompute what backward reads] in minigrad/checkpoint/policies.py): the most memory saved,

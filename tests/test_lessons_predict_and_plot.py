@@ -195,3 +195,15 @@ def test_a_lesson_runs_as_a_notebook_in_a_jupyter_kernel(tmp_path):
     assert "(not asked: this notebook's front end takes no input)" in text
     assert "has shape (5, 5) (no error)" in text and "Now build it:" in text
     assert (tmp_path / "out" / "06_broadcasting.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=os.path.basename)
+def test_every_lesson_says_how_long_the_tour_took_to_run_it(path):
+    """The docstring's run command gives the time the tour measured (one BLAS thread) and when; a --quick line, its
+    own. A time from another setting (two BLAS threads ran lesson 1 eight times slower) would mislead."""
+    doc = ast.get_docstring(ast.parse(open(path, encoding="utf-8").read()))
+    runs = re.findall(r"^\s+python lessons/\S+\.py(\s+--quick)?\s+#.*?about [\d.]+ s(.*)$", doc, re.M)
+    assert any(not quick and re.search(r"\(make tour, 1 BLAS thread, .*\d{4}-\d\d-\d\d\)", rest)
+               for quick, rest in runs), doc.splitlines()[:5]
+    if re.search(r"python lessons/\S+\.py --quick", doc):
+        assert any(quick for quick, _ in runs), "the --quick line gives its time too"
