@@ -15,8 +15,9 @@ bert-large-uncased (sequences of 512 tokens) with the Trainer on a 16 GB V100 th
 (their numbers, quoted from the guide, not measured here: "GPU memory occupied" as nvidia-smi
 shows it, the CUDA context's 1.3 GB included; against the first row, memory 0.58 and 0.45 of it,
 speed 0.87 and 0.68). Less memory each time, and slower each time. Here the same three, plus
-2 micro-batches of 4, on a batch of 8 (every lesson writes "k micro-batches of m": k backward passes of m rows): peak bytes by category with mg.profile, samples per second with a clock,
-and the gradient compared with the full batch's, every number measured.
+2 micro-batches of 4, on a batch of 8 (every lesson writes it so: 2 backward passes of 4 rows each;
+the number of micro-batches is mg.accumulate's `steps`): peak bytes by category with mg.profile,
+samples per second with a clock, and the gradient compared with the full batch's, every number measured.
 Part 2 shows why each micro-batch's summed loss must be divided by the whole batch's token
 count, not averaged per micro-batch (the bug fixed in Hugging Face transformers in late 2024).
 Part 3 shows why mg.accumulate gives float16 parameters float32 gradient buffers: it runs
@@ -174,13 +175,13 @@ def part3():
         result = mg.accumulate(model, probe, x, g, steps=k, ignore_index=None)  # every element of g counts
         assert result.grad_dtype == model.weight.grad.dtype.name == "float32"
         e32.append(error())
-    print(f"a batch of {ROWS} rows in k micro-batches through Linear({DIM}, {DIM}) in float16; the error of W's summed "
+    print(f"a batch of {ROWS} rows in `steps` micro-batches through Linear({DIM}, {DIM}) in float16; the error of W's summed "
           f"gradient against its exact value (float64), relative to its largest entry")
-    print(f"{'k':>4}{'plain loop, float16 .grad':>28}{'mg.accumulate, float32 .grad':>31}")
+    print(f"{'steps':>5}{'plain loop, float16 .grad':>28}{'mg.accumulate, float32 .grad':>31}")
     for k, a, b in zip(ks, e16, e32):
-        print(f"{k:>4}{a:>28.1e}{b:>31.1e}")
+        print(f"{k:>5}{a:>28.1e}{b:>31.1e}")
     print(f"(each micro-batch's gradient is rounded to float16 either way, the floor both share; adding them up in "
-          f"float16 rounds once more per micro-batch: {e16[-1] / e16[0]:.1f}x the error at k = {ks[-1]})")
+          f"float16 rounds once more per micro-batch: {e16[-1] / e16[0]:.1f}x the error at {ks[-1]} steps)")
     return ks, e16, e32
 
 
@@ -211,9 +212,9 @@ def plot(results, ks, e16, e32):
     a2.xaxis.set_minor_locator(NullLocator())
     a2.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0e}"))
     a2.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:.0e}" if f"{v:.0e}"[0] in "2468" else ""))
-    a2.set_xlabel(f"k, the micro-batches the batch of {ROWS} rows is cut into ({ROWS} / k rows each, log scale)")
+    a2.set_xlabel(f"steps: the batch of {ROWS} rows as that many micro-batches (log scale)")
     a2.set_ylabel("error of the summed gradient (relative, log scale)")
-    a2.set_title("Summing float16 gradients over k micro-batches")
+    a2.set_title("Summing float16 gradients over many micro-batches")
     a2.grid(True, which="both", alpha=0.3)
     a2.legend()
     print(f"\nplot: {save_plot(fig, '04_accumulation.png')}")
