@@ -186,7 +186,7 @@ def plot(rows, parts):
     a2.invert_yaxis()
     a2.set_xlabel("activations kept for backward (MiB)")
     a2.set_ylabel(f"#: the op's place among the layer's {len(parts)} ops, in the order they ran", fontsize=8)
-    a2.set_title(f"one layer, batch 4: each op that keeps 1 MiB or more", fontsize=10)
+    a2.set_title("one layer, batch 4: each op that keeps 1 MiB or more", fontsize=10)
     a2.legend(fontsize=8, loc="lower right")
     a2.grid(True, axis="x", alpha=0.3)
     print(f"plot: {save_plot(fig, '09_will_it_fit.png')}")
