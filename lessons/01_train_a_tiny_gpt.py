@@ -1,7 +1,7 @@
 """Lesson 1: train a tiny GPT with minigrad and watch its loss fall.
 
-    python lessons/01_train_a_tiny_gpt.py            # about 4 s on 2 cores (measured 2026-11-30)
-    python lessons/01_train_a_tiny_gpt.py --quick    # 40 steps: about 1 s
+    python lessons/01_train_a_tiny_gpt.py            # about 10 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/01_train_a_tiny_gpt.py --quick    # 40 steps: about 2.8 s
     python lessons/01_train_a_tiny_gpt.py --steps 50 # any number of steps
 
 A character-level GPT (minigrad/gpt.py) learns a small generated corpus of sentences. The
@@ -23,7 +23,7 @@ from tqdm import tqdm
 import minigrad as mg
 from minigrad.gpt import GPT, CharTokenizer, GPTConfig, get_batch, tiny_corpus, unigram_entropy
 
-from _lesson import finish, save_plot
+from _lesson import finish, predict, reveal, save_plot
 
 # settings
 SEED = 0
@@ -78,7 +78,7 @@ def train(model, data, steps):
 # %%
 def plot(losses, baseline):
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(losses, label="training loss (one batch)")
+    ax.plot(losses, color="k", lw=1, label="training loss (one batch)")
     ax.axhline(baseline, color="gray", ls="--", label=f"unigram baseline {baseline:.2f}")
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("cross-entropy (nats per character)")
@@ -105,8 +105,14 @@ def main(argv=None):
     cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=BLOCK, n_layer=N_LAYER, n_head=N_HEAD, n_embd=N_EMBD)
     model = GPT(cfg).to(args.device or mg.default_device())
     print(f"model: {model.num_parameters():,} parameters, {N_LAYER} blocks, {N_EMBD} wide, context {BLOCK}")
+    guess = predict(f"the loss at step 0, before any training. A fresh model spreads its bets about evenly over the "
+                    f"{tok.vocab_size} characters", "nats per character", quick=args.quick)
 
     losses, seconds = train(model, data, steps)
+    reveal(guess, losses[0], "nats per character")
+    if guess is not None:
+        print(f"  (-ln(1/{tok.vocab_size}) = {np.log(tok.vocab_size):.3f}: the loss of even odds; the measured start "
+              f"differs by what the random initial weights prefer)")
     final = float(np.mean(losses[-10:]))
     print(f"{steps} steps in {seconds:.1f} s ({steps * BATCH * BLOCK / seconds:,.0f} tokens/s)")
     print(f"loss: {losses[0]:.3f} at the start, {final:.3f} at the end (mean of the last {min(10, steps)} steps); "

@@ -1,6 +1,6 @@
 """Lesson 2: where the memory of a training step goes, byte by byte.
 
-    python lessons/02_where_the_memory_goes.py       # about 3 s on 2 cores (measured 2026-11-30)
+    python lessons/02_where_the_memory_goes.py       # about 13 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
 
 An MLP trains for one warm-up step (that step makes AdamW's two moments), then one more step
 runs under mg.profile(model, opt): a steady-state step, as every step after the first is. The
@@ -37,9 +37,9 @@ import matplotlib.pyplot as plt
 import minigrad as mg
 from minigrad import formulas
 from minigrad.gpt import GPT, GPTConfig
-from minigrad.profiler import CATEGORIES, format_bytes, format_flops
+from minigrad.profiler import CATEGORIES, CATEGORY_COLORS, format_bytes, format_flops
 
-from _lesson import command_line, finish, save_plot
+from _lesson import command_line, finish, predict, reveal, save_plot
 
 # settings
 SEED = 0
@@ -183,12 +183,15 @@ def main(argv=None):
 
     prof, points, model, sizes = profiled_step(zero_grad_first=True)
     print(f"An MLP of {DEPTH} Linear -> Tanh layers, sizes {IN} -> {WIDTH} ... -> {WIDTH}, batch {BATCH}, float32.")
-    print("One steady-state step (the second), zero_grad first:\n")
+    guess = predict("the activations the tape holds at the end of the forward. Each Linear saves its input, each Tanh "
+                    "its output, and an array saved twice counts once", "MiB")
+    print("\nOne steady-state step (the second), zero_grad first:\n")
     print(prof.table())
 
     params = sum(p.numel() * 4 for p in model.parameters())
     start, fwd, bwd, end = (at(points, k) for k in ("start", "forward done", "backward done", "step"))
     hand = formulas.mlp_saved_bytes(BATCH, sizes, itemsize=4)
+    reveal(guess, fwd["activations"] / MiB, "MiB")
     print(f"\nactivations after forward: measured {format_bytes(fwd['activations'])}; by hand (the formula is "
           f"exercise 6's to derive) {format_bytes(hand)}  ({'equal' if hand == fwd['activations'] else 'DIFFERENT'})")
     print(f"activations after backward: {format_bytes(bwd['activations'])} (every record freed its saved arrays "
@@ -232,7 +235,8 @@ def plot(steps):
     for ax, (points, prof, title) in zip(axes, steps):
         drawn = points + points[-1:]  # the last level, drawn one event wide
         ax.stackplot(range(len(drawn)), *[[p[c] / MiB for p in drawn] for c in CATEGORIES], labels=CATEGORIES,
-                     alpha=0.85, step="post")  # a level holds until the next event
+                     colors=[CATEGORY_COLORS[c] for c in CATEGORIES], alpha=0.85, step="post")  # a level holds
+                                                                                                # until the next event
         peak = prof.peak_bytes() / MiB
         ax.axhline(peak, color="k", lw=0.8, ls="--")
         ax.text(0.3, peak, f"peak {peak:.1f} MiB", va="bottom", fontsize=9)

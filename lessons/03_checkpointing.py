@@ -1,7 +1,7 @@
 """Lesson 3: activation checkpointing. Plan, predict, then measure.
 
-    python lessons/03_checkpointing.py            # about 3.5 s on 2 cores (measured 2026-11-30)
-    python lessons/03_checkpointing.py --quick    # depths 16 and 64, a chain of 64 functions: about 1 s
+    python lessons/03_checkpointing.py            # about 11 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/03_checkpointing.py --quick    # depths 16 and 64, a chain of 64 functions: about 4 s
 
 Checkpointing keeps only some layer inputs in the forward pass and recomputes the rest during
 backward. For a chain of n layers cut into sqrt(n) segments, activation memory grows like
@@ -15,8 +15,9 @@ backward under mg.profile, and the lesson checks that the measured peak of activ
 the recompute FLOPs equal the predicted ones, for every plan it shows.
 
 Part 1: MLPs of several depths, no checkpointing against sqrt(n) segments.
-Part 2: one chain cut every possible way into equal segments, and by the budgeted, recursive
-and revolve schedules: memory against recompute, the plans no other plan beats on both (the
+Part 2: one chain cut into segments of s functions for every s from 1 to n (k = n / s of them,
+rounded up: k counts segments, as in checkpoint_sequential, lesson 8 and `python -m minigrad curve`),
+and by the budgeted, recursive and revolve schedules: memory against recompute, the plans no other plan beats on both (the
 Pareto front), and the plans that cost more than they save.
 Plot: out/03_checkpointing.png.
 """
@@ -36,7 +37,7 @@ from minigrad import schedules as S
 from minigrad.checkpoint import checkpoint_segments, measure_chain
 from minigrad.profiler import format_bytes, format_flops
 
-from _lesson import command_line, finish, save_plot
+from _lesson import command_line, finish, predict, reveal, save_plot
 
 # settings
 SEED = 0
@@ -45,6 +46,7 @@ WIDTH, BATCH = 32, 8
 TRADEOFF_DEPTH = 64             # part 2's chain: 2 x 64 = 128 functions
 REVOLVE_SLOTS = (2, 3, 4, 6, 8, 12)
 QUICK_DEPTHS, QUICK_TRADEOFF_DEPTH = DEPTHS[:2], 32
+NONE_COLOR, SQRT_COLOR = "k", "tab:blue"  # one colour per plan in both panels
 EXERCISES = (9,)  # python -m minigrad check N: the exercises this lesson prepares
 PLOTS = {"03_checkpointing.png": "peak activation memory against depth (log-log, measured), and against recompute "
                                  "for every way to cut one chain, with the Pareto front"}
@@ -104,9 +106,10 @@ def against_depth(depths):
 
 # %% [markdown]
 # ## Part 2: one chain, every way to cut it
-# `every_k(chain, k)` cuts it into segments of k functions (k = 1 .. n; k = n is no checkpointing).
+# `every_k(chain, s)` cuts it into segments of s functions (the last takes what is left), so k = ceil(n / s)
+# segments: s = n is one segment, no checkpointing. k counts segments everywhere in the course, s their size.
 # Each plan runs under the profiler; its measured memory and recompute must equal the prediction.
-# (`python -m minigrad curve` draws this curve for a model you choose; its k counts segments.)
+# (`python -m minigrad curve` draws this curve for a model you choose.)
 
 # %%
 def pareto(points):
@@ -122,7 +125,7 @@ def tradeoff(depth):
     functions, x = mlp(depth), mg.randn(BATCH, WIDTH)
     chain = measure_chain(functions, x)
     n, forward = len(chain), sum(chain.flops)
-    equal = {k: S.every_k(chain, k) for k in range(1, n + 1)}
+    equal = {s: S.every_k(chain, s) for s in range(1, n + 1)}  # segments of s functions
     named = {"sqrt(n) segments": S.sqrt_n(chain), "Chen's budgeted greedy": S.best_budgeted(chain),
              "recursive halving": S.recursive(chain)}
     named.update({f"revolve, {s} slots": S.revolve(chain, s) for s in REVOLVE_SLOTS})
@@ -131,24 +134,25 @@ def tradeoff(depth):
     print(f"\nPart 2: one chain of n = {n} functions ({depth} pairs); each of the {len(equal) + len(named)} plans "
           f"below ran under mg.profile and measured exactly its predicted memory and recompute.")
 
-    none, one = equal[n], equal[1]
+    none, ones = equal[n], equal[1]
     unit = chain.input_bytes[0]
-    print(f"\nno checkpointing (k = n): {format_bytes(none.peak_bytes)} = {none.peak_bytes // unit} layer inputs of "
+    print(f"\nno checkpointing (s = n, one segment): {format_bytes(none.peak_bytes)} = {none.peak_bytes // unit} layer inputs of "
           f"{format_bytes(unit)}: a Linear saves its input and a Tanh its output, which is the next Linear's input, "
           f"one buffer for both; the Linear outputs (the Tanh inputs) are never kept.")
-    print(f"segments of k = 1: {format_bytes(one.peak_bytes)} = {one.peak_bytes // unit} layer inputs, MORE than no "
-          f"checkpointing, for {one.recompute_flops / forward:.2f} forward passes of recompute: a checkpointed segment "
-          f"keeps its input whatever its function would save, so every Linear output is kept too, and a segment of "
-          f"one function has nothing inside it to forget.")
+    print(f"segments of s = 1 function (k = n segments): {format_bytes(ones.peak_bytes)} = {ones.peak_bytes // unit} layer inputs, "
+          f"MORE than no checkpointing, for {ones.recompute_flops / forward:.2f} forward passes of recompute: a "
+          f"checkpointed segment keeps its input whatever its function would save, so every Linear output is kept "
+          f"too, and a segment of one function has nothing inside it to forget.")
     far = [k for k in range(n // 2, n) if equal[k].peak_bytes >= none.peak_bytes / 2]
     if far:
-        print(f"k = {far[0]} .. {far[-1]}: two segments, the first recomputed in backward (all but the ops whose "
+        print(f"s = {far[0]} .. {far[-1]}: k = 2 segments, the first recomputed in backward (all but the ops whose "
               f"results backward does not read again: NOTE [recompute what backward reads]) while it keeps "
               f"everything it saves: {equal[far[0]].recompute_flops / forward:.2f} to "
               f"{equal[far[-1]].recompute_flops / forward:.2f} forward passes to save at most "
               f"{format_bytes(none.peak_bytes - equal[far[0]].peak_bytes)}.")
 
-    points = [(p.recompute_flops / forward, p.peak_bytes, f"every {k}", p) for k, p in equal.items()]
+    points = [(p.recompute_flops / forward, p.peak_bytes, f"segments of {k} (k = {len(p.segments)})", p)
+              for k, p in equal.items()]
     points += [(p.recompute_flops / forward, p.peak_bytes, name, p) for name, p in named.items()]
     front = pareto(points)
     print(f"\nthe Pareto front: the {len(front)} plans (of {len(points)}) that no other plan beats on both memory and "
@@ -184,9 +188,10 @@ def log2_y(ax, values):
 
 
 def plot(depths, rows, slope, t):
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(15, 5.2), width_ratios=(1, 1.25))
-    for name, label in (("none", "no checkpointing"), ("sqrt", "sqrt(n) segments")):
-        a1.loglog(depths, [rows[d, name] / 1024 for d in depths], "o-", label=f"{label} (slope {slope[name]:.2f})")
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(15, 5.6), width_ratios=(1, 1.25))
+    for name, label, color in (("none", "no checkpointing", NONE_COLOR), ("sqrt", "sqrt(n) segments", SQRT_COLOR)):
+        a1.loglog(depths, [rows[d, name] / 1024 for d in depths], "o-", color=color,
+                  label=f"{label} (slope {slope[name]:.2f})")
     a1.xaxis.set_major_locator(FixedLocator(depths))
     a1.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     a1.xaxis.set_minor_locator(NullLocator())
@@ -200,25 +205,33 @@ def plot(depths, rows, slope, t):
     n, forward, equal, named = t["n"], t["forward"], t["equal"], t["named"]
     x_of = lambda p: p.recompute_flops / forward  # noqa: E731
     y_of = lambda p: p.peak_bytes / 1024          # noqa: E731
-    a2.scatter([x_of(p) for p in equal.values()], [y_of(p) for p in equal.values()], s=14, color="0.6",
-               label=f"segments of k functions, k = 1 .. {n}", zorder=2)
-    front = t["front"]
-    a2.step([p[0] for p in front], [p[1] / 1024 for p in front], where="post", color="k", lw=1, zorder=1,
-            label="Pareto front (no plan beats these on both)")
+    sq, best = named["sqrt(n) segments"], named["Chen's budgeted greedy"]
     revolves = [p for name, p in named.items() if name.startswith("revolve")]
-    a2.plot([x_of(p) for p in revolves], [y_of(p) for p in revolves], "^", color="tab:red", ms=7, zorder=3,
-            label=f"revolve, {REVOLVE_SLOTS[0]} .. {REVOLVE_SLOTS[-1]} slots")
-    a2.plot([x_of(named["recursive halving"])], [y_of(named["recursive halving"])], "D", color="tab:green", ms=7,
-            zorder=3, label="recursive halving")
-    best = named["Chen's budgeted greedy"]
-    a2.plot([x_of(best)], [y_of(best)], "*", color="tab:orange", ms=15, zorder=3, label="Chen's budgeted greedy")
-    sq = named["sqrt(n) segments"]
-    a2.plot([x_of(sq)], [y_of(sq)], "s", mfc="none", mec="tab:blue", mew=2, ms=13, zorder=4, label="sqrt(n) segments")
+    front = t["front"]
+
+    def draw(ax, labels):
+        ax.scatter([x_of(p) for p in equal.values()], [y_of(p) for p in equal.values()], s=14, color="0.6",
+                   label=f"segments of s functions, s = 1 .. {n}\n(k = n / s segments, rounded up)", zorder=2)
+        ax.step([p[0] for p in front], [p[1] / 1024 for p in front], where="post", color="k", lw=1, zorder=1,
+                label="Pareto front (no plan beats these on both)")
+        ax.plot([x_of(p) for p in revolves], [y_of(p) for p in revolves], "^", color="tab:red", ms=7, zorder=3,
+                label=f"revolve, {REVOLVE_SLOTS[0]} .. {REVOLVE_SLOTS[-1]} slots")
+        ax.plot([x_of(named["recursive halving"])], [y_of(named["recursive halving"])], "D", color="tab:green",
+                ms=7, zorder=3, label="recursive halving")
+        ax.plot([x_of(sq)], [y_of(sq)], "s", mfc="none", mec=SQRT_COLOR, mew=2, ms=14, zorder=4,
+                label=f"sqrt(n) segments (k = {len(sq.segments)})")
+        ax.plot([x_of(best)], [y_of(best)], "*", color="tab:orange", ms=9, mec="k", mew=0.4, zorder=5,
+                label="Chen's budgeted greedy, least peak")
+        for size in labels:  # the grey points the zoom shows apart: their segments, k
+            ax.annotate(f"k={len(equal[size].segments)}", (x_of(equal[size]), y_of(equal[size])), xytext=(4, -3),
+                        textcoords="offset points", fontsize=7, color="0.35", va="top")
+
+    draw(a2, [])
     (r0, b0, _, _), (r1, b1, last, worst) = front[-2:]
-    notes = [(equal[n], "k = n: no checkpointing", (0.25, 1.3)),
-             (equal[1], "k = 1: keeps every layer input,\nmore than no checkpointing", (1.5, 1.0)),
-             (equal[n - 1], f"k = {n - 1}: two segments, the first\nrecomputed whole: little saved", (1.9, 0.7)),
-             (sq, f"sqrt(n): {len(sq.segments)} segments", (0.05, 0.4)),
+    notes = [(equal[n], "s = n (k = 1): no checkpointing", (0.25, 1.3)),
+             (equal[1], f"s = 1 (k = {n}): keeps every layer input,\nmore than no checkpointing", (0.6, 1.0)),
+             (equal[n - 1], f"s = {n // 2} .. {n - 1} (k = 2): the first\nsegment recomputed whole:\nlittle saved",
+              (1.2, 0.62)),
              (worst, f"{last}: {r1:.1f} forward passes,\n{r1 - r0:.1f} more for the last "
                      f"{format_bytes(b0 - b1)}", (r1 * 0.6, 0.75))]
     for p, text, (x, fy) in notes:  # text at recompute x, at fy times the point's memory
@@ -230,6 +243,20 @@ def plot(depths, rows, slope, t):
     a2.set_title(f"Memory against recompute, one chain of {n} functions, measured")
     a2.grid(True, alpha=0.3)
     a2.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # outside: the annotations fill the inside
+
+    # the zoom: where sqrt(n), the greedy and the grey points of middling k pile up
+    crowd = [p for p in list(equal.values()) + [sq, best] if y_of(p) <= 1.5 * y_of(sq) and 0.5 <= x_of(p) <= 1.2]
+    zoom = a2.inset_axes([0.52, 0.39, 0.46, 0.49])
+    on_front = {id(p[3]) for p in front}
+    draw(zoom, [size for size, p in equal.items() if p in crowd and id(p) in on_front])
+    x0, x1 = min(map(x_of, crowd)), max(map(x_of, crowd))
+    y0, y1 = min(map(y_of, crowd)), max(map(y_of, crowd))
+    zoom.set_xlim(x0 - 0.06 * (x1 - x0) - 0.01, x1 + 0.2 * (x1 - x0) + 0.01)
+    zoom.set_ylim(y0 - 0.08 * (y1 - y0), y1 + 0.08 * (y1 - y0))
+    zoom.tick_params(labelsize=7)
+    zoom.set_title("zoom (linear axes); k: segments, for the plans on the front", fontsize=7)
+    zoom.grid(True, alpha=0.3)
+    a2.indicate_inset_zoom(zoom, edgecolor="0.4")
     print(f"\nplot: {save_plot(fig, '03_checkpointing.png')}")
 
 
@@ -240,7 +267,11 @@ def main(argv=None):
                       no_plot="skip writing out/03_checkpointing.png")
     args = ap.parse_args(argv)
     depths = QUICK_DEPTHS if args.quick else DEPTHS
+    guess = predict(f"at depth {depths[-1]} (n = {2 * depths[-1]} functions), how many times less activation memory "
+                    f"does checkpointing with sqrt(n) segments keep at its peak than no checkpointing?", "times",
+                    quick=args.quick)
     rows, slope = against_depth(depths)
+    reveal(guess, rows[depths[-1], "none"] / rows[depths[-1], "sqrt"], "times")
     t = tradeoff(QUICK_TRADEOFF_DEPTH if args.quick else TRADEOFF_DEPTH)
     if not args.no_plot:
         plot(depths, rows, slope, t)

@@ -1,7 +1,7 @@
 """Lesson 4: gradient accumulation. A big batch's gradient at a small batch's memory.
 
-    python lessons/04_gradient_accumulation.py          # about 2 s on 2 cores (measured 2026-11-30)
-    python lessons/04_gradient_accumulation.py --quick  # a smaller GPT in part 1, timed once: about 1 s
+    python lessons/04_gradient_accumulation.py          # about 7 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/04_gradient_accumulation.py --quick  # a smaller GPT in part 1, timed once: about 3 s
 
 Part 1 replays, on the small GPT, the shape of the experiment in Hugging Face's guide "Efficient
 Training on a Single GPU" (transformers documentation, 2022: docs/source/en/perf_train_gpu_one.mdx,
@@ -15,8 +15,9 @@ bert-large-uncased (sequences of 512 tokens) with the Trainer on a 16 GB V100 th
 (their numbers, quoted from the guide, not measured here: "GPU memory occupied" as nvidia-smi
 shows it, the CUDA context's 1.3 GB included; against the first row, memory 0.58 and 0.45 of it,
 speed 0.87 and 0.68). Less memory each time, and slower each time. Here the same three, plus
-2 x 4, on a batch of 8: peak bytes by category with mg.profile, samples per second with a clock,
-and the gradient compared with the full batch's, every number measured.
+2 micro-batches of 4, on a batch of 8 (every lesson writes it so: 2 backward passes of 4 rows each;
+the number of micro-batches is mg.accumulate's `steps`): peak bytes by category with mg.profile,
+samples per second with a clock, and the gradient compared with the full batch's, every number measured.
 Part 2 shows why each micro-batch's summed loss must be divided by the whole batch's token
 count, not averaged per micro-batch (the bug fixed in Hugging Face transformers in late 2024).
 Part 3 shows why mg.accumulate gives float16 parameters float32 gradient buffers: it runs
@@ -37,9 +38,9 @@ import minigrad as mg
 import minigrad.functional as F
 from minigrad.accumulate import micro_batch_slices
 from minigrad.gpt import GPT, GPTConfig
-from minigrad.profiler import CATEGORIES, format_bytes
+from minigrad.profiler import CATEGORIES, CATEGORY_COLORS, format_bytes
 
-from _lesson import command_line, finish, save_plot
+from _lesson import command_line, finish, micro_batches, predict, reveal, save_plot
 
 # settings
 SEED = 0
@@ -49,9 +50,9 @@ REPEATS = 3
 QUICK_CFG = dict(CFG, block_size=32, n_layer=2, n_embd=64)  # --quick: part 1's GPT, timed once
 ROWS, DIM = 64, 64       # part 3: a batch of 64 rows through a 64 x 64 float16 linear layer
 EXERCISES = (11,)  # python -m minigrad check N: the exercises this lesson prepares
-PLOTS = {"04_accumulation.png": "memory at the peak of one GPT step, by category, for batch 8, 2 x 4, 8 x 1 and "
-                                "8 x 1 with checkpointing; and the error of float16 gradients summed in a float16 "
-                                "or a float32 buffer"}
+PLOTS = {"04_accumulation.png": "memory at the peak of one GPT step, by category, for batch 8, 2 micro-batches of "
+                                "4, 8 of 1 and 8 of 1 with checkpointing; and the error of float16 gradients summed "
+                                "in a float16 or a float32 buffer"}
 
 
 def loss_sum(logits, targets):
@@ -75,8 +76,8 @@ def part1(cfg=CFG, repeats=REPEATS):
           f"(GPT: {cfg['n_layer']} blocks, {cfg['n_embd']} wide)\n")
     x = mg.randint(0, VOCAB, (BATCH, cfg["block_size"]))
     y = mg.randint(0, VOCAB, (BATCH, cfg["block_size"]))
-    runs = {"batch 8": (8, False), "2 x 4 accumulated": (4, False), "8 x 1 accumulated": (1, False),
-            "8 x 1 + checkpointing": (1, True)}
+    runs = {"batch 8": (8, False), micro_batches(2, 4): (4, False), micro_batches(8, 1): (1, False),
+            micro_batches(8, 1) + " + checkpointing": (1, True)}
     results, reference = {}, None
     for name, (micro, ckpt) in runs.items():
         mg.manual_seed(SEED)
@@ -96,10 +97,10 @@ def part1(cfg=CFG, repeats=REPEATS):
                              at_peak=prof.bytes_at_peak(),
                              speed=BATCH / min(times), error=rel_error(grads, reference))
     base = results["batch 8"]
-    print(f"{'':<24}{'peak total':>12}{'activations':>13}{'gradients':>11}{'samples/s':>11}{'grad vs batch 8':>17}"
+    print(f"{'':<36}{'peak total':>12}{'activations':>13}{'gradients':>11}{'samples/s':>11}{'grad vs batch 8':>17}"
           f"{'memory, speed vs batch 8':>26}")
     for name, r in results.items():
-        print(f"{name:<24}{format_bytes(r['total']):>12}{format_bytes(r['peaks']['activations']):>13}"
+        print(f"{name:<36}{format_bytes(r['total']):>12}{format_bytes(r['peaks']['activations']):>13}"
               f"{format_bytes(r['peaks']['gradients']):>11}{r['speed']:>11.1f}{r['error']:>17.1e}"
               f"{r['total'] / base['total']:>14.2f}{r['speed'] / base['speed']:>12.2f}")
     print("(peak total is the peak of all categories together, not the sum of the columns; relative "
@@ -174,13 +175,13 @@ def part3():
         result = mg.accumulate(model, probe, x, g, steps=k, ignore_index=None)  # every element of g counts
         assert result.grad_dtype == model.weight.grad.dtype.name == "float32"
         e32.append(error())
-    print(f"a batch of {ROWS} rows in k micro-batches through Linear({DIM}, {DIM}) in float16; the error of W's summed "
+    print(f"a batch of {ROWS} rows in `steps` micro-batches through Linear({DIM}, {DIM}) in float16; the error of W's summed "
           f"gradient against its exact value (float64), relative to its largest entry")
-    print(f"{'k':>4}{'plain loop, float16 .grad':>28}{'mg.accumulate, float32 .grad':>31}")
+    print(f"{'steps':>5}{'plain loop, float16 .grad':>28}{'mg.accumulate, float32 .grad':>31}")
     for k, a, b in zip(ks, e16, e32):
-        print(f"{k:>4}{a:>28.1e}{b:>31.1e}")
+        print(f"{k:>5}{a:>28.1e}{b:>31.1e}")
     print(f"(each micro-batch's gradient is rounded to float16 either way, the floor both share; adding them up in "
-          f"float16 rounds once more per micro-batch: {e16[-1] / e16[0]:.1f}x the error at k = {ks[-1]})")
+          f"float16 rounds once more per micro-batch: {e16[-1] / e16[0]:.1f}x the error at {ks[-1]} steps)")
     return ks, e16, e32
 
 
@@ -194,25 +195,26 @@ def plot(results, ks, e16, e32):
     bottom = np.zeros(len(names))
     for c in CATEGORIES:
         vals = np.array([results[n]["at_peak"][c] / 2 ** 20 for n in names])
-        a1.bar(names, vals, bottom=bottom, label=c)
+        a1.bar(range(len(names)), vals, bottom=bottom, label=c, color=CATEGORY_COLORS[c])
         bottom += vals
     for i, n in enumerate(names):
         a1.text(i, bottom[i], f"{results[n]['total'] / 2 ** 20:.1f} MiB", ha="center", va="bottom", fontsize=8)
     a1.set_ylim(0, bottom.max() * 1.1)
     a1.set_ylabel("memory at the peak, by category (MiB)")
-    a1.set_title("One step of the GPT, batch 8 (labels: the peak total)")
-    a1.tick_params(axis="x", labelrotation=15, labelsize=8)
+    a1.set_title(f"One step of the GPT, batch {BATCH} (labels: the peak total)")
+    a1.set_xticks(range(len(names)), [n.replace(" of", "\nof").replace(" + ", "\n+ ") for n in names], fontsize=8)
     a1.legend(fontsize=8)
-    a2.loglog(ks, e16, "o-", label="plain loop of backward(): float16 .grad")
-    a2.loglog(ks, e32, "s-", label="mg.accumulate: float32 .grad")
+    green = CATEGORY_COLORS["gradients"]  # both are gradients: one colour, two line styles
+    a2.loglog(ks, e16, "o--", color=green, mfc="none", label="plain loop of backward(): float16 .grad")
+    a2.loglog(ks, e32, "s-", color=green, label="mg.accumulate: float32 .grad")
     a2.xaxis.set_major_locator(FixedLocator(ks))
     a2.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     a2.xaxis.set_minor_locator(NullLocator())
     a2.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0e}"))
     a2.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:.0e}" if f"{v:.0e}"[0] in "2468" else ""))
-    a2.set_xlabel(f"micro-batches the batch of {ROWS} rows is cut into (k, log scale)")
+    a2.set_xlabel(f"steps: the batch of {ROWS} rows as that many micro-batches (log scale)")
     a2.set_ylabel("error of the summed gradient (relative, log scale)")
-    a2.set_title("Summing float16 gradients over k micro-batches")
+    a2.set_title("Summing float16 gradients over many micro-batches")
     a2.grid(True, which="both", alpha=0.3)
     a2.legend()
     print(f"\nplot: {save_plot(fig, '04_accumulation.png')}")
@@ -225,7 +227,10 @@ def main(argv=None):
                                      f"of {REPEATS}",
                       no_plot="skip writing out/04_accumulation.png")
     args = ap.parse_args(argv)
+    guess = predict(f"{micro_batches(BATCH, 1)} instead of one batch of {BATCH}: the step's peak total as a share of "
+                    f"batch {BATCH}'s (the parameters, AdamW's moments and the gradients stay)", "%", quick=args.quick)
     results = part1(QUICK_CFG, 1) if args.quick else part1()
+    reveal(guess, 100 * results[micro_batches(BATCH, 1)]["total"] / results["batch 8"]["total"], "%")
     part2()
     ks, e16, e32 = part3()
     if not args.no_plot:

@@ -1,7 +1,7 @@
 """Lesson 5: the tape from scratch. What backward walks, what it saved, and when that is freed.
 
-    python lessons/05_the_tape.py           # about 4.5 s on 2 cores (measured 2026-11-30)
-    python lessons/05_the_tape.py --quick   # the deep chain 5,000 ops long instead of 50,000: about 1 s
+    python lessons/05_the_tape.py           # about 9 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/05_the_tape.py --quick   # the deep chain 5,000 ops long instead of 50,000: about 2.9 s
 
 Every op applied to a tensor that requires grad leaves a record on the tape: the op object itself,
 reachable from its output as `t.grad_fn`. A record knows
@@ -25,13 +25,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import to_rgba
 from matplotlib.patches import Circle, FancyBboxPatch
 
 import minigrad as mg
-from minigrad.profiler import format_bytes
+from minigrad.profiler import CATEGORY_COLORS, PHASE_COLORS, format_bytes
 from minigrad.tensor import records_since
 
-from _lesson import command_line, finish, save_plot
+from _lesson import command_line, finish, predict, reveal, save_plot
 
 # %%
 # settings
@@ -42,6 +43,7 @@ QUICK_DEPTH = 5_000       # --quick: still five times Python's recursion limit
 SHALLOW = 500             # a chain a recursive walk still manages
 FACTOR = 1.00001          # the deep chain multiplies by this at every op
 EXERCISES = (1, 4, 5)  # python -m minigrad check N: the exercises this lesson prepares
+PARAMETERS, ACTIVATIONS = CATEGORY_COLORS["parameters"], CATEGORY_COLORS["activations"]  # leaves; what records keep
 PLOTS = {"05_tape.png": "the recorded graph of a small expression, each record's saved bytes on it, "
                         "and the activation bytes rising in forward and draining in backward"}
 
@@ -322,12 +324,12 @@ def draw(picture, events, records):
         x, y = pos[nd["key"]]
         if nd["kind"] == "rec":
             ax.add_patch(FancyBboxPatch((x - 0.85, y - 0.45), 1.7, 0.9, boxstyle="round,pad=0.05",
-                                        fc="#dbe9f6", ec="#2b5d8a", lw=1.5))
+                                        fc=to_rgba(ACTIVATIONS, 0.12), ec=ACTIVATIONS, lw=1.5))  # what it saves
             ax.text(x, y + 0.16, nd["label"], ha="center", va="center", fontsize=10, weight="bold")
             ax.text(x, y - 0.18, nd["sub"], ha="center", va="center", fontsize=9)
             ax.text(x, y - 0.58, f"makes {nd['out']}", ha="center", va="top", fontsize=8, color="0.35")
         elif nd["kind"] == "leaf":
-            ax.add_patch(Circle((x, y), 0.42, fc="#fde2c4", ec="#b45f06", lw=1.5))
+            ax.add_patch(Circle((x, y), 0.42, fc=to_rgba(PARAMETERS, 0.15), ec=PARAMETERS, lw=1.5))  # w, b
             ax.text(x, y, nd["label"], ha="center", va="center", fontsize=11, weight="bold")
             ax.text(x, y - 0.5, "leaf, requires grad", ha="center", va="top", fontsize=7, color="0.35")
         else:
@@ -350,15 +352,16 @@ def draw(picture, events, records):
     steps = [e for e in events if e["phase"] in ("forward", "backward")]
     names = [f"{r.name} #{r.seq}" for r in order] + [f"{r.name} #{r.seq}" for r in reversed(order)]
     assert [e["op"] for e in steps] == [n.split()[0] for n in names], "the events are not the records in order"
-    colors = {"forward": "#2b5d8a", "backward": "#c0504d"}
+    for phase, lo, hi in (("forward", -0.5, len(order) - 0.5), ("backward", len(order) - 0.5, len(steps) - 0.5)):
+        ax2.axvspan(lo, hi, color=PHASE_COLORS[phase], alpha=0.15, lw=0, label=f"{phase}: after the {phase} of")
     for i, e in enumerate(steps):
-        ax2.bar(i, e["activations"] / 1024, color=colors[e["phase"]], width=0.7,
-                label=f"after the {e['phase']} of" if i in (0, len(order)) else None)
-        ax2.text(i, e["activations"] / 1024, f"{e['activations']} B", ha="center", va="bottom", fontsize=8)
+        ax2.bar(i, e["activations"] / 1024, color=ACTIVATIONS, width=0.7,
+                label="activations (saved for backward)" if i == 0 else None)
+        ax2.text(i, e["activations"] / 1024, format_bytes(e["activations"]), ha="center", va="bottom", fontsize=8)
     ax2.set_xticks(range(len(steps)), names, fontsize=8)
     ax2.axvline(len(order) - 0.5, color="k", ls=":", lw=0.8)
     ax2.set_xlabel("event: one record's forward, then (right of the dotted line) its backward, in the order they ran")
-    ax2.set_ylabel("saved for backward (KiB)")
+    ax2.set_ylabel("activations saved for backward (KiB)")
     ax2.set_title("Activation bytes as mg.profile counted them: they rise in forward and drain in backward, "
                   "as each record frees its saved arrays", fontsize=10)
     ax2.legend(loc="upper left", fontsize=8)
@@ -373,7 +376,11 @@ def main(argv=None):
                       no_plot="skip writing out/05_tape.png")
     args = ap.parse_args(argv)
 
+    guess = predict(f"w, x and b hold {N} float32 numbers each ({format_bytes(4 * N)}). After the forward of "
+                    f"loss = sum(tanh(w * x + b) * w), how much does the tape keep for backward?", "KiB",
+                    quick=args.quick)
     named, records, rows, kept_before, after, prof, picture = part1()
+    reveal(guess, kept_before / 1024, "KiB")
     compare(named)
     part2(named, records, rows, kept_before, after, prof)
     part3(QUICK_DEPTH if args.quick else DEPTH)

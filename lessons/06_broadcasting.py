@@ -1,6 +1,6 @@
 """Lesson 6: broadcasting and the shapes of gradients.
 
-    python lessons/06_broadcasting.py      # about 1.2 s on 2 cores (measured 2026-11-30)
+    python lessons/06_broadcasting.py      # about 4 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
 
 `a + b` with a of shape (5, 4) and b of shape (4,) adds b to every row: NumPy broadcasts b, as
 if it had been copied 5 times. Each copy touched the loss, so b's gradient is the SUM over the
@@ -26,7 +26,7 @@ import minigrad as mg
 from minigrad import ops
 from minigrad.tensor import apply
 
-from _lesson import command_line, finish, save_plot
+from _lesson import command_line, finish, predict, reveal, save_plot
 
 # %%
 # settings
@@ -230,6 +230,9 @@ def part4():
     g = np.random.default_rng(SEED + 1).standard_normal((ROWS, COLS))
     wrong = g.sum(axis=1)                      # (ROWS,): the size-1 dim dropped
     right = g.sum(axis=1, keepdims=True)       # (ROWS, 1)
+    guess = predict(f"in NumPy, b of shape ({ROWS}, 1) minus 0.1 * g.sum(axis=1), a gradient summed without "
+                    f"keepdims, of shape ({ROWS},): how many numbers does the updated b hold?", "numbers")
+    reveal(guess, (b_np - 0.1 * wrong).size, "numbers")
     print(f"NumPy, b of shape {b_np.shape}: b - 0.1 * g.sum(axis=1) has shape {(b_np - 0.1 * wrong).shape} "
           f"(no error); with keepdims=True: {(b_np - 0.1 * right).shape}")
     mg.manual_seed(SEED)

@@ -1,6 +1,6 @@
 """Lesson 7: one checkpointed block, up close. What the recompute must get right, measured.
 
-    python lessons/07_one_checkpointed_block.py            # about 1 s on 2 cores (measured 2026-11-30)
+    python lessons/07_one_checkpointed_block.py            # about 2.9 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
     python lessons/07_one_checkpointed_block.py --no-plot  # the numbers only
 
 mg.checkpoint(block, x) runs `block` twice: once in the forward, keeping only x, and once more
@@ -40,10 +40,10 @@ import numpy as np
 import minigrad as mg
 from minigrad import nn
 from minigrad.checkpoint import set_checkpoint_early_stop
-from minigrad.profiler import format_bytes, format_flops
+from minigrad.profiler import CATEGORY_COLORS, PHASE_COLORS, format_bytes, format_flops
 from minigrad.tensor import is_recomputing
 
-from _lesson import command_line, finish, save_plot
+from _lesson import command_line, finish, predict, reveal, save_plot
 
 # %% settings
 SEED = 0
@@ -282,7 +282,10 @@ def part4_nesting():
                           timeline=prof.timeline())
     one_output = NEST_BATCH * NEST_WIDTH * 4
     plain = rows["plain"]
-    print(f"one layer output: {format_bytes(one_output)}")
+    print(f"one layer output: {format_bytes(one_output)}; the plain run peaks at {format_bytes(plain['peak'])}")
+    guess = predict("the whole block under one checkpoint, recomputed whole in backward: the step's peak of "
+                    "activations", "KiB")
+    reveal(guess, rows["one checkpoint"]["peak"] / 1024, "KiB")
     print(f"{'':<16}{'held after forward':>20}{'peak activations':>18}{'recompute':>12}{'forward passes':>16}"
           f"{'Linears rerun':>15}{'gradients':>12}")
     for name, r in rows.items():
@@ -317,7 +320,7 @@ def phase_runs(timeline):
 def plot(rows):
     kib = 1024
     shown = ["plain", "one checkpoint", "nested"]
-    colors = {"forward": "tab:blue", "recompute": "tab:orange", "backward": "tab:green"}
+    colors = PHASE_COLORS
     notes = {"plain": {"forward": ["forward: each layer keeps its output"]},
              "one checkpoint": {"forward": ["forward: keeps only x"], "recompute": ["the block again, kept"]},
              "nested": {"forward": ["forward: keeps only x"],
@@ -337,7 +340,7 @@ def plot(rows):
                 texts = notes[name].get(phase, [])
                 if k < len(texts):
                     ax.text((a + b) / 2, top * 1.22, texts[k], ha="center", va="top", fontsize=8)
-        ax.plot(xs, ys, color="k", lw=1.4, drawstyle="steps-post")
+        ax.plot(xs, ys, color=CATEGORY_COLORS["activations"], lw=1.6, drawstyle="steps-post")
         ax.axhline(rows["plain"]["peak"] / kib, color="k", ls=":", lw=0.8)
         r = rows[name]
         ax.set_title(f"{name}: peak {format_bytes(r['peak'])}, recompute {r['recompute'] / r['forward']:.2f} "
@@ -352,7 +355,8 @@ def plot(rows):
                    title_fontsize=8)
     axes[-1].set_xlabel("event in one training step (one op run: forward, recompute or backward)")
     fig.suptitle(f"Activation memory over one step of {NEST_PAIRS} Linear+Tanh pairs, as mg.profile's timeline "
-                 f"saw it", fontsize=11)
+                 f"saw it\nearly stop off (set_checkpoint_early_stop(False)): each recompute reruns its whole "
+                 f"block", fontsize=10)
     print(f"plot: {save_plot(fig, '07_checkpointed_block.png')}\n")
 
 

@@ -1,7 +1,7 @@
 """Lesson 8: checkpointing schedules. Where to cut a chain, predicted and then measured.
 
-    python lessons/08_schedules.py            # about 4 s on 2 cores (measured 2026-11-30)
-    python lessons/08_schedules.py --quick    # shorter chains: about 2 s
+    python lessons/08_schedules.py            # about 16 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/08_schedules.py --quick    # shorter chains: about 4 s
 
 Part 1 cuts a uniform chain (n Linear -> Tanh pairs) into k segments with
 mg.checkpoint_sequential, for every k from 1 to n, and measures the peak activation bytes with
@@ -35,7 +35,7 @@ from minigrad.checkpoint import checkpoint_segments, measure_chain
 from minigrad.gpt import GPT, GPTConfig
 from minigrad.profiler import format_bytes, format_flops
 
-from _lesson import command_line, finish, save_plot
+from _lesson import command_line, finish, predict, reveal, save_plot
 
 # %% settings
 SEED = 0
@@ -100,14 +100,17 @@ def kept_by(chain, i):
 # ## Part 1: k segments, theory n/k + k
 
 # %%
-def part1(functions, x):
+def part1(functions, x, quick=False):
     n = len(functions)
     chain = measure_chain(functions, x)
     one = chain.input_bytes[0]  # one layer output
     assert all(b == one for b in chain.input_bytes) and all(chain.saves_input) and all(chain.saves_output)
     print(f"Part 1: a uniform chain of n = {n} functions, each Linear({WIDTH}, {WIDTH}) -> Tanh, batch {BATCH}: each "
           f"keeps its input and its output (one layer output: {format_bytes(one)}), so a plain run keeps n + 1 = "
-          f"{n + 1} of them.\n")
+          f"{n + 1} of them.")
+    guess = predict(f"cut into the best number of segments k, how many layer outputs does the step hold at its peak "
+                    f"(against {n + 1} plain)?", "layer outputs", quick=quick)
+    print()
     rows = []
     for k in range(1, n + 1):
         with mg.profile() as prof:
@@ -126,6 +129,7 @@ def part1(functions, x):
             sizes = f"{n // r['k']}" + (f" .. {r['last']}" if r["last"] != n // r["k"] else "")
             print(f"{r['k']:>4}{sizes:>16}{format_bytes(r['peak']):>24}{format_bytes(r['theory']):>25}"
                   f"{r['recompute']:>28.3f}")
+    reveal(guess, best["peak"] / one, "layer outputs")
     off = [r["k"] for r in rows if r["peak"] != r["theory"]]
     back = [r["k"] for r in rows if r["k"] > 1 and r["peak"] == rows[0]["peak"]]
     print(f"\nall {n} values of k run; measured = predicted for each. The least peak: k = {best['k']} "
@@ -238,10 +242,10 @@ def plot(p1, studies):
                     ha="left", fontsize=8, color=c)
         xs, ys = zip(*[point(study, p) for p in fam["budgeted"]])
         a2.plot(xs, [y * 100 for y in ys], "o", color=c, ms=6, mfc="none")
-        x, y = point(study, fam["sqrt(n)"][0])
-        a2.plot([x], [y * 100], "s", color=c, ms=11, mfc="none", mew=2)
+        x, y = point(study, fam["sqrt(n)"][0])  # a hollow square, large, and the star small on top: both show
+        a2.plot([x], [y * 100], "s", color=c, ms=15, mfc="none", mew=1.8, zorder=4)
         x, y = point(study, study["best"])
-        a2.plot([x], [y * 100], "*", color=c, ms=12, mec="k", mew=0.5)
+        a2.plot([x], [y * 100], "*", color=c, ms=9, mec="k", mew=0.5, zorder=5)
     a2.set_xscale("log")
     a2.set_yscale("log")
     ticks = [0.5, 1, 2, 5, 10, 20, 50]
@@ -256,9 +260,9 @@ def plot(p1, studies):
     a2.set_title("Memory against recompute, every plan measured (= predicted)", fontsize=10)
     handles = [plt.Line2D([], [], color="k", marker="^", ms=4, lw=1,
                           label=f"revolve, 1 .. min(n - 1, {MAX_SLOTS}) slots"),
-               plt.Line2D([], [], color="k", marker="s", ms=9, mfc="none", mew=2, lw=0, label="sqrt(n) segments"),
+               plt.Line2D([], [], color="k", marker="s", ms=11, mfc="none", mew=1.8, lw=0, label="sqrt(n) segments"),
                plt.Line2D([], [], color="k", marker="o", mfc="none", ms=6, lw=0, label="budgeted greedy, each budget"),
-               plt.Line2D([], [], color="k", marker="*", ms=12, lw=0, label="budgeted greedy, least peak")]
+               plt.Line2D([], [], color="k", marker="*", ms=9, lw=0, label="budgeted greedy, least peak")]
     handles += [plt.Line2D([], [], color=colors[s["kind"]], lw=6, label=s["label"]) for s in studies]
     a2.legend(handles=handles, fontsize=7.5, loc="upper right")
     print(f"plot: {save_plot(fig, '08_schedules.png')}\n")
@@ -276,7 +280,7 @@ def main(argv=None):
     t0 = time.perf_counter()
 
     functions, x = uniform_chain(pairs_n)
-    p1 = part1(functions, x)
+    p1 = part1(functions, x, args.quick)
 
     print("Part 2: revolve, sqrt(n) and the budgeted greedy, on two chains\n")
     uniform = schedules_on(f"uniform chain ({pairs_n} Linear+Tanh pairs)", functions, x)

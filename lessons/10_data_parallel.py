@@ -1,7 +1,8 @@
 """Lesson 10: beyond one process. Data parallel training on MPI, where accumulation meets all-reduce.
 
-    mpirun -n 2 python lessons/10_data_parallel.py      # two processes (run alone, the lesson starts mpirun itself)
-    python lessons/10_data_parallel.py --quick          # fewer training steps: about 10 s on 2 cores
+    python lessons/10_data_parallel.py                  # on 2 processes (it starts mpirun): about 10 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/10_data_parallel.py --quick          # fewer training steps: about 6 s
+    mpirun -n 2 python lessons/10_data_parallel.py      # the same, the two processes started by hand
 
 Gradient accumulation (lesson 4) sums the gradients of micro-batches that run one after another in one process.
 Data parallel training sums the gradients of shards that run at the same time in several processes. It is the
@@ -18,6 +19,7 @@ Part 3: what each process holds and sends: plain data parallel (every process ke
 Plot: out/10_data_parallel.png (bytes per process by category; bytes sent per step).
 """
 # %%
+import argparse
 import os
 import sys
 import time
@@ -28,8 +30,9 @@ import minigrad as mg
 import minigrad.distributed as dist
 import minigrad.functional as F
 from minigrad.gpt import GPT, CharTokenizer, GPTConfig, get_batch, tiny_corpus
+from minigrad.profiler import CATEGORY_COLORS
 
-from _lesson import command_line, finish, save_plot
+from _lesson import command_line, finish, predict, reveal, save_plot
 
 # %% settings
 RANKS = 2
@@ -44,7 +47,13 @@ KiB = 2**10
 
 
 def relaunch(argv):
-    """Run this file under mpirun with RANKS processes (the lesson was started alone)."""
+    """Run this file under mpirun with RANKS processes (the lesson was started alone). The prediction is asked here,
+    where the keyboard is (under mpirun no rank reads a terminal), and handed to rank 0, which measures."""
+    if not {"-h", "--help"} & set(argv):
+        guess = predict(f"ZeRO stage 1 on {RANKS} processes: each keeps AdamW's moments for its share of the "
+                        f"parameters only. Each process's optimizer state, as a share of plain data parallel's?", "%",
+                        quick="--quick" in argv)
+        argv = argv + ([f"--predicted={guess}"] if guess is not None else [])
     print("$ " + " ".join(["mpirun", "-n", str(RANKS), "python", "lessons/10_data_parallel.py"] + argv), flush=True)
     try:
         return dist.launch(RANKS, os.path.abspath(__file__), argv)
@@ -113,7 +122,7 @@ def part2(tok, data, steps):
     return losses
 
 
-def part3(tok, data):
+def part3(tok, data, predicted=None):
     """One step each way, under mg.profile on every rank: bytes held and bytes sent."""
     rows = {}
     for name in ("plain data parallel", "ZeRO stage 1"):
@@ -145,6 +154,8 @@ def part3(tok, data):
     plain, zero = rows["plain data parallel"], rows["ZeRO stage 1"]
     n = dist.get_world_size()
     shares = ", ".join(f"{b['optimizer'] / KiB:.0f}" for b in zero)
+    if dist.get_rank() == 0 and predicted is not None:
+        reveal(predicted, 100 * max(b["optimizer"] for b in zero) / plain[0]["optimizer"], "%")
     say(f"\nPlain: every process keeps AdamW's two moments for every parameter ({plain[0]['optimizer'] / KiB:.0f} "
         f"KiB), and sends 2 (N - 1) / N = {2 * (n - 1) / n:.0f} x the gradients' bytes in the ring all-reduce. "
         f"ZeRO stage 1: each keeps the moments of its share "
@@ -168,21 +179,23 @@ def plot(rows, losses):
                 stacks[c].append(b[c] / KiB)
     bottom = np.zeros(len(labels))
     for c, values in stacks.items():
-        a1.bar(labels, values, bottom=bottom, label=c)
+        a1.bar(labels, values, bottom=bottom, label=c, color=CATEGORY_COLORS[c])
         bottom += values
-    a1.set_ylabel("bytes held at the step's peak (KiB)")
-    a1.set_title("memory per process", fontsize=10)
-    a1.legend(fontsize=8)
+    a1.set_ylim(0, bottom.max() * 1.3)  # room above the bars for the legend
+    a1.set_ylabel("memory held at the step's peak (KiB)")
+    a1.set_title("memory per process, by category", fontsize=10)
+    a1.legend(fontsize=8, ncol=2, loc="upper center")
     sent = [b["sent"] / KiB for ranks in rows.values() for b in ranks]
     received = [b["received"] / KiB for ranks in rows.values() for b in ranks]
     at = np.arange(len(labels))
-    a2.bar(at - 0.2, sent, 0.4, label="sent")
-    a2.bar(at + 0.2, received, 0.4, label="received")
+    a2.bar(at - 0.2, sent, 0.4, label="sent", color="0.35")  # not a category of memory: greys
+    a2.bar(at + 0.2, received, 0.4, label="received", color="0.7")
     a2.set_xticks(at, labels)
+    a2.set_ylim(0, max(sent + received) * 1.3)
     a2.set_ylabel("bytes per step (KiB)")
     a2.set_title("communication per process, one step", fontsize=10)
-    a2.legend(fontsize=8)
-    a3.plot(range(1, len(losses) + 1), losses)
+    a2.legend(fontsize=8, ncol=2, loc="upper center")
+    a3.plot(range(1, len(losses) + 1), losses, color="k", lw=1)
     a3.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     a3.set_xlabel("step")
     a3.set_ylabel("loss per token (nats)")
@@ -193,6 +206,7 @@ def plot(rows, losses):
 
 def main(argv=None):
     ap = command_line(__doc__, quick=f"{QUICK_STEPS} training steps instead of {STEPS}", no_plot="print only")
+    ap.add_argument("--predicted", type=float, default=None, help=argparse.SUPPRESS)  # asked before mpirun started
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     dist.init_process_group()
@@ -200,7 +214,7 @@ def main(argv=None):
     data = tok.encode(tiny_corpus())
     part1(tok, data)
     losses = part2(tok, data, QUICK_STEPS if args.quick else STEPS)
-    rows = part3(tok, data)
+    rows = part3(tok, data, args.predicted)
     if dist.get_rank() == 0:
         if not args.no_plot:
             plot(rows, losses)

@@ -1,7 +1,7 @@
 """Lesson 11: recompute only what is cheap. Checkpoint policies, measured to the byte and the FLOP.
 
-    python lessons/11_selective_recomputation.py            # about 5 s on 2 cores
-    python lessons/11_selective_recomputation.py --quick    # fewer blocks: about 3 s
+    python lessons/11_selective_recomputation.py            # about 8 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
+    python lessons/11_selective_recomputation.py --quick    # fewer blocks: about 7 s
 
 Checkpointing so far dropped everything inside a segment and recomputed it, all but the ops whose results
 backward does not read (NOTE [recompute what backward reads] in minigrad/checkpoint/policies.py): the most memory saved,
@@ -31,8 +31,9 @@ import numpy as np
 import minigrad as mg
 from minigrad import plan
 from minigrad.gpt import Block, GPTConfig
+from minigrad.profiler import CATEGORY_COLORS
 
-from _lesson import command_line, finish, save_plot
+from _lesson import command_line, finish, predict, reveal, save_plot
 
 # %% settings
 SEED = 0
@@ -43,7 +44,7 @@ POLICIES = ("nothing_saveable", "save_anything_except_core_attention", "dots_sav
 PLOTS = {"11_selective_recomputation.png": "peak activation memory against recompute FLOPs for each checkpoint "
                                            "policy on a stack of GPT blocks, with no checkpointing for comparison"}
 EXERCISES = (7,)
-KiB = 2**10
+KiB, MiB = 2**10, 2**20
 
 
 def run(blocks, x, policy):
@@ -79,7 +80,7 @@ def part1(n):
     forward = plain[2]
     print(f"{'policy':<40}{'peak activations':>18}{'of plain':>10}{'recompute':>14}{'of a forward':>14}")
     for name, (peak, recompute, _, _) in rows.items():
-        print(f"{name:<40}{peak / KiB:>14.0f} KiB{peak / plain[0]:>10.0%}{recompute / 1e6:>10.1f} MFLOP"
+        print(f"{name:<40}{peak / MiB:>14.2f} MiB{peak / plain[0]:>10.0%}{recompute / 1e6:>10.1f} MFLOP"
               f"{recompute / forward:>14.1%}")
     core = rows["save_anything_except_core_attention"]
     dots = rows["dots_saveable"]
@@ -149,20 +150,28 @@ def part3():
           f"docs/will_it_fit.md compares these with the paper's formulas.\n")
 
 
-def plot(rows):
+def plot(rows, n):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7.5, 5))
+    fig, ax = plt.subplots(figsize=(8, 5))
     forward = rows["no checkpointing"][2]
-    for name, (peak, recompute, _, _) in rows.items():
-        ax.plot(recompute / forward, peak / KiB, "o", ms=9)
-        ax.annotate(name, (recompute / forward, peak / KiB), xytext=(6, 4), textcoords="offset points", fontsize=8)
+    xs = {name: recompute / forward for name, (_, recompute, _, _) in rows.items()}
+    ys = {name: peak / MiB for name, (peak, _, _, _) in rows.items()}
+    for name in rows:  # one colour: every point is the same category, activations, under another policy
+        plain = name == "no checkpointing"
+        ax.plot(xs[name], ys[name], "s" if plain else "o", ms=9, color="k" if plain else CATEGORY_COLORS["activations"])
+        ax.annotate(name, (xs[name], ys[name]), xytext=(7, 3), textcoords="offset points", fontsize=8,
+                    va="top" if name == "no checkpointing" else "bottom")
     ax.set_xlabel("FLOPs recomputed in backward (forward passes of the stack)")
-    ax.set_ylabel("peak activation memory (KiB)")
-    ax.set_xlim(-0.05, 1.25)
-    ax.set_ylim(0, max(r[0] for r in rows.values()) / KiB * 1.15)
-    ax.set_title("Checkpoint policies on a stack of GPT blocks", fontsize=10)
+    ax.set_ylabel("peak activation memory (MiB)")
+    span = max(xs.values())
+    ax.set_xlim(-0.04 * span, span * 1.45)  # room on the right for the names
+    ax.set_ylim(0, max(ys.values()) * 1.12)
+    cfg = GPTConfig(block_size=T, **CFG)
+    ax.set_title(f"Checkpoint policies on {n} GPT blocks, each under its own checkpoint\n(C = {cfg.n_embd}, "
+                 f"{cfg.n_head} heads, dropout {cfg.dropout}, batch {BATCH} x {T} tokens, float32; measured by "
+                 f"mg.profile)", fontsize=10)
     ax.grid(True, alpha=0.3)
     print(f"plot: {save_plot(fig, '11_selective_recomputation.png')}")
 
@@ -171,11 +180,14 @@ def main(argv=None):
     ap = command_line(__doc__, quick=f"{QUICK_BLOCKS} blocks instead of {BLOCKS}", no_plot="print only")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    guess = predict("each GPT block under its own checkpoint, keeping nothing (nothing_saveable, plain checkpointing): "
+                    "how much of a forward pass does backward recompute?", "forward passes", quick=args.quick)
     rows = part1(QUICK_BLOCKS if args.quick else BLOCKS)
+    reveal(guess, rows["nothing_saveable"][1] / rows["no checkpointing"][2], "forward passes")
     part2()
     part3()
     if not args.no_plot:
-        plot(rows)
+        plot(rows, QUICK_BLOCKS if args.quick else BLOCKS)
     finish(EXERCISES, t0)
 
 

@@ -51,13 +51,22 @@ def tour(args):
         print("\n".join(os.path.basename(p) for p in found))
         return 0
     failed, started = [], time.time()
+    # One BLAS thread unless set (as `make test` and tests/conftest.py do): on a small machine a second thread only
+    # fights the first, and the times the lessons print are the ones their docstrings quote. No predictions: the
+    # tour runs straight through (lessons/_lesson.py asks them of a lesson run alone in a terminal).
+    env = {**{v: "1" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}, **os.environ,
+           "MINIGRAD_NO_PREDICT": "1"}
+    print(f"The tour: {len(found)} lessons, one BLAS thread each unless OPENBLAS_NUM_THREADS says otherwise "
+          f"({env['OPENBLAS_NUM_THREADS']} here). It does not stop for the lessons' predictions: run one alone "
+          f"(python -m minigrad lesson N) to answer them first.", flush=True)
     bar = tqdm(found, desc="tour", unit="lesson", disable=None)  # no bar when piped
     for path in bar:
         name = os.path.basename(path)
         bar.set_postfix_str(name)
         print(f"\n{'=' * 78}\n{name}\n{'=' * 78}", flush=True)
         t0 = time.perf_counter()
-        if subprocess.run([sys.executable, path] + (["--quick"] if args.quick and _has_quick(path) else [])).returncode:
+        if subprocess.run([sys.executable, path] + (["--quick"] if args.quick and _has_quick(path) else []),
+                          env=env).returncode:
             failed.append(name)
             print(f"({name} FAILED; the tour goes on)", flush=True)
         else:
@@ -292,7 +301,7 @@ def curve(args):
         print(f"{k:>5}{plan.segments[0][1] - plan.segments[0][0]:>6}{format_bytes(plan.peak_bytes):>15}"
               f"{format_bytes(peak):>15}{format_flops(plan.recompute_flops):>15}{format_flops(recompute):>15}"
               f"{recompute / forward:>10.2f}{note}")
-    print(f"\nk: segments (lesson 3 counts the other way: its k is functions per segment). "
+    print(f"\nk: segments, as everywhere in the course (lessons 3 and 8). "
           f"size: functions per segment, n // k; the last segment takes what is left and runs normally, so where "
           f"n // k drops, the last segment and the peak grow. front: no other k keeps fewer bytes for no more "
           f"recompute. One forward pass of the chain is {format_flops(forward)} FLOPs.")
@@ -313,9 +322,9 @@ def _plot_curve(rows, front, sqrt_k, n, forward, what, path):
     unit, scale = ("MiB", 2 ** 20) if max(r[2] for r in rows) >= 2 ** 20 else ("KiB", 2 ** 10)
     ks = [r[0] for r in rows]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.6))
-    a1.plot(ks, [r[1].peak_bytes / scale for r in rows], "o", mfc="none", ms=8, label="predicted")
+    a1.plot(ks, [r[1].peak_bytes / scale for r in rows], "o", color="0.5", mfc="none", ms=8, label="predicted")
     a1.plot(ks, [r[2] / scale for r in rows], ".", color="k", label="measured")
-    a1.axvline(sqrt_k, color="tab:orange", ls=":", label=f"sqrt(n): k = {sqrt_k}")
+    a1.axvline(sqrt_k, color="tab:blue", ls=":", label=f"sqrt(n): k = {sqrt_k}")  # sqrt(n) blue, as in lesson 3
     a1.set_xscale("log")
     ticks = range(1, n + 1) if n <= 8 else sorted({2 ** e for e in range(n.bit_length())} | {n})
     a1.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
@@ -333,9 +342,10 @@ def _plot_curve(rows, front, sqrt_k, n, forward, what, path):
             label="measured, one per k")
     a2.step([r[3] / forward for r in on_front], [r[2] / scale for r in on_front], where="post", color="k", lw=1,
             label="Pareto front")
-    for k, marker, label in ((sqrt_k, "s", f"sqrt(n): k = {sqrt_k}"), (least[0], "*", f"least memory: k = {least[0]}")):
+    for k, marker, color, label in ((sqrt_k, "s", "tab:blue", f"sqrt(n): k = {sqrt_k}"),
+                                    (least[0], "*", "tab:orange", f"least memory: k = {least[0]}")):
         r = next(r for r in rows if r[0] == k)
-        a2.plot([r[3] / forward], [r[2] / scale], marker, mfc="none", ms=12, mew=1.5, label=label)
+        a2.plot([r[3] / forward], [r[2] / scale], marker, color=color, mfc="none", ms=12, mew=1.5, label=label)
     labels, top_x, top_y = [], max(r[3] for r in rows) / forward or 1, max(r[2] for r in rows) / scale
     for k, _, peak, recompute in rows:  # one label for the k that land within 3% of each other
         if k in (1, n) or (k in front and len(front) <= 8):

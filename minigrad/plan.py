@@ -260,7 +260,8 @@ def describe(setup, software=True):
     if s.policy != "nothing_saveable":
         how += f", keeping {s.policy}"
     sw = s.software
-    step = (f"{s.model}: micro-batch {s.batch_size} x {s.seq_len} tokens, {s.grad_accum} per optimizer step (batch "
+    micro = f"{s.grad_accum} micro-batch{'' if s.grad_accum == 1 else 'es'}"  # how many, then how big: the lessons'
+    step = (f"{s.model}: {micro} of {s.batch_size} x {s.seq_len} tokens per optimizer step (batch "
             f"{s.batch_size * s.grad_accum}), {how}, {s.optimizer}, {s.dtype}")
     if not software:
         return step

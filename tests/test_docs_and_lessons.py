@@ -94,8 +94,8 @@ def test_lesson_03_predictions_match_measurements(tmp_path):
     out = lesson("03_checkpointing.py", tmp_path, "--quick")  # it asserts prediction == measurement for every plan
     slope = re.search(r"sqrt\(n\) segments ([\d.]+) \(theory", out)
     assert slope and float(slope.group(1)) < 0.8
-    plain = mib(re.search(r"no checkpointing \(k = n\): ([\d.]+ \w+)", out).group(1))
-    every_one = mib(re.search(r"segments of k = 1: ([\d.]+ \w+)", out).group(1))
+    plain = mib(re.search(r"no checkpointing \(s = n, one segment\): ([\d.]+ \w+)", out).group(1))
+    every_one = mib(re.search(r"segments of s = 1 function \(k = n segments\): ([\d.]+ \w+)", out).group(1))
     assert every_one > plain
     front = re.findall(r"^  (.+?)\s{2,}([\d.]+ \w+)\s+([\d.]+)$", out.split("the Pareto front")[1], re.M)
     assert len(front) >= 3 and front[0][2] == "0.00"
@@ -106,10 +106,10 @@ def test_lesson_03_predictions_match_measurements(tmp_path):
 
 def test_lesson_04_shows_the_memory_the_normalisation_and_float16(tmp_path):
     out = lesson("04_gradient_accumulation.py", tmp_path, "--quick")
-    totals = [float(m) for m in re.findall(r"^(?:batch 8|2 x 4 accumulated|8 x 1 accumulated|8 x 1 \+ checkpointing)"
-                                            r"\s+([\d.]+) MiB", out, re.M)]
+    totals = [float(m) for m in re.findall(r"^(?:batch 8|2 micro-batches of 4|8 micro-batches of 1|8 micro-batches of 1 "
+                                            r"\+ checkpointing)\s+([\d.]+) MiB", out, re.M)]
     assert len(totals) == 4 and all(a > b for a, b in zip(totals, totals[1:]))  # less memory at each step
-    errors = [float(m) for m in re.findall(r"^(?:batch 8|\d x \d.*?)\s+\S+ MiB.*?\s([\d.e+-]+)\s+[\d.]+\s+[\d.]+$",
+    errors = [float(m) for m in re.findall(r"^(?:batch 8|\d micro-batches of \d.*?)\s+\S+ MiB.*?\s([\d.e+-]+)\s+[\d.]+\s+[\d.]+$",
                                            out, re.M)]
     assert len(errors) == 4 and max(errors) < 1e-5  # every way gives the full batch's gradient (float32 rounding)
     row8 = re.search(r"^\s+8\s+([\d.e+-]+)\s+([\d.e+-]+)$", out.split("Part 2")[1].split("Part 3")[0], re.M)

@@ -17,9 +17,9 @@ def test_lesson_09_runs_and_agrees_with_the_published_savings(tmp_path):
     assert_ends_with_exercises(out, [6])
 
     totals = {m.group(1).strip(): float(m.group(2)) for m in
-              re.finditer(r"^(batch \d|1 x 4[ \w+]*?)\s+(?:[\d.]+\s+){5}([\d.]+)\s+[\d.e+]+$", out, re.M)}
+              re.finditer(r"^(batch \d|4 micro-batches of 1[ \w+]*?)\s+(?:[\d.]+\s+){5}([\d.]+)\s+[\d.e+]+$", out, re.M)}
     assert totals["batch 1"] < totals["batch 2"] < totals["batch 4"] < totals["batch 8"]
-    assert totals["1 x 4 + checkpointing"] < totals["1 x 4 accumulation"] < totals["batch 4"]
+    assert totals["4 micro-batches of 1 + checkpointing"] < totals["4 micro-batches of 1"] < totals["batch 4"]
 
     layer = int(re.search(r"keeps for backward, batch 4 x 512: (\d+) MiB", out).group(1))
     rows = [float(x) for x in re.findall(r"^  \w+\s+([\d.]+) MiB   \(", out, re.M)]
@@ -29,7 +29,7 @@ def test_lesson_09_runs_and_agrees_with_the_published_savings(tmp_path):
         measured, predicted = map(lambda s: int(s.replace(",", "")),
                                   re.search(rf"^{what} \(.*?\)\s+([\d,]+)\s+([\d,]+)$", out, re.M).groups())
         assert abs(predicted - measured) < 0.1 * measured, (what, measured, predicted)
-    against = list(re.finditer(r"^(?:batch 4|1 x 4[ \w+]*?)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([+-][\d,]+)$",
+    against = list(re.finditer(r"^(?:batch 4|4 micro-batches of 1[ \w+]*?)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([+-][\d,]+)$",
                                out, re.M))
     assert len(against) == 3 and len(totals) == 6
     for m in against:

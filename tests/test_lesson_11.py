@@ -13,8 +13,8 @@ def test_lesson_11_runs_and_each_policy_trades_as_it_says(tmp_path):
     out = r.stdout
     assert_plot(tmp_path / "out" / "11_selective_recomputation.png")
     assert_ends_with_exercises(out, [7])
-    rows = {m.group(1): (int(m.group(2)), float(m.group(3))) for m in re.finditer(
-        r"^(\w[\w ]+?)\s+(\d+) KiB\s+\d+%\s+[\d.]+ MFLOP\s+([\d.]+)%$", out, re.M)}
+    rows = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in re.finditer(
+        r"^(\w[\w ]+?)\s+([\d.]+) MiB\s+\d+%\s+[\d.]+ MFLOP\s+([\d.]+)%$", out, re.M)}
     assert len(rows) == 5, rows
     assert rows["everything_saveable"][1] == 0.0
     assert rows["nothing_saveable"][0] == min(m for m, _ in rows.values())

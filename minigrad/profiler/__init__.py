@@ -12,7 +12,8 @@ block runs.
   ledger.py   bytes by category (parameters, optimizer, gradients, activations, transient: NOTE [one buffer,
               one category], [what a profile counts]) and FLOPs by phase, counted in the hooks that the tape
               calls (tensor.Listener: on_save, on_release, ...); prof.peak_bytes(), prof.flops(), prof.calls()
-  report.py   what prints them: prof.table(), prof.timeline(), format_bytes, format_flops, format_seconds
+  report.py   what prints them: prof.table(), prof.timeline(), format_bytes, format_flops, format_seconds; the
+              colours every plot draws the categories and phases in (CATEGORY_COLORS, PHASE_COLORS)
 This file puts the parts together and opens and closes the block. The package sits above the tape, which reports
 to it, and below nn and optim, which it counts without importing them (NOTE [marks, not imports], ledger.py).
 
@@ -22,9 +23,10 @@ recompute FLOPs.
 from ..tensor import Listener, active_profiler, profiling
 from .clocks import PHASES, TIMED_PHASES, _Clocks, _now
 from .ledger import ACTIVATIONS, CATEGORIES, GRADIENTS, OPTIMIZER, PARAMETERS, TRANSIENT, _Ledger
-from .report import _Reports, format_bytes, format_flops, format_seconds
+from .report import CATEGORY_COLORS, PHASE_COLORS, _Reports, format_bytes, format_flops, format_seconds
 
-__all__ = ["profile", "CATEGORIES", "PHASES", "TIMED_PHASES", "format_bytes", "format_flops", "format_seconds",
+__all__ = ["profile", "CATEGORIES", "PHASES", "TIMED_PHASES", "CATEGORY_COLORS", "PHASE_COLORS", "format_bytes",
+           "format_flops", "format_seconds",
            "PARAMETERS", "OPTIMIZER", "GRADIENTS", "ACTIVATIONS", "TRANSIENT"]  # the last: indices into CATEGORIES
 
 

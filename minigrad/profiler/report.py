@@ -3,6 +3,7 @@
     print(prof.table())      # ops (calls, bytes saved), self time and FLOPs by phase, bytes by category
     prof.timeline()          # one event per op run: the bytes of each category after it
     format_bytes(3 * 2**20), format_flops(2e9), format_seconds(0.0042)   # '3.0 MiB', '2.00 G', '4.20 ms'
+    CATEGORY_COLORS["gradients"], PHASE_COLORS["recompute"]               # the colours every plot draws them in
 
 Nothing here counts: each report reads the tables that ledger.py and clocks.py keep.
 
@@ -10,6 +11,13 @@ Read next: schedules.py and checkpoint/, which trade these bytes for recompute F
 """
 from .clocks import PHASES, TIMED_PHASES
 from .ledger import CATEGORIES
+
+# NOTE [one colour per category]: every plot of the lessons and commands draws a category, and shades a phase, in
+# these colours (matplotlib's names; nothing here imports matplotlib), so that gradients are the same green in lesson
+# 2's timeline, lesson 4's bars and lesson 10's ranks. The phases take colours no category has.
+CATEGORY_COLORS = {"parameters": "tab:blue", "optimizer": "tab:orange", "gradients": "tab:green",
+                   "activations": "tab:red", "transient": "tab:purple"}
+PHASE_COLORS = {"forward": "tab:cyan", "recompute": "tab:olive", "backward": "tab:gray"}
 
 
 def format_bytes(n):
