@@ -27,8 +27,8 @@ Which, and with how many slots each? That is the whole exercise: the recursion i
 Return an int for a possible schedule. It must be fast: optimal_steps(200, 10) in under 0.5 s.
 minigrad.schedules holds the answer in closed form; the grader refuses code that calls it.
 
-Graded: against a search over every schedule of the game for n <= 9 (when you are wrong, the detail
-shows the best schedule), against the closed form for n up to 60, for speed, and against the recompute
+Graded: against a search over every schedule of the game for n <= 9 (when you are wrong, `check 10
+--explain` shows the best schedule), against the closed form for n up to 60, for speed, and against the recompute
 FLOPs mg.profile measures when revolve's plan runs on a chain of identical layers.
 
 Explain (graded: set EXPLAIN, below, to a number). What is the fewest number of slots with which 16

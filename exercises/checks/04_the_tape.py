@@ -130,6 +130,18 @@ def check(ex):
             close("x.grad after two backward calls", got["x"].grad, 2 * backend.to_numpy(expected["x"].grad.data),
                   where=": each call must ADD to what leaf.grad already holds, as in PyTorch, where gradient "
                         "accumulation stands on it")
+    # Add hands one gradient array to both its inputs: two leaves that take it as it is share one .grad array, and
+    # a second backward that adds into one adds into both
+    x, y = (mg.tensor(np.ones(3), dtype="float64", requires_grad=True) for _ in range(2))
+    case = "x and y, two leaves fed by one add: ((x + y) * 2).sum(), backward twice"
+    for _ in range(2):
+        _walk(ex, ((x + y) * 2).sum(), case)
+    _leaf_grad("x", x, case)
+    require(not np.shares_memory(x.grad.data, y.grad.data),
+            f"{case}: x.grad and y.grad share one array: Add handed the same gradient to both, and each leaf must "
+            f"own its .grad (a copy), or the second call adds into both at once")
+    for name, leaf in (("x", x), ("y", y)):
+        close(f"{name}.grad after two backward calls", leaf.grad, np.full(3, 4.0), where=f" ({case})")
     for n in (20_000, 100_000):
         x, y = _chain(n)
         case = f"a chain of {n:,} ops, -(-(...(-x)))"

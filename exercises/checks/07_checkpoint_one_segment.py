@@ -105,6 +105,19 @@ def check(ex):
     for name in want:
         compare(name, got[name], want[name])
 
+    # a backward called under no_grad (as a loop that only evaluates, then steps, may do) still recomputes a graph
+    zero_grads(block, x)
+    loss = loss_of(ex.my_checkpoint(block, x), w)
+    try:
+        with mg.no_grad():
+            loss.backward()
+    except RuntimeError as e:
+        raise Failed(f"a backward called inside `with mg.no_grad():` failed in your recompute ({e}). The plain run's "
+                     f"backward works there: the recompute must record its ops whatever grad mode its caller is in "
+                     f"(switch it on for the recompute, as the engine's checkpoint does)") from None
+    for name, g in grads_of(block, x).items():
+        compare(name, g, want[name])
+
     # FLOPs: the segment ran once in forward, once more in backward, and its backward is the plain one
     recomputed = prof.flops("recompute")
     if recomputed != segment_flops:
@@ -162,6 +175,10 @@ def check_forward(ex, y, y0, x, kept, plain_kept):
             f"stands for the whole segment")
     require(np.array_equal(y.data, y0.data),
             "my_checkpoint's output differs from module(x): MyCheckpoint.forward must return `out` as it is")
+    extra = [a for a in record.saved if a is not x.data]
+    require(not extra, f"MyCheckpoint.forward saved {len(extra)} arrays besides x (shapes "
+            f"{', '.join(str(getattr(a, 'shape', type(a).__name__)) for a in extra)}): the parameters live in the module "
+            f"anyway, and the segment's insides are recomputed; the record saves x alone")
     if kept == x.data.nbytes:
         return
     head = (f"my_checkpoint kept {kept} bytes of activations after the forward; the input x alone is "
