@@ -86,7 +86,13 @@ SUM_AT_RECORD = "                grads[nxt] = grads[nxt] + gi if nxt in grads el
      r"x used 3 times, .*: x\.grad is float32, but x is float64: a gradient has its leaf's dtype"),
     ("    # 1. the records", "    root.backward()\n    return\n    # 1. the records",  # the engine's walk
      r"your backward ran minigrad's own walk \(\d+ records ran through the engine's tape"),
-], ids=["recursion", "overwrite", "no-sort", "in-place", "leaf-overwrite", "leaf-float32", "engine"])
+    ("                total = gi if nxt.grad is None else nxt.grad.data + gi\n"
+     "                nxt.grad = mg.tensor(total, dtype=nxt.dtype)  # a copy, in the leaf's dtype",
+     "                from minigrad.tensor import _wrap\n"
+     "                if nxt.grad is None:\n                    nxt.grad = _wrap(gi)\n"
+     "                else:\n                    nxt.grad._data += gi",  # the array Add handed on, kept as .grad
+     r"two leaves fed by one add.*x\.grad and y\.grad share one array"),
+], ids=["recursion", "overwrite", "no-sort", "in-place", "leaf-overwrite", "leaf-float32", "engine", "leaf-shares"])
 def test_the_tape_wrong_answers(course, old, new, message):
     result = grade_wrong(course, 4, (old, new))
     assert result.status == "failing" and re.search(message, result.message, re.S), result.message

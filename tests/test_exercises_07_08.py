@@ -31,6 +31,12 @@ WRONG_7 = {
     "saves the output too": (
         "self.save_for_backward(x)  #", "self.save_for_backward(x, out)  #",
         r"kept 2048 bytes.*x alone is 1024 bytes\. That is 1024 bytes more than x.*shapes \[\(8, 16\), \(8, 16\)\]"),
+    "saves the parameters too": (
+        "self.save_for_backward(x)  #", "self.save_for_backward(x, *params)  #",
+        r"saved 6 arrays besides x .*the record saves x alone"),
+    "records only under the caller's grad mode": (
+        "with enable_grad(), recomputing():", "with recomputing():",
+        r"inside `with mg.no_grad\(\):` failed in your recompute.*whatever grad mode its caller is in"),
     "saves nothing": (
         "self.save_for_backward(x)  #", "self.x = x  #",
         r"kept 0 bytes.*must call self\.save_for_backward\(x\)"),

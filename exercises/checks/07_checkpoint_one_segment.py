@@ -175,11 +175,11 @@ def check_forward(ex, y, y0, x, kept, plain_kept):
             f"stands for the whole segment")
     require(np.array_equal(y.data, y0.data),
             "my_checkpoint's output differs from module(x): MyCheckpoint.forward must return `out` as it is")
-    extra = [a for a in record.saved if a is not x.data]
-    require(not extra, f"MyCheckpoint.forward saved {len(extra)} arrays besides x (shapes "
-            f"{', '.join(str(getattr(a, 'shape', type(a).__name__)) for a in extra)}): the parameters live in the module "
-            f"anyway, and the segment's insides are recomputed; the record saves x alone")
-    if kept == x.data.nbytes:
+    if kept == x.data.nbytes:  # x's bytes, and no other activation: but the ledger counts parameters elsewhere
+        extra = [a for a in record.saved if a is not x.data]
+        require(not extra, f"MyCheckpoint.forward saved {len(extra)} arrays besides x (shapes "
+                f"{', '.join(str(getattr(a, 'shape', type(a).__name__)) for a in extra)}): the parameters live in the "
+                f"module anyway, and the segment's insides are recomputed; the record saves x alone")
         return
     head = (f"my_checkpoint kept {kept} bytes of activations after the forward; the input x alone is "
             f"{x.data.nbytes} bytes")
