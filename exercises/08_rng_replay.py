@@ -14,19 +14,21 @@ mg.set_rng_state(state) makes it the generator's. Work out, on a timeline of the
 (the segment's forward, the dropout after it, the recompute, the next step), which state the
 generator must be in at the start of the recompute, and which at its end.
 
-This file gives a working checkpoint (exercise 7's answer: do exercise 7 first) that uses an RngReplay:
+This exercise extends your exercise 7 (do it first): `seven`, below, is your own file
+07_checkpoint_one_segment.py, loaded from this folder. Write two things:
 
-    replay = RngReplay()                                       # in my_checkpoint, before the segment runs
-    with replay, enable_grad(), recomputing(): y = ...         # in MyCheckpoint.backward
-
-Write RngReplay's three methods: __init__ (runs before the forward's draws), __enter__ (just before
-the recompute) and __exit__ (just after it: it runs even when the recompute raises, and returning None
-from it lets the error go on).
+1. RngReplay, a context manager: RngReplay() is made before the segment's forward draws anything;
+   `with replay:` wraps the recompute. Its three methods: __init__ (runs before the forward's draws),
+   __enter__ (just before the recompute) and __exit__ (just after it: it runs even when the recompute
+   raises, and returning None from it lets the error go on).
+2. my_checkpoint(module, x): your exercise 7's checkpoint, with its recompute run inside `with replay:`.
+   Its output's record must still be your exercise 7's: an instance of seven.MyCheckpoint, or of a class
+   you make from it. How the replay reaches the recompute is yours to design; change nothing in 07.
 
 Graded on a float64 MLP with nn.Dropout(0.5) inside the segment and another after it: the forward draws
 what the plain run draws; every gradient equals the plain run's exactly (np.array_equal), with the
 number of mask entries the recompute drew differently when not; and after backward the generator is
-where the plain run leaves it (the next mg.rand draws the same numbers).
+where the plain run leaves it (the next mg.rand draws the same numbers). Exercise 7 is graded first.
 
 Explain (graded: set EXPLAIN, below, to 'a', 'b' or 'c'). Suppose __exit__ did nothing. After backward,
 the next mg.rand(4) would draw
@@ -36,9 +38,11 @@ the next mg.rand(4) would draw
 
 Grade it:  python -m minigrad check 8        (stuck? python -m minigrad check 8 --hint)
 """
-import minigrad as mg
-from minigrad.ops import Op
-from minigrad.tensor import apply, enable_grad, keep_saved, recomputing
+import minigrad as mg  # noqa: F401  (with the names below, everything your two pieces need)
+from minigrad.grading import earlier
+from minigrad.tensor import apply, keep_saved  # noqa: F401
+
+seven = earlier(__file__, 7)  # your exercise 7, from this folder
 
 EXPLAIN = None  # your answer to the question at the end of the docstring
 
@@ -56,33 +60,5 @@ class RngReplay:
         raise NotImplementedError("Exercise 8 (RngReplay.__exit__): not written yet")
 
 
-# ----------------------------------------------------------------------------- given: exercise 7's checkpoint
-
-class MyCheckpoint(Op):
-    name = "my_checkpoint"
-
-    def forward(self, x, *params, out, module, replay):
-        self.module, self.n_params, self.replay = module, len(params), replay
-        self.save_for_backward(x)
-        return out
-
-    def flops(self, inputs, out):
-        return {}
-
-    def backward_flops(self, grad, input_grads):
-        return {}
-
-    def backward(self, g):
-        (x,) = self.saved
-        x_again = mg.tensor(x, requires_grad=True)
-        with self.replay, enable_grad(), recomputing():
-            y = self.module(x_again)
-        y.backward(g)
-        return (x_again.grad.data,) + (None,) * self.n_params
-
-
 def my_checkpoint(module, x):
-    replay = RngReplay()  # before the segment draws its masks
-    with keep_saved(False):
-        y = module(x)
-    return apply(MyCheckpoint, x, *module.parameters(), out=y.data, module=module, replay=replay)
+    raise NotImplementedError("Exercise 8 (my_checkpoint): exercise 7's checkpoint, replayed, is not written yet")

@@ -23,6 +23,9 @@ when the same failure comes twice in a row. `check N --hint` shows one more hint
 remember, per exercise, in .minigrad/state.json beside exercises/ (MINIGRAD_STATE overrides the file;
 `check N --reset-hints` forgets an exercise's hints).
 
+Later exercises build on the learner's earlier ones (8 on 7, 13 on 6 and 9): the learner's file loads its earlier
+exercise from its own folder (`earlier`), and the check grades that one first (`builds_on`).
+
 The exercises follow the lessons: each is prepared by the lesson its LESSON names (its docstring's
 first line says "after lesson N"), and `check` sends the learner on along that path (`arc`).
 
@@ -138,6 +141,37 @@ def load(path, module_name=None):
     sys.modules.pop(module_name, None)
     spec.loader.exec_module(module)
     return module
+
+
+def earlier(path, number):
+    """The learner's exercise `number`, loaded anew from the folder of `path` (a later exercise's file: its
+    __file__). A later exercise builds on the learner's own earlier one, as `seven = earlier(__file__, 7)`."""
+    return load(_beside(path, number))
+
+
+def _beside(path, number):
+    folder = os.path.dirname(os.path.abspath(path))
+    found = sorted(glob.glob(os.path.join(folder, f"{number:02d}_*.py")))
+    if not found:
+        raise ImportError(f"{os.path.basename(path)} builds on your exercise {number}, but there is no "
+                          f"{number:02d}_*.py beside it in {folder}: restore it with `git checkout -- {folder}`")
+    return found[0]
+
+
+def builds_on(module, number, piece):
+    """In the check of a later exercise (the learner's `module`, its piece named `piece`): the learner's exercise
+    `number`, beside it, must pass its own check first. Not started: NotImplementedError, so that the later exercise
+    counts as not started too; failing: Failed, saying which check to run."""
+    path = _beside(module.__file__, number)
+    exercise = next(e for e in exercises() if e.number == number)
+    later = os.path.basename(module.__file__)[:2].lstrip("0")
+    result = grade(Exercise(**{**vars(exercise), "path": path, "question": None}))
+    if result.status == "not started":
+        raise NotImplementedError(f"Exercise {later} ({piece}): it builds on your exercise {number}, which is not "
+                                  f"written yet: finish it first (python -m minigrad check {number})")
+    if not result.code_passes:
+        raise Failed(f"exercise {later} builds on your exercise {number}, which does not pass its check yet: "
+                     f"{result.message}. Make `python -m minigrad check {number}` pass first", result.detail)
 
 
 def grade(exercise, solutions=False):

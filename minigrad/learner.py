@@ -349,7 +349,7 @@ def enable(folder="exercises", only=None):
     if _active:
         raise RuntimeError("learner mode is already on; mg.learner.disable() first")
     if not os.path.isdir(folder):
-        raise FileNotFoundError(f"learner mode: no folder {folder!r} with your exercise files (01_...py to 12_...py); "
+        raise FileNotFoundError(f"learner mode: no folder {folder!r} with your exercise files (01_...py to 13_...py); "
                                 f"run from the repository's root, or name the folder (MINIGRAD_LEARNER_ENGINE=path)")
     pieces = {n: Piece(n, m) for n, m in _load(folder, only).items()}
     for n in PIECES:

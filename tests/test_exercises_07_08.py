@@ -10,10 +10,14 @@ import pytest
 from minigrad import grading
 
 
-def grade_edited(tmp_path, number, old, new):
-    """Grade the reference of exercise `number` with `old` replaced by `new`, as a learner's file."""
+def grade_edited(tmp_path, number, old, new, done=None):
+    """Grade the reference of exercise `number` with `old` replaced by `new`, as a learner's file; the exercises it
+    builds on (`done`: 7 for 8) are the references, as a learner who did them."""
     course = str(tmp_path / "exercises")
     shutil.copytree(grading.COURSE, course)
+    for e in grading.exercises(course):
+        if e.number in (done if done is not None else {8: (7,)}.get(number, ())):
+            shutil.copy(e.solution, e.path)
     exercise = next(e for e in grading.exercises(course) if e.number == number)
     text = open(exercise.solution).read()
     assert old in text, old
@@ -92,6 +96,44 @@ def test_a_wrong_replay_is_explained(tmp_path, case):
     old, new, message = WRONG_8[case]
     result = grade_edited(tmp_path, 8, old, new)
     assert result.status == "failing" and re.search(message, result.message, re.S), result.message
+
+
+def test_exercise_8_builds_on_the_learners_exercise_7(tmp_path):
+    """8 extends the learner's own 7: with 7 a stub, 8 says to finish 7 first; with 7 done, 8's stub fails for its own
+    reason; with 7 wrong, 8 says so; and a checkpoint that is not 7's (the engine's) is refused."""
+    course = str(tmp_path / "exercises")
+    shutil.copytree(grading.COURSE, course)
+    by_number = {e.number: e for e in grading.exercises(course)}
+    result = grading.grade(by_number[8])
+    assert result.status == "not started" and re.match(
+        r"Exercise 8 \(my_checkpoint\): it builds on your exercise 7, which is not written yet: finish it first "
+        r"\(python -m minigrad check 7\)", result.message), result.message
+    shutil.copy(by_number[7].solution, by_number[7].path)
+    result = grading.grade(by_number[8])
+    assert result.status == "not started" and result.message.startswith(
+        "Exercise 8 (my_checkpoint): exercise 7's checkpoint, replayed, is not written yet"), result
+    seven = open(by_number[7].solution).read()
+    with open(by_number[7].path, "w") as f:
+        f.write(seven.replace("y.backward(g)  #", "y.sum().backward()  #"))
+    result = grading.grade(by_number[8])
+    assert result.status == "failing" and result.message.startswith(
+        "exercise 8 builds on your exercise 7, which does not pass its check yet: x's gradient differs"), result
+    shutil.copy(by_number[7].solution, by_number[7].path)
+    reference = open(by_number[8].solution).read()
+    engine = reference + "\n\ndef my_checkpoint(module, x):\n    return mg.checkpoint(module, x)\n"
+    with open(by_number[8].path, "w") as f:
+        f.write(engine)
+    result = grading.grade(by_number[8])
+    assert result.status == "failing" and "not by your exercise 7's MyCheckpoint" in result.message, result.message
+    with open(by_number[8].path, "w") as f:
+        f.write(reference)
+    assert grading.grade(by_number[8]).status == "done"
+
+
+def test_exercise_8s_stub_no_longer_holds_exercise_7s_answer():
+    stub = open(next(e for e in grading.exercises() if e.number == 8).path).read()
+    assert "keep_saved(False):\n" not in stub and "save_for_backward" not in stub and "x_again" not in stub
+    assert "seven = earlier(__file__, 7)" in stub
 
 
 def test_the_checks_leave_the_generator_as_they_found_it():

@@ -14,7 +14,7 @@ def test_lesson_09_runs_and_agrees_with_the_published_savings(tmp_path):
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert_plot(tmp_path / "out" / "09_will_it_fit.png")
-    assert_ends_with_exercises(out, [6])
+    assert_ends_with_exercises(out, [6, 13])
 
     totals = {m.group(1).strip(): float(m.group(2)) for m in
               re.finditer(r"^(batch \d|4 micro-batches of 1[ \w+]*?)\s+(?:[\d.]+\s+){5}([\d.]+)\s+[\d.e+]+$", out, re.M)}

@@ -1,8 +1,10 @@
-"""Exercise 8, the reference (after lesson 7): replay minigrad's generator in the recompute (mg.checkpoint does the
-same, with preserve_rng_state=True: Checkpoint.backward in minigrad/checkpoint/segment.py)."""
+"""Exercise 8, the reference (after lesson 7): replay minigrad's generator in the recompute of exercise 7's checkpoint
+(mg.checkpoint does the same, with preserve_rng_state=True: Checkpoint.backward in minigrad/checkpoint/segment.py)."""
 import minigrad as mg
-from minigrad.ops import Op
-from minigrad.tensor import apply, enable_grad, keep_saved, recomputing
+from minigrad.grading import earlier
+from minigrad.tensor import apply, keep_saved
+
+seven = earlier(__file__, 7)  # your exercise 7, from this folder
 
 EXPLAIN = "c"  # the recompute ends where the forward's draws ended: where the dropout after the checkpoint began
 
@@ -23,29 +25,18 @@ class RngReplay:
         mg.set_rng_state(self.outer)
 
 
-# ----------------------------------------------------------------------------- given: exercise 7's checkpoint
-
-class MyCheckpoint(Op):
-    name = "my_checkpoint"
+class MyCheckpoint(seven.MyCheckpoint):
+    """Exercise 7's record, with a replay: its backward (exercise 7's recompute, then the backward through it) runs
+    from the generator's state before the forward. (The backward through the recompute draws nothing: a dropout's
+    backward reads the mask it saved.)"""
 
     def forward(self, x, *params, out, module, replay):
-        self.module, self.n_params, self.replay = module, len(params), replay
-        self.save_for_backward(x)
-        return out
-
-    def flops(self, inputs, out):
-        return {}
-
-    def backward_flops(self, grad, input_grads):
-        return {}
+        self.replay = replay
+        return super().forward(x, *params, out=out, module=module)
 
     def backward(self, g):
-        (x,) = self.saved
-        x_again = mg.tensor(x, requires_grad=True)
-        with self.replay, enable_grad(), recomputing():
-            y = self.module(x_again)
-        y.backward(g)
-        return (x_again.grad.data,) + (None,) * self.n_params
+        with self.replay:
+            return super().backward(g)
 
 
 def my_checkpoint(module, x):
