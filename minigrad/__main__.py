@@ -11,7 +11,7 @@
     python -m minigrad curve --gpt       the same for the GPT's blocks
     python -m minigrad memory --model bert-large-uncased --batch-size 4 --seq-len 512
                                          one training step's peak memory by category, and its FLOPs
-    python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024
+    python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024 --top 10
                                          micro-batch, accumulation and checkpointing that fit, cheapest first
 
 The lessons live in lessons/ and the exercises in exercises/, beside the package (a clone of the
