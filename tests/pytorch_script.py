@@ -43,10 +43,11 @@ def main(steps=STEPS):
     model = MLP()
     # The same starting point in both libraries (each draws kaiming's numbers from its own generator): the same
     # distribution, drawn here by NumPy.
+    device = next(model.parameters()).device  # where the model was made: the data goes there too
     with torch.no_grad():
         for name, p in model.named_parameters():
             bound = math.sqrt(6 / p.shape[-1]) if p.dim() == 2 else 0.1
-            p.copy_(torch.from_numpy(rng.uniform(-bound, bound, tuple(p.shape)).astype(np.float32)))
+            p.copy_(torch.from_numpy(rng.uniform(-bound, bound, tuple(p.shape)).astype(np.float32)).to(device))
     X = rng.standard_normal((256, 8)).astype(np.float32)
     Y = (X[:, :4].argmax(axis=1) + (X[:, 4] > 1)).astype(np.int64) % 4
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
@@ -62,7 +63,7 @@ def main(steps=STEPS):
     model.train()
     for step in range(steps):
         idx = rng.integers(0, len(X), BATCH)
-        x, y = torch.from_numpy(X[idx]), torch.from_numpy(Y[idx])
+        x, y = torch.from_numpy(X[idx]).to(device), torch.from_numpy(Y[idx]).to(device)
         loss = criterion(model(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -73,7 +74,7 @@ def main(steps=STEPS):
         lrs.append(sched.get_last_lr())
     model.eval()
     with torch.inference_mode():
-        logits = model(torch.from_numpy(X)).cpu()
+        logits = model(torch.from_numpy(X).to(device)).cpu()
         accuracy = (logits.argmax(axis=1) == torch.from_numpy(Y)).float().mean().item()
     weights = {n: p.detach().cpu().numpy().copy() for n, p in model.named_parameters()}
     return losses, lrs, accuracy, weights, sched.state_dict()["last_epoch"]
