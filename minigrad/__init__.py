@@ -28,17 +28,24 @@ The floors, each file importing only the ones above it (the README's table; a te
     clocks.py       self time and phases
     ledger.py       bytes by category, FLOPs by phase
     report.py       tables and a timeline
-  functional.py   softmax, cross_entropy, layer_norm, ... (imported as mg.functional)
+  names.py        PyTorch's names: inference_mode, and the did-you-mean of a name minigrad does not have
+  functional.py   softmax, cross_entropy, nll_loss, layer_norm, ... (imported as mg.functional)
   nn/             modules with PyTorch's names
     module.py       Parameter, Module, Sequential, ModuleList, ModuleDict
     layers.py       Linear, LayerNorm, Embedding, BatchNorm1d, ...
-    utils.py        clip_grad_norm_, init
-  optim.py        SGD and AdamW
+    losses.py       CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCEWithLogitsLoss
+    utils.py        clip_grad_norm_
+    init.py         nn.init: kaiming_*, xavier_*, trunc_normal_, ...
+  optim/          optimizers and their learning-rate schedules
+    optimizer.py    Optimizer, SGD and AdamW
+    lr_scheduler.py StepLR, LambdaLR, LinearLR, CosineAnnealingLR, SequentialLR, warmup then cosine
   schedules.py    where to cut a chain, and what it will cost (pure functions)
   checkpoint/     mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping
     policies.py     what to keep rather than recompute, and what the forward notes for the recompute
     segment.py      one checkpointed segment
     chains.py       chains of segments, measure_chain
+  utils/          torch.utils' names
+    checkpoint.py   mg.utils.checkpoint: torch.utils.checkpoint's path to checkpoint, checkpoint_sequential
   accumulate.py   mg.accumulate: micro-batches that add up to the full batch's gradient
   distributed.py  data parallel over MPI: gradients summed across processes, ZeRO stage 1 (import it)
   gpt.py          a small GPT, a character tokenizer and a tiny corpus
@@ -49,16 +56,18 @@ The floors, each file importing only the ones above it (the README's table; a te
   testing.py      gradcheck: finite differences, explained
   grading.py      the exercises' grader (exercises/ beside the package)
   learner.py      learner mode: the engine on your own exercise pieces (lesson N --learner, MINIGRAD_LEARNER_ENGINE)
-  __main__.py     the command: python -m minigrad tour | lesson N [--learner] | check [N]
+  __main__.py     the command: python -m minigrad tour | lesson N [--learner] | check [N] | curve | memory | plan
 """
 import numpy as _np
 
-from . import functional, nn, optim
+from . import functional, nn, optim, utils
 from .accumulate import accumulate, accumulation_step
 from .checkpoint import checkpoint, checkpoint_policies, checkpoint_sequential
 from .profiler import profile
 from .backend import cuda_is_available, default_device, device
 from .backend.random import get_rng_state, manual_seed, set_rng_state
+from .names import inference_mode, not_offered
+from .tensor import from_numpy
 from .tensor import (Tensor, arange, cat, enable_grad, full, is_grad_enabled, maximum, minimum, multinomial, no_grad,
                      ones, ones_like, rand, randint, randn, stack, tensor, where, zeros, zeros_like)
 
@@ -71,7 +80,30 @@ __all__ = ["Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like
            "is_grad_enabled", "manual_seed",
            "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "device", "functional", "nn", "optim",
            "float16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential", "accumulate", "accumulation_step",
-           "checkpoint_policies"]
+           "checkpoint_policies", "from_numpy", "inference_mode", "utils"]
+
+_INSTEAD = {"compile": "minigrad has no compiler: call the model itself", "jit": "minigrad has no compiler (no jit)",
+            "autocast": "minigrad has no mixed precision: model.half() runs everything in float16 (not autocast with "
+                        "float32 master weights)", "amp": "minigrad has no mixed precision (no amp, no GradScaler)",
+            "save": "save model.state_dict() (NumPy arrays) with numpy.savez or pickle; load_state_dict takes it back",
+            "load": "load the arrays you saved (numpy.load or pickle) and pass them to model.load_state_dict",
+            "Generator": "minigrad has one generator: mg.manual_seed, mg.get_rng_state and mg.set_rng_state",
+            "cuda": "mg.cuda_is_available() is torch.cuda.is_available(); t.cuda() or t.to('cuda') moves a tensor",
+            "set_grad_enabled": "use `with mg.no_grad():` (or mg.enable_grad() inside one)",
+            "as_tensor": "mg.tensor(data) copies; mg.from_numpy(array) shares the NumPy array's memory",
+            "long": "the dtype is mg.int64", "bool": "the dtype is mg.bool_", "Size": "a shape is a plain tuple"}
+
+
+def __getattr__(name):
+    """A name PyTorch has at the top and minigrad in a namespace (mg.CrossEntropyLoss: mg.nn's) says where it is;
+    any other, what the nearest is (names.py)."""
+    for where, module in (("mg.nn", nn), ("mg.optim", optim), ("mg.functional", functional), ("mg.nn.init", nn.init),
+                          ("mg.optim.lr_scheduler", optim.lr_scheduler), ("mg.utils", utils)):
+        if name in module.__all__:
+            raise AttributeError(f"module 'minigrad' has no attribute {name!r}; it is {where}.{name}")
+        if name in module._INSTEAD:
+            raise AttributeError(f"module 'minigrad' has no attribute {name!r}, nor has {where}: {module._INSTEAD[name]}")
+    raise not_offered(__name__, name, __all__, _INSTEAD, package_dir=__path__[0])
 
 from . import learner  # noqa: E402 on top of everything: MINIGRAD_LEARNER_ENGINE=folder runs the engine on your exercises
 learner._from_environment()

@@ -11,7 +11,7 @@
     python -m minigrad curve --gpt       the same for the GPT's blocks
     python -m minigrad memory --model bert-large-uncased --batch-size 4 --seq-len 512
                                          one training step's peak memory by category, and its FLOPs
-    python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024
+    python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024 --top 10
                                          micro-batch, accumulation and checkpointing that fit, cheapest first
 
 The lessons live in lessons/ and the exercises in exercises/, beside the package (a clone of the
@@ -19,6 +19,7 @@ repository, installed with `pip install -e .`).
 """
 import argparse
 import ast
+import difflib
 import glob
 import json
 import math
@@ -199,14 +200,20 @@ def check(args):
 # --- curve: the memory-versus-compute curve of checkpointing one model
 CURVE_ALL_K = 64          # chains up to this long get every k; longer ones a sample spread evenly on a log scale
 CURVE_MAX_BYTES = 2 ** 31  # refuse a model that would hold more than about this
+CURVE_OUT = os.path.join("out", "curve.png")
 
 
 def _budget(text):
-    """argparse type: a memory budget that plan.parse_bytes reads, kept as written (plan says how it read it)."""
+    """argparse type: a memory budget that plan.parse_bytes reads, kept as written (plan says how it read it). A bare
+    number is refused: `--memory 16` means 16 GB or GiB far more often than 16 bytes, so the unit must be written."""
     try:
         plan.parse_bytes(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    if re.fullmatch(r"\s*[0-9.eE+]+\s*", text):
+        raise argparse.ArgumentTypeError(f"{text!r} has no unit: write {text.strip()}GB ({text.strip()} x 10^9 bytes), "
+                                         f"{text.strip()}GiB ({text.strip()} x 2^30), or {text.strip()}B if you mean "
+                                         f"bytes")
     return text
 
 
@@ -251,8 +258,9 @@ def curve_ks(n):
 
 
 def curve(args):
-    if not args.no_plot and os.path.splitext(args.out)[1].lower() not in (".png", ".svg", ".pdf"):
-        print(f"curve: --out {args.out!r}: the plot is written as .png, .svg or .pdf; name the file so",
+    out, replaced = _curve_path(args.out)
+    if not args.no_plot and os.path.splitext(out)[1].lower() not in (".png", ".svg", ".pdf"):
+        print(f"curve: --out {out!r}: the plot is written as .png, .svg or .pdf; name the file so",
               file=sys.stderr)
         return 2
     if args.gpt and args.width % args.heads:
@@ -310,9 +318,26 @@ def curve(args):
               f"please report it", file=sys.stderr)
     else:
         print(f"measured = predicted for all {len(rows)} values of k.")
-    if not args.no_plot and _plot_curve(rows, front, sqrt_k, n, forward, what, args.out):
-        return 2
+    if not args.no_plot:
+        if _plot_curve(rows, front, sqrt_k, n, forward, what, out):
+            return 2
+        if replaced:
+            print(f"({replaced})")
     return 1 if bad else 0
+
+
+def _curve_path(out):
+    """(where the plot goes, what to say about a file already there). The default, out/curve.png, is never
+    overwritten: a later run writes out/curve-2.png, -3, ...; a path given with --out is replaced, saying so."""
+    if out is not None:
+        return out, f"it replaced the {out} that was there" if os.path.exists(out) else None
+    base, ext = os.path.splitext(CURVE_OUT)
+    path, i = CURVE_OUT, 1
+    while os.path.exists(path):
+        i += 1
+        path = f"{base}-{i}{ext}"
+    return path, (f"{CURVE_OUT} is an earlier run's, kept: this one is {path} (--out PATH names the file)"
+                  if i > 1 else None)
 
 
 def _plot_curve(rows, front, sqrt_k, n, forward, what, path):
@@ -403,15 +428,21 @@ def plan_command(args):
               f"are {plan.gib(fixed)}. Try --optimizer sgd (no moments), --dtype fp16, a shorter --seq-len, or a "
               f"GPU with at least {plan.gib(least.bytes['total'])}.", file=sys.stderr)
         return 1
+    strategies = len({p.setup.checkpointing for p in fits})
     print(f"\n{args.model}, optimizer batch {args.batch_size} x {args.seq_len} tokens, {args.optimizer}, {args.dtype}: "
           f"the {len(fits)} best of {len(tried)} steps run on 'meta'"
-          + (f"; checkpoints keep {args.policy}" if args.policy != "nothing_saveable" else "") + "\n")
+          + (f"; checkpoints keep {args.policy}" if args.policy != "nothing_saveable" else "")
+          + f". First the largest micro-batch that fits for each of {strategies} checkpointing strategies, least FLOPs "
+            f"per sample first; then their smaller micro-batches (more accumulation, about the same FLOPs)\n")
     print(f"{'rank':<6}{'micro-batch':>12}{'accumulation':>14}{'checkpointing':>15}{'peak':>12}"
           f"{'FLOPs/sample':>15}{'recompute':>11}")
     for i, p in enumerate(fits, 1):
         s = p.setup
         print(f"{i:<6}{s.batch_size:>12}{s.grad_accum:>14}{s.checkpointing:>15}{plan.gib(p.bytes['total']):>12}"
               f"{p.flops_per_sample:>15.3e}{p.overhead:>11.0%}")
+    if len(fits) < args.top:
+        print(f"\n(--top {args.top}: only these {len(fits)} steps fit, every micro-batch that divides {args.batch_size} "
+              f"up to the largest that fits, for each strategy that fits at all)")
     print("\nrecompute: checkpointing's extra FLOPs, as a share of forward + backward. Peaks exclude the CUDA context "
           "and the allocator's reserve (docs/will_it_fit.md): leave a margin of about 1 GiB.")
     return 0
@@ -429,11 +460,23 @@ def _progress(desc):
 
 
 def _model_name(name):
+    """argparse type: a model of the registry, its case aside (GPT2-XL is gpt2-xl, as the Hugging Face Hub reads it)."""
+    name = next((m for m in models.MODELS if m.lower() == name.lower()), name)
     try:
         models.spec(name)
     except ValueError as e:  # an unknown name: the error lists the known ones
         raise argparse.ArgumentTypeError(str(e)) from None
     return name
+
+
+def _unknown(parser, unknown):
+    """Exit with the subcommand's usage and what it did not recognise, each flag with the nearest it has."""
+    flags = [f for action in parser._actions for f in action.option_strings]
+    said = []
+    for arg in unknown:
+        close = difflib.get_close_matches(arg.split("=")[0], flags, n=1, cutoff=0.6) if arg.startswith("-") else []
+        said.append(f"{arg} (did you mean {close[0]}?)" if close else arg)
+    parser.error(f"unrecognized arguments: {' '.join(said)}; `{parser.prog} --help` lists its flags")
 
 
 def _step_arguments(p):
@@ -461,21 +504,28 @@ def _step_arguments(p):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m minigrad", description=__doc__,
+    # allow_abbrev=False: argparse would otherwise take --checkpoint as --checkpointing, silently, and any prefix of
+    # a flag as the flag; here a flag is written in full, and a wrong one gets a did-you-mean (_unknown)
+    ap = argparse.ArgumentParser(prog="python -m minigrad", description=__doc__, allow_abbrev=False,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True, metavar="{tour,lesson,check,curve,memory,plan}")
-    p = sub.add_parser("tour", help="run every lesson in order")
+    parsers = {}
+
+    def add_parser(name, **kwargs):
+        parsers[name] = sub.add_parser(name, allow_abbrev=False, **kwargs)
+        return parsers[name]
+    p = add_parser("tour", help="run every lesson in order")
     p.add_argument("--list", action="store_true", help="list the lessons and stop")
     p.add_argument("--quick", action="store_true", help="run the lessons that have one in their quick mode")
     p.set_defaults(run=tour)
-    p = sub.add_parser("lesson", help="run one lesson: lesson N [its own arguments]")
+    p = add_parser("lesson", help="run one lesson: lesson N [its own arguments]")
     p.add_argument("number", type=int, help="the lesson's number, as in lessons/NN_*.py")
     p.add_argument("--learner", nargs="?", const=True, default=False, metavar="FOLDER",
                    help="run it on your own engine: the pieces you wrote in exercises/ (or FOLDER) replace the "
                         "engine's own where they are done (minigrad/learner.py); the end says which ran")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="passed to the lesson (for example --quick)")
     p.set_defaults(run=lesson)
-    p = sub.add_parser("check", help="grade the exercises in exercises/")
+    p = add_parser("check", help="grade the exercises in exercises/")
     p.add_argument("number", type=int, nargs="?", help="one exercise (all of them when left out)")
     p.add_argument("--solutions", action="store_true", help="grade the reference solutions instead")
     p.add_argument("--hint", action="store_true",
@@ -484,7 +534,7 @@ def main(argv=None):
                    help="show the full trace of a failing check (it also comes when the same failure comes twice)")
     p.add_argument("--reset-hints", action="store_true", help="forget the hints shown (for one exercise, or all)")
     p.set_defaults(run=check)
-    p = sub.add_parser(
+    p = add_parser(
         "curve", help="checkpointing's memory against recompute for an MLP or the GPT: a table and out/curve.png",
         formatter_class=argparse.RawDescriptionHelpFormatter, description=textwrap.dedent("""\
         The memory-versus-compute curve of activation checkpointing, for one model.
@@ -508,11 +558,11 @@ def main(argv=None):
     p.add_argument("--context", type=_at_least_one, default=32, help="--gpt: tokens per sequence (default 32)")
     p.add_argument("--heads", type=_at_least_one, default=4,
                    help="--gpt: attention heads; --width must divide by it (default 4)")
-    p.add_argument("--out", default=os.path.join("out", "curve.png"),
-                   help="where the plot goes: .png, .svg or .pdf (default out/curve.png)")
+    p.add_argument("--out", help="where the plot goes: .png, .svg or .pdf (default out/curve.png, or where that is "
+                                 "taken by an earlier run, out/curve-2.png, -3, ...: never overwritten)")
     p.add_argument("--no-plot", action="store_true", help="print the table only")
     p.set_defaults(run=curve)
-    p = sub.add_parser(
+    p = add_parser(
         "memory", help="one training step's peak memory by category and its FLOPs, predicted on 'meta'",
         formatter_class=argparse.RawDescriptionHelpFormatter, description=textwrap.dedent("""\
         Will it fit? The peak memory of one training step of a full-size model, by category (parameters,
@@ -537,7 +587,7 @@ def main(argv=None):
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: bytes per category and total, and flops by phase")
     p.set_defaults(run=memory)
-    p = sub.add_parser(
+    p = add_parser(
         "plan", help="the micro-batch, accumulation and checkpointing that fit a memory budget, cheapest first",
         formatter_class=argparse.RawDescriptionHelpFormatter, description=textwrap.dedent("""\
         For an optimizer batch of --batch-size sequences, try micro-batches that divide it (accumulation making
@@ -554,7 +604,9 @@ def main(argv=None):
     p.add_argument("--top", type=_at_least_one, default=5, help="how many plans to print (default 5)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=plan_command)
-    args = ap.parse_args(argv)
+    args, unknown = ap.parse_known_args(argv)
+    if unknown:  # said by the subcommand's own parser: its usage, its flags, and the nearest one
+        _unknown(parsers[args.command], unknown)
     try:
         return args.run(args)
     except ValueError as e:  # bad input that only the step can judge (a sequence too long, a budget): say it plainly

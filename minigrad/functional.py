@@ -5,7 +5,10 @@ of tensor ops (cross_entropy), so its backward comes from the tape.
 
 Read next: nn.py, the modules that hold parameters and call these.
 """
+import warnings
+
 from . import backend, ops
+from .names import not_offered
 from .ops import ShapeError
 from .tensor import Tensor, apply, normalize_dtype, where
 
@@ -67,52 +70,82 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     """
     _check_tensor(input, "cross_entropy")
     _check_tensor(target, "cross_entropy", "target")
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    class_dim, weight = _check_classes("cross_entropy", input, weight, reduction)
+    if target.dtype.kind == "f" and target.shape == input.shape:
+        return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing, class_dim)
+    _check_indices("cross_entropy", input, target, class_dim)
+    return _picked("cross_entropy", log_softmax(input, dim=class_dim), target, weight, ignore_index, reduction,
+                   label_smoothing)
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """-input[target]: cross_entropy's second half, on log-probabilities (log_softmax's output), as torch's:
+    (N, C) or (N, C, d1, ...) or (C,) with class indices of the batch's shape; weight and ignore_index as there."""
+    _check_tensor(input, "nll_loss")
+    _check_tensor(target, "nll_loss", "target")
+    class_dim, weight = _check_classes("nll_loss", input, weight, reduction)
+    _check_indices("nll_loss", input, target, class_dim)
+    return _picked("nll_loss", input, target, weight, ignore_index, reduction, 0.0)
+
+
+def _check_classes(name, input, weight, reduction):
+    """(the class dim, the class weights detached): the checks that cross_entropy and nll_loss share."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if input.ndim == 0:
-        raise ShapeError("cross_entropy: the logits must have a class dim: (C,), (N, C) or (N, C, d1, ...)")
+        what = "logits" if name == "cross_entropy" else "log-probabilities"
+        raise ShapeError(f"{name}: the {what} must have a class dim: (C,), (N, C) or (N, C, d1, ...)")
     class_dim = 0 if input.ndim == 1 else 1
     c = input.shape[class_dim]
     if weight is not None:
-        _check_tensor(weight, "cross_entropy", "weight")
+        _check_tensor(weight, name, "weight")
         if weight.shape != (c,) or weight.dtype != input.dtype:
-            raise ShapeError(f"cross_entropy: weight must be a {input.dtype} tensor of shape ({c},), one per class, "
+            raise ShapeError(f"{name}: weight must be a {input.dtype} tensor of shape ({c},), one per class, "
                              f"got {weight.dtype} {weight.shape}")
         weight = weight.detach()  # as PyTorch, which has no gradient for the class weights
-    if target.dtype.kind == "f" and target.shape == input.shape:
-        return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing, class_dim)
+    return class_dim, weight
+
+
+def _check_indices(name, input, target, class_dim):
     batch_shape = input.shape[:class_dim] + input.shape[class_dim + 1:]
     if target.shape != batch_shape:
-        raise ShapeError(f"cross_entropy: got logits and targets of shapes {input.shape} and {target.shape}: class "
-                         f"indices must have shape {batch_shape} (the logits' without the class dim, "
-                         f"{'0' if class_dim == 0 else '1'}), probabilities the logits' shape. Classes in the last dim "
+        what = "logits" if name == "cross_entropy" else "log-probabilities"
+        probabilities = ", probabilities the logits' shape" if name == "cross_entropy" else ""
+        raise ShapeError(f"{name}: got {what} and targets of shapes {input.shape} and {target.shape}: class "
+                         f"indices must have shape {batch_shape} (the {what}' without the class dim, "
+                         f"{'0' if class_dim == 0 else '1'}){probabilities}. Classes in the last dim "
                          f"(B, T, C)? Flatten with .reshape(-1, C) and the targets with .reshape(-1)")
     if target.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy: targets of the batch's shape must be class indices (an integer tensor), "
-                        f"got {target.dtype}; convert them with .long(), or give probabilities of the logits' shape")
-    logp = log_softmax(input, dim=class_dim)
-    if input.ndim != 2:  # classes last, then one row per item: (N, d1, ..., C) -> (M, C)
-        logp = logp.reshape(1, c) if input.ndim == 1 else logp.permute(0, *range(2, input.ndim), 1).reshape(-1, c)
+        also = ", or give probabilities of the logits' shape" if name == "cross_entropy" else ""
+        raise TypeError(f"{name}: targets of the batch's shape must be class indices (an integer tensor), "
+                        f"got {target.dtype}; convert them with .long(){also}")
+
+
+def _picked(name, logp, target, weight, ignore_index, reduction, label_smoothing):
+    """-logp[target] per item, weighted, smoothed and reduced as PyTorch's cross_entropy and nll_loss."""
+    c = logp.shape[0 if logp.ndim == 1 else 1]
+    if logp.ndim != 2:  # classes last, then one row per item: (N, d1, ..., C) -> (M, C)
+        logp = logp.reshape(1, c) if logp.ndim == 1 else logp.permute(0, *range(2, logp.ndim), 1).reshape(-1, c)
     t = target.data.reshape(-1)
     n = t.shape[0]
     valid = t != ignore_index
     out_of_range = valid & ((t < 0) | (t >= c))
     if not backend.is_meta(t) and bool(out_of_range.any()):  # on 'meta' the targets' values are unknown
         bad = backend.to_numpy(t[out_of_range])[0]
-        raise IndexError(f"cross_entropy: target {bad} is out of range for {c} classes "
+        raise IndexError(f"{name}: target {bad} is out of range for {c} classes "
                          f"(and is not ignore_index={ignore_index})")
     xp = backend.xp_of(t)
     safe = xp.where(valid, t, 0)
     losses = -logp[xp.arange(n), safe]  # (M,)
     count = n if backend.is_meta(t) else int(valid.sum())  # 'meta' (no values): every target counts
     if weight is not None or count < n:  # each item's weight: its class's (or 1), and 0 if ignored
-        item_weight = valid.astype(input.dtype) if weight is None else weight.data[safe] * valid
+        item_weight = valid.astype(logp.dtype) if weight is None else weight.data[safe] * valid
         losses = losses * Tensor._from_array(item_weight)
     if label_smoothing:
         # the uniform part: the mean over classes of -log p, weighted by class as in PyTorch
-        spread = -(logp if weight is None else logp * weight).sum(dim=1) * Tensor._from_array(valid.astype(input.dtype))
+        spread = -(logp if weight is None else logp * weight).sum(dim=1) * Tensor._from_array(valid.astype(logp.dtype))
         losses = losses * (1 - label_smoothing) + spread * (label_smoothing / c)
     if reduction == "none":
         return losses.reshape(target.shape)
@@ -121,7 +154,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         return total
     denominator = count if weight is None else float(item_weight.sum())  # PyTorch's weighted mean
     if denominator == 0:  # every target ignored (or weighing 0): the loss is nan, as in PyTorch, the gradient 0
-        return total * 0 + Tensor._from_array(xp.asarray(float("nan"), dtype=input.dtype))
+        return total * 0 + Tensor._from_array(xp.asarray(float("nan"), dtype=logp.dtype))
     return total / denominator
 
 
@@ -141,12 +174,53 @@ def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothi
     return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
 
 
+def _reduced(name, losses, reduction):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
+
+
+def _check_pair(name, input, target, refuse=False):
+    """Two tensors of one shape; else PyTorch's warning (mse_loss, l1_loss: they broadcast, rarely as meant) or its
+    ValueError (binary_cross_entropy_with_logits)."""
+    _check_tensor(input, name)
+    _check_tensor(target, name, "target")
+    if input.shape != target.shape:
+        if refuse:
+            raise ValueError(f"{name}: target size {target.shape} must be the same as input size {input.shape}")
+        warnings.warn(f"{name}: using a target size {target.shape} that is different to the input size "
+                      f"{input.shape}. This will likely lead to incorrect results due to broadcasting. Please ensure "
+                      f"they have the same size (PyTorch's warning)", UserWarning, stacklevel=3)
+
+
 def mse_loss(input, target, reduction="mean"):
     """Mean (or sum) of (input - target)^2."""
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"mse_loss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    d = (input - target) ** 2
-    return d.mean() if reduction == "mean" else d.sum() if reduction == "sum" else d
+    _check_pair("mse_loss", input, target)
+    return _reduced("mse_loss", (input - target) ** 2, reduction)
+
+
+def l1_loss(input, target, reduction="mean"):
+    """Mean (or sum) of |input - target|, as torch's (the gradient at 0 is 0, as PyTorch's sign)."""
+    _check_pair("l1_loss", input, target)
+    return _reduced("l1_loss", (input - target).abs(), reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """-[pos_weight y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] per element, times weight, computed from the
+    logits x stably as PyTorch does: (1 - y) x + (1 + (pos_weight - 1) y) (log(1 + exp(-|x|)) + max(-x, 0))."""
+    _check_pair("binary_cross_entropy_with_logits", input, target, refuse=True)
+    if target.dtype != input.dtype:
+        raise TypeError(f"binary_cross_entropy_with_logits: targets must be floats of the input's dtype "
+                        f"{input.dtype} (probabilities in [0, 1]), got {target.dtype}; convert with "
+                        f".to('{input.dtype}')")
+    softplus = (-input.abs()).exp().__add__(1).log() + (-input).relu()  # -log sigmoid(x), without overflow
+    if pos_weight is None:
+        losses = (1 - target) * input + softplus
+    else:
+        losses = (1 - target) * input + (1 + (pos_weight.detach() - 1) * target) * softplus
+    if weight is not None:
+        losses = losses * weight.detach()
+    return _reduced("binary_cross_entropy_with_logits", losses, reduction)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -308,5 +382,25 @@ def embedding(input, weight, padding_idx=None):
     return where(learn, rows, rows.detach())  # the same values; no gradient flows through the detached side
 
 
-__all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax", "cross_entropy", "mse_loss",
+__all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax", "cross_entropy", "nll_loss",
+           "mse_loss", "l1_loss", "binary_cross_entropy_with_logits",
            "layer_norm", "dropout", "scaled_dot_product_attention", "embedding"]
+
+_NO_CONV = "minigrad has no convolutions or pooling: its models are MLPs and transformers (nn.Linear, attention)"
+_INSTEAD = {**{n: _NO_CONV for n in ("conv1d", "conv2d", "conv3d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+                                      "avg_pool2d", "adaptive_avg_pool2d", "unfold", "fold", "interpolate", "pad")},
+            "binary_cross_entropy": "use binary_cross_entropy_with_logits on the logits (sigmoid inside, stable), as "
+                                    "PyTorch advises",
+            "silu": "compose it: x * x.sigmoid()", "leaky_relu": "compose it: mg.where(x > 0, x, negative_slope * x)",
+            "softplus": "compose it: (x.exp() + 1).log() (for large x, x itself)",
+            "normalize": "compose it: x / x.norm(dim=-1, keepdim=True).clamp(min=1e-12)",
+            "one_hot": "cross_entropy and nll_loss take the class indices themselves; for a matrix, "
+                       "mg.tensor(numpy.eye(C)[indices])",
+            "kl_div": "compose it: (target * (target.log() - input)).sum() / N on log-probabilities",
+            **{n: "compose it from tensor ops (abs, clamp, where), as l1_loss and mse_loss are"
+               for n in ("smooth_l1_loss", "huber_loss")}}
+
+
+def __getattr__(name):
+    raise not_offered(__name__, name, __all__, _INSTEAD)
+

@@ -68,7 +68,8 @@ def spec(name):
     """The registry's entry for `name`; an unknown name gets a ValueError listing the known ones."""
     if name in MODELS:
         return MODELS[name]
-    close = difflib.get_close_matches(str(name), MODELS, n=1)
+    lower = {m.lower(): m for m in MODELS}  # GPT2-XXL: close to gpt2-xl once the case is set aside
+    close = [lower[m] for m in difflib.get_close_matches(str(name).lower(), lower, n=1)]
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ValueError(f"unknown model {name!r}{hint}; the known models are: {', '.join(MODELS)}")
 

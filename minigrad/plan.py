@@ -200,31 +200,45 @@ def _checkpointing(model, how, batch, policy):
 
 def search(model, memory, batch_size, seq_len, optimizer="adamw", dtype="fp32", software=None, strategies=STRATEGIES,
            top=5, progress=None, policy="nothing_saveable"):
-    """Every (micro-batch, strategy) whose step fits in `memory` bytes, for an optimizer batch of `batch_size`:
-    micro-batches that divide it, accumulation making up the rest. Ranked by FLOPs per sample (least recompute
-    first), then by the larger micro-batch (fewer, larger kernels). Per strategy, the largest micro-batch that
-    fits is found by bisection (memory grows with the micro-batch). Every checkpoint keeps what `policy` (a name
-    in mg.checkpoint_policies) says."""
+    """Up to `top` (micro-batch, strategy) steps that fit in `memory` bytes, for an optimizer batch of `batch_size`:
+    micro-batches that divide it, accumulation making up the rest. Per strategy, the largest micro-batch that
+    fits is found by bisection (memory grows with the micro-batch). First the best of each strategy, ranked by
+    FLOPs per sample (least recompute first), then by the larger micro-batch (fewer, larger kernels); then, to
+    fill `top`, each strategy's next smaller micro-batch in the same order, and so on (they fit too, with more
+    accumulation and about the same FLOPs per sample). Every checkpoint keeps what `policy` (a name in
+    mg.checkpoint_policies) says. Returns (those steps, every step predicted)."""
     software = software or Software()
     sizes = [b for b in range(1, batch_size + 1) if batch_size % b == 0]
-    fits, tried = [], []
+    tried, largest = [], {}  # largest: strategy -> (index in sizes of the largest micro-batch that fits, its step)
+
+    def run(how, i):
+        p = predict(Setup(model, sizes[i], seq_len, batch_size // sizes[i], how, optimizer, dtype, software,
+                          policy=policy if how != "none" else "nothing_saveable"), exact_accumulation=False)
+        tried.append(p)
+        if progress is not None:
+            progress(p.setup)
+        return p
+
     for how in strategies:
-        lo, hi, best = 0, len(sizes) - 1, None
+        lo, hi = 0, len(sizes) - 1
         while lo <= hi:
             mid = (lo + hi) // 2
-            p = predict(Setup(model, sizes[mid], seq_len, batch_size // sizes[mid], how, optimizer, dtype, software,
-                              policy=policy if how != "none" else "nothing_saveable"), exact_accumulation=False)
-            tried.append(p)
-            if progress is not None:
-                progress(p.setup)
+            p = run(how, mid)
             if p.bytes["total"] <= memory:
-                best, lo = p, mid + 1
+                largest[how], lo = (mid, p), mid + 1
             else:
                 hi = mid - 1
-        if best is not None:
-            fits.append(best)
-    fits.sort(key=lambda p: (round(p.flops_per_sample), -p.setup.batch_size))
-    return fits[:top], tried
+    ranked = sorted(largest, key=lambda how: (round(largest[how][1].flops_per_sample), -largest[how][1].setup.batch_size))
+    known = {(p.setup.checkpointing, p.setup.batch_size): p for p in tried}
+    fits = []
+    for smaller in range(len(sizes)):  # 0: each strategy's best; 1: its next smaller micro-batch; ...
+        for how in ranked:
+            i = largest[how][0] - smaller
+            if i >= 0 and len(fits) < top:
+                p = known.get((how, sizes[i])) or run(how, i)
+                if p.bytes["total"] <= memory:  # as memory grows with the micro-batch, always; checked all the same
+                    fits.append(p)
+    return fits, tried
 
 
 # ----------------------------------------------------------------------------- reading what users type

@@ -77,8 +77,17 @@ def test_gpt2_xl_at_1024_is_fast():
 def test_search_finds_what_fits_cheapest_first():
     fits, tried = plan.search("gpt2", 6 * 2**30, batch_size=8, seq_len=512)
     assert fits and all(p.bytes["total"] <= 6 * 2**30 for p in fits)
-    costs = [p.flops_per_sample for p in fits]
+    # first each strategy's best, cheapest first; then (to fill top) smaller micro-batches of those strategies, in
+    # the same order of strategies, each smaller than the strategy's row above it
+    strategies = list(dict.fromkeys(p.setup.checkpointing for p in fits))
+    bests = fits[:len(strategies)]
+    assert [p.setup.checkpointing for p in bests] == strategies
+    costs = [p.flops_per_sample for p in bests]
     assert costs == sorted(costs)
+    last = {p.setup.checkpointing: p.setup.batch_size for p in bests}
+    for p in fits[len(strategies):]:
+        assert p.setup.batch_size < last[p.setup.checkpointing]
+        last[p.setup.checkpointing] = p.setup.batch_size
     assert all(p.setup.batch_size * p.setup.grad_accum == 8 for p in tried)
     # the best plan is the largest micro-batch of the cheapest strategy that fits: one micro-batch more would not
     best = fits[0]

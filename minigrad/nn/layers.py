@@ -1,7 +1,7 @@
 """The layers: Linear, the activations, Dropout, LayerNorm, Embedding, BatchNorm1d, each a Module over functional's
 ops, with torch.nn's names, arguments and initialization.
 
-Read next: utils.py.
+Read next: losses.py.
 """
 import math
 

@@ -8,8 +8,8 @@ are private. PyTorch's add_module, register_parameter and register_buffer set su
 name; only register_buffer(..., persistent=False) adds something more: it keeps that buffer out of
 state_dict.
 
-Read next: layers.py (Linear, LayerNorm, ...), utils.py (clip_grad_norm_, init), then optim.py (what changes the
-parameters) and gpt.py (a model built from these).
+Read next: layers.py (Linear, LayerNorm, ...), losses.py, utils.py (clip_grad_norm_), init.py, then optim/ (what
+changes the parameters) and gpt.py (a model built from these).
 """
 import inspect
 import operator
@@ -313,6 +313,15 @@ class Module:
             if t.grad is not None:
                 t.grad = None  # a gradient of the old device/dtype would not fit
         return self
+
+    def cuda(self, device=None):
+        """self.to('cuda'), as PyTorch's (a device index is refused: minigrad has one GPU device, 'cuda')."""
+        if device is not None and str(device) not in ("0", "cuda", "cuda:0"):
+            raise ValueError(f"{type(self).__name__}.cuda: minigrad has one GPU device, 'cuda'; got {device!r}")
+        return self.to("cuda")
+
+    def cpu(self):
+        return self.to("cpu")
 
     def float(self):
         return self.to("float32")

@@ -1,11 +1,10 @@
-"""torch.nn.utils' clip_grad_norm_ and torch.nn.init's fillers, as namespaces (nn.utils, nn.init).
+"""torch.nn.utils' clip_grad_norm_, as a namespace (nn.utils); torch.nn.init is init.py.
 
-Read next: optim.py, what changes the parameters.
+Read next: init.py, then optim/, what changes the parameters.
 """
 import math
 
 from .. import backend
-from ..backend.random import draw
 from ..tensor import Tensor, no_grad, stack, tensor
 
 
@@ -55,34 +54,3 @@ class utils:
             for g in grads:
                 g.mul_(scale)
         return total
-
-
-class init:
-    """torch.nn.init's fillers, writing in place under no_grad and drawing from minigrad's generator (a
-    namespace, as torch.nn.init is a module: nothing to instantiate)."""
-
-    @staticmethod
-    def _fill(t, host):
-        with no_grad():
-            return t.copy_(tensor(host, dtype=t.dtype, device=t.device))
-
-    @staticmethod
-    def normal_(tensor, mean=0.0, std=1.0):
-        return init._fill(tensor, draw("normal", mean, std, size=tensor.shape, device=tensor.device))
-
-    @staticmethod
-    def uniform_(tensor, a=0.0, b=1.0):
-        return init._fill(tensor, draw("uniform", a, b, size=tensor.shape, device=tensor.device))
-
-    @staticmethod
-    def constant_(tensor, val):
-        with no_grad():
-            return tensor.fill_(val)
-
-    @staticmethod
-    def zeros_(tensor):
-        return init.constant_(tensor, 0.0)
-
-    @staticmethod
-    def ones_(tensor):
-        return init.constant_(tensor, 1.0)

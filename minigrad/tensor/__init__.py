@@ -27,7 +27,7 @@ before it. Every name is re-exported here, so `from minigrad.tensor import apply
 it did when this was one file. (`minigrad.tensor` as an attribute is mg.tensor, the function; as is this package's
 `tensor` attribute: importlib.import_module("minigrad.tensor") is the package.)
 
-Read next: functional.py (softmax, cross_entropy, ...), then nn/ and optim.py.
+Read next: functional.py (softmax, cross_entropy, ...), then nn/ and optim/.
 """
 from .modes import (Cache, Listener, active_cache, active_profiler, enable_grad, is_grad_enabled, is_keeping_saved,
                     is_recomputing, keep_saved, mark_written, no_grad, profiling, recomputing)
@@ -35,10 +35,11 @@ from .tape import (Variable, backward, backward_within, hand_over, keep, mark, n
                    release, zero_grads)
 from .args import DTYPES, FLOAT_DTYPES, normalize_dtype, parse_to_args
 from .tensor import Tensor, apply
+from .factories import from_numpy
 from .factories import (arange, cat, full, maximum, minimum, multinomial, ones, ones_like, rand, randint, randn, stack,
                         tensor, where, zeros, zeros_like)
 
-__all__ = ["Tensor", "apply", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
+__all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
            "multinomial", "arange", "cat", "stack", "where", "maximum", "minimum",
            "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "Listener", "Cache",
            "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache", "mark_written",

@@ -3,6 +3,8 @@
 an integer index (index_select, gather). Below tensor.py and methods.py, which both use them; a tensor among the
 arguments is recognised as a `Variable` (tape.py), the protocol the Tensor keeps.
 """
+import functools
+
 import numpy as np
 
 from .. import backend
@@ -140,3 +142,19 @@ def _check_in_range(op, index, n, where_):
         if lo < 0 or hi >= n:
             raise IndexError(f"{op}: index out of range: the indices span [{lo}, {hi}], but {where_} has {n} "
                              f"entries (0 to {n - 1})")
+
+
+# ----------------------------------------------------------------------------- NumPy's names in reductions
+
+def dim_alias(method):
+    """A reduction that also takes NumPy's names, as PyTorch's do: axis= for dim=, keepdims= for keepdim=
+    (x.argmax(axis=1), x.sum(axis=0, keepdims=True)); both names at once is a TypeError, as in PyTorch."""
+    @functools.wraps(method)
+    def reduction(self, *args, **kwargs):
+        for alias, name in (("axis", "dim"), ("keepdims", "keepdim")):
+            if alias in kwargs:
+                if name in kwargs:
+                    raise TypeError(f"{method.__name__}: got both {name}= and its alias {alias}=; give one")
+                kwargs[name] = kwargs.pop(alias)
+        return method(self, *args, **kwargs)
+    return reduction

@@ -1,12 +1,14 @@
-"""Making tensors: tensor(), zeros, ones, full, zeros_like, ones_like, randn, rand, randint, multinomial,
+"""Making tensors: tensor(), from_numpy, zeros, ones, full, zeros_like, ones_like, randn, rand, randint, multinomial,
 arange, and the functions of several tensors: cat, stack, where, maximum, minimum (PyTorch's names and signatures).
 Each makes a new leaf from an array (tensor.py's `_new`, which the ledger counts) or applies one op.
 """
+import warnings
+
 import numpy as np
 
 from .. import backend, ops
 from ..backend.random import draw
-from .args import _array_of, _shape, normalize_dtype
+from .args import DTYPES, _array_of, _shape, normalize_dtype
 from .tensor import Tensor, _new, _where, apply
 
 # ----------------------------------------------------------------------------- making tensors
@@ -14,6 +16,29 @@ from .tensor import Tensor, _new, _where, apply
 def tensor(data, requires_grad=False, dtype=None, device=None):
     """A new tensor from a list, number, NumPy/CuPy array or Tensor (copied), as torch.tensor."""
     return _new(_array_of(data, dtype, device), requires_grad)
+
+
+def from_numpy(ndarray):
+    """A CPU tensor over the NumPy array itself, as torch.from_numpy: no copy, so a write to either shows in the
+    other (its dtype kept: a float64 array makes a float64 tensor). A write through NumPy is not seen by the tape's
+    version counters (as in PyTorch): do not change an array while a backward may still read it."""
+    if not isinstance(ndarray, np.ndarray):
+        hint = "; mg.tensor(...) copies a list, a number or a CuPy array" if not isinstance(ndarray, Tensor) else \
+            "; it is a Tensor already"
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(ndarray).__name__}){hint}")
+    if ndarray.dtype not in DTYPES or not ndarray.dtype.isnative:
+        raise TypeError(f"from_numpy: can't convert np.ndarray of type {ndarray.dtype}: minigrad knows "
+                        f"{', '.join(d.name for d in DTYPES)} (in the machine's byte order); convert it first, "
+                        f"e.g. array.astype('float32')")
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError("from_numpy: at least one stride in the given numpy array is negative (a reversed view, "
+                         "as a[::-1]), which minigrad's ops do not take without a copy; pass array.copy(), as "
+                         "PyTorch asks")
+    if not ndarray.flags.writeable:
+        warnings.warn("from_numpy: the given NumPy array is not writable; the tensor shares it, so an in-place "
+                      "write to the tensor will fail (PyTorch warns too). array.copy() makes one that is",
+                      UserWarning, stacklevel=2)
+    return _new(ndarray)
 
 
 def _filled(fill, shape, dtype, device, requires_grad):

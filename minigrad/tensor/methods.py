@@ -21,6 +21,7 @@ from ..ops import ShapeError
 from ..backend.random import draw_categories
 from .modes import _on, _version_counter
 from .tape import Variable, _before_write, _values
+from .args import dim_alias
 from .args import _array_of, _check_in_range, _index_key, _integer_index, _is_number, _shape
 
 # (values, indices), as torch.return_types: `values, indices = x.max(1)` and `x.max(1).values` both work
@@ -42,6 +43,7 @@ class Composed:
     from the ops it applies (STYLE.md, 'compose before you fuse'). multinomial samples: no gradient."""
     __slots__ = ()
 
+    @dim_alias
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         """The variance over dim (every element by default): the sum of squared deviations from the mean
         divided by n - correction, n - 1 by default (Bessel's correction); unbiased=False or correction=0
@@ -59,11 +61,13 @@ class Composed:
         with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction: inf or nan, as in PyTorch
             return squares / max(n - correction, 0)
 
+    @dim_alias
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         """The square root of var(...), with the same arguments. Where the std is 0 (a constant row) the gradient
         is 0, as in PyTorch, not the nan that d sqrt(v) at v = 0 would give (_root, as norm's)."""
         return _root(self.var(dim, unbiased, keepdim, correction=correction), 2)
 
+    @dim_alias
     def logsumexp(self, dim, keepdim=False):
         """log(sum(exp(x))) over dim, computed stably: the max m is taken out, log(sum(exp(x - m))) + m."""
         x = self._floating()
@@ -309,9 +313,11 @@ class Comparisons:
     def all(self):
         return self._new(backend.as_array(_values(self, "all").all()))
 
+    @dim_alias
     def argmax(self, dim=None, keepdim=False):
         return self._new(backend.as_array(_values(self, "argmax").argmax(axis=dim, keepdims=keepdim)))
 
+    @dim_alias
     def argmin(self, dim=None, keepdim=False):
         return self._new(backend.as_array(_values(self, "argmin").argmin(axis=dim, keepdims=keepdim)))
 

@@ -115,7 +115,7 @@ class Listener:
       release       on_release: a record frees its saved arrays
       _set_grad     on_grad: a .grad comes into being
       _new          on_new_tensor: a tensor that is no op's output (factories, comparisons, .data = ...)
-      optim.py      on_step (before and after an optimizer's step), start_clock and stop_clock around it
+      optim/        on_step (before and after an optimizer's step), start_clock and stop_clock around it
       distributed   on_communication: bytes sent and received by a collective
 
     The tape reads `_on.profiler` once per op and calls only when a listener is active: without one, none of

@@ -7,9 +7,9 @@ it to `record` and `keep` (tape.py), which keeps or drops it; backward's walk (`
 and `release` frees it. Follow one gradient: Tensor.backward -> `backward` (tape.py) -> each record's backward, in
 reverse -> Tensor._accumulate of each leaf.
 
-Read next, on the reading path: optim.py's SGD, where the gradient meets the weights. Beside the path: methods.py
-(the methods composed of these, and the in-place writes), factories.py (tensor(), zeros, randn, cat, where, ...),
-then functional.py, nn/ and optim.py.
+Read next, on the reading path: optim/optimizer.py's SGD, where the gradient meets the weights. Beside the path:
+methods.py (the methods composed of these, and the in-place writes), factories.py (tensor(), zeros, randn, cat, where, ...),
+then functional.py, nn/ and optim/.
 """
 import operator
 import sys
@@ -22,6 +22,7 @@ from ..ops import ShapeError
 from .modes import _on, _share_version, _version_counter
 from .tape import Variable, _check_real, _check_same_device_and_dtype, _placeholders, _values, backward, record
 from .args import FLOAT_DTYPES, _array_of, _bool_array, _index_key, _is_number, _shape, parse_to_args
+from .args import dim_alias
 from .methods import Comparisons, Composed, InPlace
 
 # ----------------------------------------------------------------------------- apply: the one place a record is made
@@ -414,6 +415,15 @@ class Tensor(Composed, Comparisons, InPlace, Variable):
             out = apply(ops.ToDevice, out, device=device)
         return out
 
+    def cuda(self, device=None, non_blocking=False):
+        """self.to('cuda'), as torch's (non_blocking changes nothing here; minigrad has one GPU device, 'cuda')."""
+        if device is not None and str(device) not in ("0", "cuda", "cuda:0"):
+            raise ValueError(f"cuda: minigrad has one GPU device, 'cuda'; got device={device!r}")
+        return self.to("cuda")
+
+    def cpu(self):
+        return self.to("cpu")
+
     def float(self):
         return self.to("float32")
 
@@ -517,35 +527,43 @@ class Tensor(Composed, Comparisons, InPlace, Variable):
     clip = clamp
 
     # --- reductions
+    @dim_alias
     def sum(self, dim=None, keepdim=False):
         return apply(ops.Sum, self, dim=dim, keepdim=keepdim)
 
+    @dim_alias
     def mean(self, dim=None, keepdim=False):
         return apply(ops.Mean, self._floating(), dim=dim, keepdim=keepdim)
 
+    @dim_alias
     def max(self, dim=None, keepdim=False):
         """Of all elements: the largest (ties share the gradient). Along one dim: (values, indices), as
         torch.max(dim), and the gradient goes to the index returned. amax gives the values alone."""
         return apply(ops.Max, self, keepdim=keepdim) if dim is None else self._along("max", ops.Max, dim, keepdim)
 
+    @dim_alias
     def min(self, dim=None, keepdim=False):
         """Of all elements: the smallest (ties share the gradient). Along one dim: (values, indices)."""
         return apply(ops.Min, self, keepdim=keepdim) if dim is None else self._along("min", ops.Min, dim, keepdim)
 
+    @dim_alias
     def amax(self, dim=None, keepdim=False):
         """The largest values over dim (an int or a tuple; every dim by default); ties share the gradient."""
         return apply(ops.Max, self, dim=dim, keepdim=keepdim)
 
+    @dim_alias
     def amin(self, dim=None, keepdim=False):
         """The smallest values over dim; ties share the gradient."""
         return apply(ops.Min, self, dim=dim, keepdim=keepdim)
 
+    @dim_alias
     def prod(self, dim=None, keepdim=False):
         """The product of all elements, or along one dim (an int, as torch.prod)."""
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
             raise TypeError(f"prod: dim must be one int or None, got {dim!r}")
         return apply(ops.Prod, self, dim=dim, keepdim=keepdim)
 
+    @dim_alias
     def cumsum(self, dim):
         """Running sums along dim: out[i] = x[0] + ... + x[i]."""
         return apply(ops.Cumsum, self, dim=dim)
@@ -558,9 +576,11 @@ class Tensor(Composed, Comparisons, InPlace, Variable):
         """The smaller of two tensors, elementwise (broadcasting); at a tie each gets half the gradient."""
         return self._binary(ops.Minimum, other, "minimum")
 
+    @dim_alias
     def softmax(self, dim):
         return apply(ops.Softmax, self._floating(), dim=dim)
 
+    @dim_alias
     def log_softmax(self, dim):
         return apply(ops.LogSoftmax, self._floating(), dim=dim)
 

@@ -1,4 +1,4 @@
-"""Optimizers with torch.optim's names, defaults and update rules: SGD and AdamW.
+"""Optimizers with torch.optim's names, defaults and update rules: Optimizer, SGD and AdamW.
 
 As in PyTorch, an optimizer holds `param_groups`: a list of dicts, each with its 'params' and every
 hyperparameter (the constructor's values fill in what a group leaves out), so that
@@ -18,8 +18,8 @@ import functools
 import math
 import numbers
 
-from . import backend
-from .tensor import Tensor, active_profiler, mark_written, zero_grads
+from .. import backend
+from ..tensor import Tensor, active_profiler, mark_written, zero_grads
 
 
 def _reported(step):

@@ -1,0 +1,74 @@
+"""PyTorch's names, where minigrad has the thing under another name or not at all.
+
+`inference_mode` is `no_grad` by PyTorch's other name, and `not_offered` is what a missing name says: each of
+`mg`, `mg.nn`, `mg.optim`, `mg.functional` (and `nn.init`, `optim.lr_scheduler`, `mg.utils`) ends with a module
+`__getattr__` that raises it, naming the nearest name there is (difflib, as the command's model names do) or what
+to use instead, from a table beside that module's names, so that `nn.Conv2d` says why there is none.
+
+Read next: functional.py.
+"""
+import difflib
+import functools
+import os
+
+from .tensor import Tensor, no_grad
+
+
+class inference_mode:
+    """torch.inference_mode(mode=True): no recording inside, as no_grad (a context manager or a decorator, with
+    or without parentheses); inference_mode(False) changes nothing. PyTorch's inference tensors, which refuse to
+    enter autograd later, have no counterpart: a tensor made here is a plain tensor that does not require grad."""
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):
+            return cls()(mode)  # @mg.inference_mode, bare: Python passed the function itself
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        if not isinstance(mode, bool):
+            raise TypeError(f"inference_mode: mode must be True or False, got {mode!r}")
+        self.mode, self._guards = mode, []  # a stack: the same object may be entered again inside itself
+
+    def __enter__(self):
+        guard = no_grad() if self.mode else None
+        if guard is not None:
+            guard.__enter__()
+        self._guards.append(guard)
+        return self
+
+    def __exit__(self, *exc):
+        guard = self._guards.pop()
+        if guard is not None:
+            guard.__exit__(*exc)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+def not_offered(module, name, offered, instead=None, package_dir=None):
+    """The AttributeError for `module.name`, a name PyTorch has (or a typo): it says what to use instead where
+    `instead` (a dict, name -> advice) knows, else the nearest of `offered` (case aside, then difflib), or a
+    Tensor method of that name, or a submodule of package_dir that is not imported yet. The caller raises it."""
+    msg = f"module {module!r} has no attribute {name!r}"
+    if name.startswith("__"):  # Python's and tools' probes (__wrapped__, __array__, ...): no advice, no cost
+        return AttributeError(msg)
+    offered = sorted(set(offered))
+    if instead and name in instead:
+        return AttributeError(f"{msg}: {instead[name]}")
+    if package_dir and os.path.exists(os.path.join(package_dir, name + ".py")):
+        return AttributeError(f"{msg} yet: it is a module the package does not load on import; "
+                              f"write `import {module}.{name}` first")
+    lower = {}
+    for n in offered:
+        lower.setdefault(n.lower(), []).append(n)
+    if name.lower() not in lower and not name.startswith("_") and callable(getattr(Tensor, name, None)):
+        return AttributeError(f"{msg}; minigrad has it as a Tensor method: x.{name}(...)")
+    close = lower.get(name.lower()) or difflib.get_close_matches(name, offered, n=3, cutoff=0.6) or \
+        [n for low in difflib.get_close_matches(name.lower(), list(lower), n=3, cutoff=0.6) for n in lower[low]]
+    if close:
+        return AttributeError(f"{msg}; did you mean {' or '.join(repr(n) for n in close)}?")
+    return AttributeError(f"{msg}, and nothing close; it has: {', '.join(n for n in offered if not n.startswith('_'))}")
