@@ -99,16 +99,16 @@ def test_tracemalloc_sees_every_array_while_it_traces():
 
 
 def test_empty_cache_gives_back_the_free_blocks_only():
-    backend.empty_cache()
-    held = backend.memory_reserved()
+    backend.empty_cache("cpu")
+    held = backend.memory_reserved("cpu")
     a, b = lend(), lend()
-    assert backend.memory_reserved() == held + a.nbytes + b.nbytes
+    assert backend.memory_reserved("cpu") == held + a.nbytes + b.nbytes
     del b
-    backend.empty_cache()
-    assert backend.memory_reserved() == held + a.nbytes  # a is lent: it stays
+    backend.empty_cache("cpu")
+    assert backend.memory_reserved("cpu") == held + a.nbytes  # a is lent: it stays
     del a
-    backend.empty_cache()
-    assert backend.memory_reserved() == held
+    backend.empty_cache("cpu")
+    assert backend.memory_reserved("cpu") == held
 
 
 def test_off_and_small_arrays_come_from_numpy():
@@ -120,8 +120,8 @@ def test_off_and_small_arrays_come_from_numpy():
 
 def test_over_the_limit_arrays_come_from_numpy(monkeypatch):
     shape = (3, 8192)       # 96 KiB of float32: above POOL_MIN, so only the limit keeps it out of the pool
-    backend.empty_cache()   # no free block left that the pool could lend again without growing
-    monkeypatch.setattr(backend.pool, "_POOL_LIMIT", backend.memory_reserved())
+    backend.empty_cache("cpu")   # no free block left that the pool could lend again without growing
+    monkeypatch.setattr(backend.pool, "_POOL_LIMIT", backend.memory_reserved("cpu"))
     a = lend(shape)
     assert a.base is None  # not pooled: freed to malloc as without the pool
     monkeypatch.undo()
@@ -147,9 +147,9 @@ def test_training_gives_the_same_bits_with_and_without_the_pool(monkeypatch):
     small model's arrays (the attention's, the copies its reshapes make, log_softmax's) all take the pool's path."""
     monkeypatch.setattr(backend.pool, "POOL_MIN", 256)  # where empty() and the others read it
     monkeypatch.setattr(ops_linear, "POOL_MIN", 256)    # where matmul reads it
-    before = backend.memory_reserved()
+    before = backend.memory_reserved("cpu")
     pooled = gpt_grads(3)
-    assert backend.memory_reserved() > before
+    assert backend.memory_reserved("cpu") > before
     with backend.host_pool(False):
         plain = gpt_grads(3)
     assert pooled.keys() == plain.keys()
