@@ -16,6 +16,8 @@ from minigrad import backend
 from minigrad.ops import linear as ops_linear  # its matmul reads POOL_MIN
 from minigrad.gpt import GPT, GPTConfig
 
+from on_device import host_only
+
 HOST = np.zeros(1)  # any host array: `empty` lends on its device
 BIG = (128, 256)    # float32: 128 KiB, above the pool's smallest size
 
@@ -141,6 +143,7 @@ def gpt_grads(steps):
     return {name: p.grad.numpy().copy() for name, p in model.named_parameters()}
 
 
+@host_only("the host pool lends the arrays of a model on 'cpu' only")
 def test_training_gives_the_same_bits_with_and_without_the_pool(monkeypatch):
     """Three steps reuse the pool's blocks for activations, gradients, temporaries and the optimizer's scratch: a
     block lent while still in use would change some gradient. The pool's smallest size is lowered so that this
@@ -198,6 +201,7 @@ def faults_per_step(pool):
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="how malloc gives memory back is the C library's")
+@host_only("page faults of the host's memory, which a model on 'cpu' takes from the host pool")
 def test_the_pool_takes_the_page_faults_away():
     """A step of an 8 x 512 MLP at batch 256 makes about 4 MiB of activations and 8 MiB of gradients: without the
     pool malloc gives them back and faults them in again every step (about 2,000 faults); with it, none."""
