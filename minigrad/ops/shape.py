@@ -313,6 +313,9 @@ class IndexPut(Op):
             self.summed = gk.size - gv.size  # adds where v was broadcast over the indexed part
         return gx, gv
 
+    def backward_flops(self, grad, input_grads):
+        return {self.name: getattr(self, "summed", 0)}
+
 
 class Cat(Op):
     """d cat(xs, dim) = the matching slices of g."""
