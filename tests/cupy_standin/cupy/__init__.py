@@ -155,7 +155,7 @@ def _index_parts(shape, key):
         elif isinstance(k, (bool, _np.bool_)):
             k = _np.asarray(k)
         else:
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), _np.newaxis (`None`) and integer or "
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
                              "boolean arrays are valid indices")
         if k.dtype.kind not in "biu":
             raise IndexError(f"arrays used as indices must be of integer or boolean type. (actual: {k.dtype.type})")
@@ -189,7 +189,11 @@ def _first_write_wins(target, key, value):
     """target[key] = value where key has integer arrays: where an index repeats, the first write stays (CuPy's
     order is undefined; NumPy's is the last)."""
     positions = _np.arange(target.size).reshape(target.shape)[key]
-    v = _np.broadcast_to(_np.asarray(value, dtype=target.dtype), positions.shape)
+    v = _np.asarray(value, dtype=target.dtype)
+    extra = v.ndim - positions.ndim
+    if extra > 0 and all(d == 1 for d in v.shape[:extra]):  # leading ones, as NumPy's assignment allows
+        v = v.reshape(v.shape[extra:])
+    v = _np.broadcast_to(v, positions.shape)
     flat = positions.reshape(-1)[::-1]
     target[_np.unravel_index(flat, target.shape)] = v.reshape(-1)[::-1]
 
