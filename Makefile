@@ -55,9 +55,18 @@ tour: mpi
 # One BLAS/OpenMP thread (unless set already): on 2 cores a second one only fights pytest for the CPU.
 # tests/conftest.py sets the same for a bare `python -m pytest`. pyproject's addopts holds the one -q: never add
 # another here (-qq drops pytest's closing "N passed, M skipped" line).
+# Two passes: the suite on the default device, then again with MINIGRAD_DEVICE=cuda on the CuPy stand-in
+# (tests/cupy_standin: NumPy behind CuPy's host/device boundary, on the path for that pass only), so that the 'cuda'
+# code paths run on every machine; tests of the host itself are marked host_only and skip there.
+STANDIN := $(CURDIR)/tests/cupy_standin
+
 test: torch mpi
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} \
 		MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1} $(PY) -m pytest
+	@echo "== the suite again on 'cuda', on the CuPy stand-in ($(STANDIN))"
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} \
+		MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1} MINIGRAD_DEVICE=cuda PYTHONPATH=$(STANDIN)$${PYTHONPATH:+:$$PYTHONPATH} \
+		$(PY) -m pytest
 
 bench: torch jax mpi
 	mkdir -p out

@@ -31,3 +31,13 @@ def _seed_and_a_clean_tape():
 @pytest.fixture
 def device():
     return mg.default_device()
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test marked host_only (tests/on_device.py) checks the host itself: skipped on 'cuda', with its reason."""
+    if mg.default_device() == "cpu":
+        return
+    for item in items:
+        marker = item.get_closest_marker("host_only")
+        if marker is not None:
+            item.add_marker(pytest.mark.skip(reason=f"host only: {marker.args[0] if marker.args else ''}"))

@@ -15,7 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(args, **kw):
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=ROOT)
+    # ROOT first, the caller's path kept (the second pass of `make test` puts the CuPy stand-in on it)
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable] + args, cwd=kw.get("cwd", ROOT), env=env, capture_output=True,
                           text=True, timeout=120)
 

@@ -282,3 +282,107 @@ def test_gpt_built_on_the_default_cuda_device(monkeypatch):
     model = GPT(GPTConfig(**GPT_CFG))
     assert {n: p.device for n, p in model.named_parameters()} == {n: "cuda" for n, _ in model.named_parameters()}
     assert model(mg.randint(0, 11, (2, 8))).device == "cuda"
+
+
+# ----------------------------------------------------------------------------- the GPU path (issue 27)
+# Each test below ran red on the CuPy stand-in (MINIGRAD_DEVICE=cuda, tests/cupy_standin) before its fix; they run
+# on every pass, on the default device.
+
+def test_a_numpy_integer_indexes_as_a_python_int():
+    x = mg.arange(6).reshape(2, 3)
+    assert x[np.int64(1)].tolist() == [3, 4, 5]  # was "the index is on cpu but the tensor is on cuda"
+    assert x[np.int32(0), np.int64(-1)].item() == 2
+    assert x[:, np.uint8(1)].tolist() == [1, 4]
+    x[np.int64(0), np.int64(1)] = 7
+    assert x.tolist() == [[0, 7, 2], [3, 4, 5]]
+
+
+def test_integer_indices_out_of_range_raise_pytorchs_error_on_every_device():
+    x = mg.arange(6).reshape(2, 3)
+    # CuPy wraps an integer array's indices around (it would read row 0 for 4 here, silently); PyTorch's words
+    with pytest.raises(IndexError, match=r"^index: index 4 is out of bounds for dimension 0 with size 2 "
+                                         r"\(tensor of shape \(2, 3\)\)$"):
+        x[mg.tensor([0, 4])]
+    with pytest.raises(IndexError, match=r"index -4 is out of bounds for dimension 1 with size 3"):
+        x[:, [0, -4]]
+    with pytest.raises(IndexError, match=r"index 3 is out of bounds for dimension 1 with size 3"):
+        x[..., np.array([3])]
+    with pytest.raises(IndexError, match=r"index 2 is out of bounds for dimension 0 with size 2"):
+        x[None, mg.tensor([2])]
+    with pytest.raises(IndexError, match=r"index 5 is out of bounds for dimension 0 with size 2"):
+        x[mg.tensor([5])] = 9  # and nothing written
+    with pytest.raises(IndexError, match=r"index 3 is out of bounds for dimension 1 with size 3"):
+        x[0, 3]
+    w = mg.randn(2, 3, requires_grad=True) * 1
+    with pytest.raises(IndexError, match=r"index 2 is out of bounds for dimension 0 with size 2"):
+        w[mg.tensor([2])] = mg.zeros(3)  # recorded: the same check
+    assert x.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert x[mg.tensor([-2, 1])].tolist() == [[0, 1, 2], [3, 4, 5]]  # -n ... n - 1 are fine
+
+
+def test_a_repeated_index_keeps_the_last_write_on_every_device():
+    x = mg.zeros(4)
+    x[mg.tensor([0, 2, 0, 0])] = mg.tensor([1.0, 2.0, 3.0, 4.0])
+    assert x.tolist() == [4.0, 0.0, 2.0, 0.0]  # the stand-in, like CuPy, may keep any of 1, 3, 4 without the rule
+    m = mg.zeros(2, 3)
+    m[mg.tensor([1, 1]), mg.tensor([[0], [0]])] = mg.tensor([[5.0], [6.0]])  # broadcast: C order, the last
+    assert m.tolist() == [[0.0, 0.0, 0.0], [6.0, 0.0, 0.0]]
+    rows = mg.zeros(3, 2)
+    rows[[2, 2]] = mg.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert rows.tolist() == [[0.0, 0.0], [0.0, 0.0], [3.0, 4.0]]
+    # recorded: the same values, and the overwritten elements of the value get no gradient
+    v = mg.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = mg.zeros(4, requires_grad=True) * 1
+    y[mg.tensor([0, 2, 0, 0])] = v
+    assert y.tolist() == [4.0, 0.0, 2.0, 0.0]
+    (y * mg.tensor([10.0, 20.0, 30.0, 40.0])).sum().backward()
+    assert v.grad.tolist() == [0.0, 30.0, 0.0, 10.0]
+
+
+def test_a_repeated_index_put_passes_gradcheck():
+    from minigrad.testing import gradcheck
+    idx = mg.tensor([[1, 0], [1, 3]])
+    x = mg.randn(4, 3, dtype="float64", requires_grad=True)
+    v = mg.randn(2, 2, 3, dtype="float64", requires_grad=True)
+
+    def f(x, v):
+        y = x * 1
+        y[idx] = v
+        return y
+    assert gradcheck(f, (x, v))
+
+
+def test_where_and_recorded_writes_stay_on_the_tensors_device():
+    dev = mg.default_device()
+    x = mg.randn(3, requires_grad=True)
+    with mg.device("meta"):  # a default that is not the tensor's: the mask was made there ("the mask is on meta")
+        y = x * 1
+        y.fill_(2.0)
+        assert y.device == dev and y.tolist() == [2.0, 2.0, 2.0]
+        y.zero_()
+        y.copy_(mg.tensor([1.0, 2.0, 3.0], device=dev))
+        z = mg.where([True, False, True], y, 0.0)
+        w = mg.where(np.array([False, True, False]), y, 5.0)
+    assert z.device == w.device == dev
+    assert z.tolist() == [1.0, 0.0, 3.0] and w.tolist() == [5.0, 2.0, 5.0]
+    (z + w).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]  # fill_ and copy_ cut what came before
+
+
+def test_memory_reserved_and_empty_cache_on_each_device():
+    assert mg.backend.memory_reserved("meta") == 0
+    mg.backend.empty_cache("meta")  # nothing to give back
+    assert mg.backend.memory_reserved() == mg.backend.memory_reserved(mg.default_device())
+
+
+@pytest.mark.skipif(mg.default_device() != "cuda", reason="reads CuPy's memory pool: MINIGRAD_DEVICE=cuda only")
+def test_memory_reserved_and_empty_cache_read_and_free_cupys_pool():
+    import cupy
+    pool = cupy.get_default_memory_pool()
+    x = mg.randn(256, 1024)  # 1 MiB
+    assert mg.backend.memory_reserved() == pool.total_bytes() >= pool.used_bytes() >= x.data.nbytes
+    held = mg.backend.memory_reserved()
+    del x
+    assert mg.backend.memory_reserved() == held  # freed into the pool, still held
+    mg.backend.empty_cache()
+    assert mg.backend.memory_reserved() == pool.total_bytes() == pool.used_bytes() <= held - 2**20

@@ -12,7 +12,11 @@ import pytest
 import minigrad as mg
 from minigrad.__main__ import lesson_plots
 
+from on_device import DEVICE, host_only
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the benchmark runs on the default device: its by-hand column is NumPy's or CuPy's, PyTorch's on the same kind
+HAND = "numpy" if DEVICE == "cpu" else "cupy"
 
 
 def test_readme_example_runs():
@@ -69,6 +73,7 @@ def test_lesson_01_trains_and_reports_measured_numbers(tmp_path):
     assert [12] == [int(n) for n in re.findall(r"check (\d+)", out)]  # the one exercise lesson 1 prepares
 
 
+@host_only("lesson 2 counts the host's page faults between steps, with and without the host pool")
 def test_lesson_02_measures_a_steady_step_and_the_late_zero_grad(tmp_path):
     out = lesson("02_where_the_memory_goes.py", tmp_path)
     assert "(equal)" in out and "DIFFERENT" not in out
@@ -151,7 +156,7 @@ def test_bench_smoke(tmp_path):
     report = json.loads(out.read_text())
     assert [name[:3] for name in report] == ["(a)", "(b)", "(c)", "(f)"]
     a = report[next(iter(report))]
-    assert {"minigrad", "numpy", "profiled", "sqrt-ckpt", "sqrt-dots", "sqrt-core", "sqrt-all"} <= set(a)
+    assert {"minigrad", HAND, "profiled", "sqrt-ckpt", "sqrt-dots", "sqrt-core", "sqrt-all"} <= set(a)
     assert a["sqrt-dots"]["policy"] == "dots_saveable"  # each policy's time, and which policy it is
     for name, rows in report.items():
         if name.startswith("(f)"):
@@ -159,7 +164,7 @@ def test_bench_smoke(tmp_path):
         assert rows["minigrad"]["it_over_minigrad"] == 1.0 and all(v["median_s"] > 0 for v in rows.values())
         assert all(v["faults_per_step"] >= 0 for v in rows.values())  # page faults per step beside each time
         for k, v in rows.items():  # each engine alone in its own process; minigrad's variants in minigrad's
-            assert v["process"] == ("its own" if k in ("numpy", "torch", "jax", "kept-mem", "no-pool") else "minigrad's"), (k, v)
+            assert v["process"] == ("its own" if k in (HAND, "torch", "jax", "kept-mem", "no-pool") else "minigrad's"), (k, v)
     if platform.libc_ver()[0] == "glibc":  # minigrad in a process whose malloc keeps freed memory
         assert all("kept-mem" in rows and "no-pool" in rows for name, rows in report.items() if not name.startswith("(f)"))
     scaling = report["(f) scaling"]
@@ -176,7 +181,7 @@ def test_bench_runs_only_the_parts_asked_for(tmp_path):
     assert "GELU tanh (GPT-2's)" in r.stdout  # --gelu: every engine's GPT with that GELU (their losses agree)
     times = r.stdout[r.stdout.index("self time"):].splitlines()  # --breakdown: the profile's time table
     assert any(line.startswith("linear ") for line in times) and any(line.startswith("AdamW ") for line in times)
-    if importable("torch"):  # and PyTorch's own profile of its step, from a process of its own
+    if torch_here():  # and PyTorch's own profile of its step, from a process of its own
         theirs = r.stdout[r.stdout.index("PyTorch's own breakdown"):].splitlines()
         assert any(line.startswith("aten::mm ") or line.startswith("aten::addmm ") for line in theirs), theirs
     r = run(["bench/bench.py", "--quick", "--only", "z"])
@@ -192,13 +197,21 @@ def importable(name):
     return True
 
 
+def torch_here():
+    """Does the benchmark have PyTorch columns: PyTorch importable, with CUDA where minigrad runs on 'cuda'?"""
+    if not importable("torch"):
+        return False
+    import torch
+    return DEVICE == "cpu" or torch.cuda.is_available()
+
+
 def test_bench_threads_reach_every_engine():
     """--threads N: each engine's process starts with its thread pools set to N (the workers say what they run on)."""
     r = run(["bench/bench.py", "--quick", "--only", "b", "--threads", "1"])
     assert r.returncode == 0, r.stderr
     assert "1 thread(s) per engine" in r.stdout
-    if importable("torch"):
-        assert re.search(r"PyTorch \S+ on cpu, 1 threads", r.stdout)
+    if torch_here():
+        assert re.search(rf"PyTorch \S+ on {DEVICE}, 1 threads", r.stdout)
     r = run(["bench/bench.py", "--quick", "--only", "b", "--threads", "0"])
     assert r.returncode == 2 and "--threads takes a number of threads >= 1" in r.stderr
 

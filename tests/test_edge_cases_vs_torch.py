@@ -535,9 +535,10 @@ def test_a_budget_too_large_for_a_float_is_a_value_error():
 
 @pytest.mark.parametrize("memory", ["5e400GB", "1e999"])
 def test_plan_with_a_budget_too_large_is_an_argparse_error(memory):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-m", "minigrad", "plan", "--model", "gpt2", "--memory", memory,
                         "--batch-size", "2", "--seq-len", "8", "--quiet"], cwd=ROOT, capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+                       env=env, timeout=120)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and "usage:" in r.stderr
     assert f"error: argument --memory: memory '{memory}' is too large to be a number of bytes" in r.stderr

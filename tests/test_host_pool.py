@@ -16,6 +16,8 @@ from minigrad import backend
 from minigrad.ops import linear as ops_linear  # its matmul reads POOL_MIN
 from minigrad.gpt import GPT, GPTConfig
 
+from on_device import host_only
+
 HOST = np.zeros(1)  # any host array: `empty` lends on its device
 BIG = (128, 256)    # float32: 128 KiB, above the pool's smallest size
 
@@ -99,16 +101,16 @@ def test_tracemalloc_sees_every_array_while_it_traces():
 
 
 def test_empty_cache_gives_back_the_free_blocks_only():
-    backend.empty_cache()
-    held = backend.memory_reserved()
+    backend.empty_cache("cpu")
+    held = backend.memory_reserved("cpu")
     a, b = lend(), lend()
-    assert backend.memory_reserved() == held + a.nbytes + b.nbytes
+    assert backend.memory_reserved("cpu") == held + a.nbytes + b.nbytes
     del b
-    backend.empty_cache()
-    assert backend.memory_reserved() == held + a.nbytes  # a is lent: it stays
+    backend.empty_cache("cpu")
+    assert backend.memory_reserved("cpu") == held + a.nbytes  # a is lent: it stays
     del a
-    backend.empty_cache()
-    assert backend.memory_reserved() == held
+    backend.empty_cache("cpu")
+    assert backend.memory_reserved("cpu") == held
 
 
 def test_off_and_small_arrays_come_from_numpy():
@@ -120,8 +122,8 @@ def test_off_and_small_arrays_come_from_numpy():
 
 def test_over_the_limit_arrays_come_from_numpy(monkeypatch):
     shape = (3, 8192)       # 96 KiB of float32: above POOL_MIN, so only the limit keeps it out of the pool
-    backend.empty_cache()   # no free block left that the pool could lend again without growing
-    monkeypatch.setattr(backend.pool, "_POOL_LIMIT", backend.memory_reserved())
+    backend.empty_cache("cpu")   # no free block left that the pool could lend again without growing
+    monkeypatch.setattr(backend.pool, "_POOL_LIMIT", backend.memory_reserved("cpu"))
     a = lend(shape)
     assert a.base is None  # not pooled: freed to malloc as without the pool
     monkeypatch.undo()
@@ -141,15 +143,16 @@ def gpt_grads(steps):
     return {name: p.grad.numpy().copy() for name, p in model.named_parameters()}
 
 
+@host_only("the host pool lends the arrays of a model on 'cpu' only")
 def test_training_gives_the_same_bits_with_and_without_the_pool(monkeypatch):
     """Three steps reuse the pool's blocks for activations, gradients, temporaries and the optimizer's scratch: a
     block lent while still in use would change some gradient. The pool's smallest size is lowered so that this
     small model's arrays (the attention's, the copies its reshapes make, log_softmax's) all take the pool's path."""
     monkeypatch.setattr(backend.pool, "POOL_MIN", 256)  # where empty() and the others read it
     monkeypatch.setattr(ops_linear, "POOL_MIN", 256)    # where matmul reads it
-    before = backend.memory_reserved()
+    before = backend.memory_reserved("cpu")
     pooled = gpt_grads(3)
-    assert backend.memory_reserved() > before
+    assert backend.memory_reserved("cpu") > before
     with backend.host_pool(False):
         plain = gpt_grads(3)
     assert pooled.keys() == plain.keys()
@@ -198,6 +201,7 @@ def faults_per_step(pool):
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="how malloc gives memory back is the C library's")
+@host_only("page faults of the host's memory, which a model on 'cpu' takes from the host pool")
 def test_the_pool_takes_the_page_faults_away():
     """A step of an 8 x 512 MLP at batch 256 makes about 4 MiB of activations and 8 MiB of gradients: without the
     pool malloc gives them back and faults them in again every step (about 2,000 faults); with it, none."""

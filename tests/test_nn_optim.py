@@ -9,6 +9,8 @@ import minigrad as mg
 from minigrad import nn
 from minigrad.gpt import GPT, GPTConfig
 
+from on_device import DEVICE, to_host
+
 
 def mlp():
     return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
@@ -152,12 +154,12 @@ def test_state_dict_roundtrip_gives_identical_outputs():
     assert not np.array_equal(a(idx).detach().numpy(), b(idx).detach().numpy())
     sd = a.state_dict()
     assert list(sd) == [n for n, _ in a.named_parameters()]
-    assert all(isinstance(v, np.ndarray) for v in sd.values())
+    assert all(mg.backend.is_array(v) and mg.backend.device_of(v) == DEVICE for v in sd.values())  # raw arrays
     assert b.load_state_dict(sd) is b
     np.testing.assert_array_equal(a(idx).detach().numpy(), b(idx).detach().numpy())
     for (na, pa), (nb, pb) in zip(a.named_parameters(), b.named_parameters()):
         assert na == nb and pa.data is not pb.data  # copied, not shared
-        np.testing.assert_array_equal(pa.data, pb.data)
+        np.testing.assert_array_equal(to_host(pa.data), to_host(pb.data))
 
 
 def test_state_dict_is_a_copy():
@@ -199,7 +201,7 @@ def test_load_state_dict_strict_missing_and_unexpected_keys():
     # non-strict: loads what matches, ignores the rest
     m2 = mlp()
     m2.load_state_dict(sd, strict=False)
-    np.testing.assert_array_equal(m2[0].weight.data, m[0].weight.data)
+    np.testing.assert_array_equal(to_host(m2[0].weight.data), to_host(m[0].weight.data))
 
 
 def test_load_state_dict_wrong_shape():
@@ -264,7 +266,7 @@ def test_linear_init_is_deterministic_under_manual_seed():
     a = nn.Linear(4, 4)
     mg.manual_seed(7)
     b = nn.Linear(4, 4)
-    np.testing.assert_array_equal(a.weight.data, b.weight.data)
+    np.testing.assert_array_equal(to_host(a.weight.data), to_host(b.weight.data))
 
 
 def test_embedding():
@@ -455,21 +457,21 @@ def _run(opt_cls, grads, dtype="float64", **kw):
 
 def test_sgd_plain():
     p, _ = _run(mg.optim.SGD, [G0], lr=0.1)
-    np.testing.assert_allclose(p.data, P0 - 0.1 * G0, rtol=1e-12)
+    np.testing.assert_allclose(to_host(p.data), P0 - 0.1 * G0, rtol=1e-12)
     p, _ = _run(mg.optim.SGD, [G0, G1], lr=0.1)
-    np.testing.assert_allclose(p.data, P0 - 0.1 * G0 - 0.1 * G1, rtol=1e-12)
+    np.testing.assert_allclose(to_host(p.data), P0 - 0.1 * G0 - 0.1 * G1, rtol=1e-12)
 
 
 def test_sgd_momentum_two_steps():
     lr, mom = 0.1, 0.9
     p, opt = _run(mg.optim.SGD, [G0], lr=lr, momentum=mom)
     buf = G0.copy()  # first step: buf = g
-    np.testing.assert_allclose(p.data, P0 - lr * buf, rtol=1e-12)
+    np.testing.assert_allclose(to_host(p.data), P0 - lr * buf, rtol=1e-12)
     p, opt = _run(mg.optim.SGD, [G0, G1], lr=lr, momentum=mom)
     p1 = P0 - lr * G0
     buf = mom * G0 + G1
-    np.testing.assert_allclose(p.data, p1 - lr * buf, rtol=1e-12)
-    np.testing.assert_allclose(opt.state[p]["momentum_buffer"], buf, rtol=1e-12)
+    np.testing.assert_allclose(to_host(p.data), p1 - lr * buf, rtol=1e-12)
+    np.testing.assert_allclose(to_host(opt.state[p]["momentum_buffer"]), buf, rtol=1e-12)
 
 
 def test_sgd_momentum_dampening():
@@ -478,7 +480,7 @@ def test_sgd_momentum_dampening():
     buf = G0.copy()  # no dampening on the first step (PyTorch)
     p1 = P0 - lr * buf
     buf = mom * buf + (1 - damp) * G1
-    np.testing.assert_allclose(p.data, p1 - lr * buf, rtol=1e-12)
+    np.testing.assert_allclose(to_host(p.data), p1 - lr * buf, rtol=1e-12)
 
 
 def test_sgd_weight_decay():
@@ -486,7 +488,7 @@ def test_sgd_weight_decay():
     p, _ = _run(mg.optim.SGD, [G0, G1], lr=lr, weight_decay=wd)
     p1 = P0 - lr * (G0 + wd * P0)
     p2 = p1 - lr * (G1 + wd * p1)
-    np.testing.assert_allclose(p.data, p2, rtol=1e-12)
+    np.testing.assert_allclose(to_host(p.data), p2, rtol=1e-12)
 
 
 def test_sgd_momentum_and_weight_decay():
@@ -497,7 +499,7 @@ def test_sgd_momentum_and_weight_decay():
     p1 = P0 - lr * buf
     d1 = G1 + wd * p1
     buf = mom * buf + d1
-    np.testing.assert_allclose(p.data, p1 - lr * buf, rtol=1e-12)
+    np.testing.assert_allclose(to_host(p.data), p1 - lr * buf, rtol=1e-12)
 
 
 def test_sgd_nesterov():
@@ -506,7 +508,7 @@ def test_sgd_nesterov():
     buf = G0
     p1 = P0 - lr * (G0 + mom * buf)
     buf = mom * buf + G1
-    np.testing.assert_allclose(p.data, p1 - lr * (G1 + mom * buf), rtol=1e-12)
+    np.testing.assert_allclose(to_host(p.data), p1 - lr * (G1 + mom * buf), rtol=1e-12)
 
 
 def test_sgd_step_does_not_modify_the_gradient():
@@ -543,16 +545,16 @@ def test_adamw_matches_reference(kw):
     ref_kw = dict(lr=kw.get("lr", 1e-3), betas=kw.get("betas", (0.9, 0.999)), eps=kw.get("eps", 1e-8),
                   wd=kw.get("weight_decay", 1e-2))
     want, m, v = _adamw_ref(P0, grads, **ref_kw)
-    np.testing.assert_allclose(p.data, want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(to_host(p.data), want, rtol=1e-12, atol=1e-15)
     st = opt.state[p]
     assert st["step"] == 3
-    np.testing.assert_allclose(st["exp_avg"], m, rtol=1e-12)
-    np.testing.assert_allclose(st["exp_avg_sq"], v, rtol=1e-12)
+    np.testing.assert_allclose(to_host(st["exp_avg"]), m, rtol=1e-12)
+    np.testing.assert_allclose(to_host(st["exp_avg_sq"]), v, rtol=1e-12)
 
 
 def test_adamw_first_step_moves_each_element_by_about_lr():
     p, _ = _run(mg.optim.AdamW, [G0], lr=0.01, weight_decay=0.0)
-    np.testing.assert_allclose(p.data, P0 - 0.01 * np.sign(G0), rtol=1e-6)
+    np.testing.assert_allclose(to_host(p.data), P0 - 0.01 * np.sign(G0), rtol=1e-6)
 
 
 def test_adamw_float32():
@@ -560,7 +562,7 @@ def test_adamw_float32():
     p, _ = _run(mg.optim.AdamW, grads, dtype="float32", lr=0.01)
     want, _, _ = _adamw_ref(P0.astype(np.float32), [g.astype(np.float32) for g in grads], lr=0.01)
     assert p.dtype == np.float32
-    np.testing.assert_allclose(p.data, want, rtol=1e-5)
+    np.testing.assert_allclose(to_host(p.data), want, rtol=1e-5)
 
 
 # ----------------------------------------------------------------------------- shared optimizer behaviour
@@ -586,9 +588,9 @@ def test_parameter_without_grad_is_skipped(opt_cls, kw):
     opt.step()
     opt.step()
     assert unused.grad is None
-    np.testing.assert_array_equal(unused.data, P0 * 2)  # not even weight decay
+    np.testing.assert_array_equal(to_host(unused.data), P0 * 2)  # not even weight decay
     assert unused not in opt.state
-    assert not np.array_equal(used.data, P0)
+    assert not np.array_equal(to_host(used.data), P0)
 
 
 @pytest.mark.parametrize("opt_cls,kw", [(mg.optim.SGD, dict(lr=0.1)),

@@ -3,6 +3,7 @@ against NumPy, and what it keeps: Exp and Tanh must keep only their output."""
 import numpy as np
 
 import minigrad as mg
+from minigrad import backend
 from minigrad.grading import Failed, Question, close, require, rng
 from minigrad.tensor import apply
 from minigrad.testing import GradcheckError, gradcheck
@@ -31,7 +32,7 @@ def check(ex):
         x = mg.tensor(data, dtype="float64", requires_grad=True)
         y = apply(cls, x, **attrs)
         close(f"{name}.forward", y, reference(data))
-        grads = y.grad_fn.backward(np.ones_like(data))
+        grads = y.grad_fn.backward(backend.to_device(np.ones_like(data), y.device))  # on the learner's device
         require(not (name == "Pow" and isinstance(grads, tuple) and len(grads) == 2),
                 "Pow.backward returned 2 gradients: the exponent is a Python number kept on self (self.exponent), "
                 "not an input of the record, so it gets no gradient: return a 1-tuple, x's")

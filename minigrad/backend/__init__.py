@@ -9,7 +9,8 @@ arrays between devices. The other files of the package build on it, one idea eac
   pool.py     where the ops' host arrays come from: a pool that reuses them between steps (`empty`, NOTE [host
               memory pool]), and one opt-in setting of glibc's malloc for everything else (keep_freed_host_memory)
   rows.py     fast paths on NumPy arrays for what a step does many times: the loss's broadcast gradient,
-              sums and maxima along short rows through the BLAS, an embedding's gradient rows
+              sums and maxima along short rows through the BLAS, an embedding's gradient rows; and `put`, an
+              assignment whose repeated indices follow one rule on every device
   random.py   minigrad's seeded generator, whose state can be saved and restored
   special.py  the normal CDF that exact GELU needs, fast in float32
 
@@ -29,7 +30,8 @@ from .device import (DEVICES, DeviceError, MetaArray, MetaError, _cupy, _cupyx, 
                      stable_argsort, to_device, to_numpy, xp_for, xp_of)
 from .pool import (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, POOL_MIN, empty, empty_cache, empty_like, host_pool, is_view,
                    keep_freed_host_memory, masked_fill, memory_reserved, out_like, pooled, reshape, zeros)
-from .rows import broadcast_to, index_add, max_rows, mean_rows, ones_like, reduce_sum, sum_leading, sum_rows
+from .rows import (broadcast_to, index_add, max_rows, mean_rows, ones_like, put, reduce_sum, sum_leading, sum_rows,
+                   written_last)
 
 # what the layers above use, as backend.X
 __all__ = ["meta", "DEVICES", "DeviceError", "MetaArray", "MetaError", "_cupy", "_cupyx", "as_array", "cuda_is_available",
@@ -37,4 +39,4 @@ __all__ = ["meta", "DEVICES", "DeviceError", "MetaArray", "MetaError", "_cupy", 
            "stable_argsort", "to_device", "to_numpy", "xp_for", "xp_of", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD",
            "POOL_MIN", "empty", "empty_cache", "empty_like", "host_pool", "is_view", "keep_freed_host_memory",
            "masked_fill", "memory_reserved", "out_like", "pooled", "reshape", "zeros", "broadcast_to", "index_add",
-           "max_rows", "mean_rows", "ones_like", "reduce_sum", "sum_leading", "sum_rows"]
+           "max_rows", "mean_rows", "ones_like", "put", "reduce_sum", "sum_leading", "sum_rows", "written_last"]

@@ -1,7 +1,8 @@
 """Where the ops' host arrays come from: a pool that lends them again between steps instead of asking malloc
 (`empty` and the functions after it, NOTE [host memory pool]), and one opt-in setting of glibc's malloc for
 everything else (keep_freed_host_memory, NOTE [host memory between steps]). Arrays on 'cuda' and 'meta' come
-from their own array module (CuPy keeps a pool of its own).
+from their own array module (CuPy keeps a pool of its own, which memory_reserved and empty_cache read and free on
+'cuda').
 
 Read next: rows.py.
 """
@@ -13,7 +14,7 @@ import tracemalloc
 
 import numpy as np
 
-from .device import xp_of
+from .device import _cupy, normalize_device, xp_of
 
 
 # NOTE [host memory between steps]: NumPy takes each array's memory from glibc's malloc. For blocks of a few
@@ -179,14 +180,24 @@ def zeros(shape, dtype, like):
     return a
 
 
-def memory_reserved():
-    """Bytes of host memory the pool holds, lent or free (torch.cuda.memory_reserved, for the host)."""
-    return _pool_bytes
+def memory_reserved(device=None):
+    """Bytes the device's pool holds, lent or free (torch.cuda.memory_reserved): on 'cpu' the host pool's; on
+    'cuda' CuPy's memory pool's (its total_bytes); 'meta' holds none. The default device's by default."""
+    device = normalize_device(device)
+    if device == "cuda":
+        return _cupy.get_default_memory_pool().total_bytes()
+    return _pool_bytes if device == "cpu" else 0
 
 
-def empty_cache():
-    """Give the pool's free blocks back to malloc (torch.cuda.empty_cache, for the host)."""
+def empty_cache(device=None):
+    """Give the device's free pooled blocks back (torch.cuda.empty_cache): on 'cpu' the host pool's to malloc; on
+    'cuda' CuPy's pool's to the GPU (free_all_blocks). The default device's by default."""
     global _pool_bytes
+    device = normalize_device(device)
+    if device == "cuda":
+        _cupy.get_default_memory_pool().free_all_blocks()
+    if device != "cpu":
+        return
     for key, blocks in list(_pool.items()):
         used = []
         for block in blocks:  # as in empty(): the list and this loop hold a free block

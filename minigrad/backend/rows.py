@@ -1,7 +1,8 @@
 """Fast paths on NumPy arrays for what a step does many times, each beside the measurement that earned it: the
 loss's broadcast gradient (NOTE [a broadcast scalar]), sums and maxima along short rows through the BLAS (NOTE
 [along rows]), and an embedding's gradient, row by row (index_add). CuPy and meta arrays go to their own array
-module.
+module. Beside index_add, its twin for assignment: `put`, target[key] = values with one rule for an index that
+repeats, on every device (NOTE [repeated indices]).
 
 Read next: random.py.
 """
@@ -9,7 +10,7 @@ import math
 
 import numpy as np
 
-from .device import _cupyx, is_meta, on_gpu, xp_of
+from .device import is_array, is_meta, on_gpu, xp_of
 
 
 # NOTE [a broadcast scalar]: every step's backward makes the loss's implied gradient, a one-element array of
@@ -130,7 +131,7 @@ def max_rows(array):
 
 
 def index_add(target, key, values):
-    """target[key] += values, adding repeated indices up (np.add.at; cupyx.scatter_add)."""
+    """target[key] += values, adding repeated indices up (np.add.at; on CuPy its add.at, CuPy 14's name for it)."""
     if is_meta(target):
         return  # no values to add
     if not on_gpu(target):
@@ -141,7 +142,46 @@ def index_add(target, key, values):
         else:
             np.add.at(target, key, values)
     else:
-        _cupyx.scatter_add(target, key, values)
+        xp_of(target).add.at(target, key, values)
+
+
+# NOTE [repeated indices]: in target[key] = values, an integer array in key may name one place twice. NumPy
+# writes in order, so the last write stays, though its documentation does not promise it; CuPy writes in
+# parallel and says that which one stays is undefined; PyTorch's index_put_ leaves it undefined too. minigrad
+# makes it a rule, the same on every device: the last write wins (last in the C order of target[key]'s elements).
+# `written_last` finds those writes: each element's place in target (an arange of target's size, indexed as
+# target is: a temporary of target's size, the price of one rule for any key), and the last time each place
+# occurs. Only those are written, so no place is written twice and the order of the writes no longer matters.
+# IndexPut's backward reads the same mask: an overwritten element of values gets no gradient.
+def written_last(shape, key, like):
+    """For target[key] = values with target of this shape: (places, mask), where places[i] is the flat place in
+    target of target[key]'s element i and mask marks the last write to each place; None where key holds no
+    integer array, so that no place can be written twice (NOTE [repeated indices])."""
+    if is_meta(like) or not any(is_array(k) for k in key):
+        return None
+    xp = xp_of(like)
+    places = xp.arange(math.prod(shape)).reshape(shape)[key]
+    flat = places.reshape(-1)
+    _, first = xp.unique(flat[::-1], return_index=True)  # the first time each place occurs, counted from the end
+    mask = xp.zeros(flat.size, dtype=bool)
+    mask[flat.size - 1 - first] = True
+    return places, mask.reshape(places.shape)
+
+
+def put(target, key, values):
+    """target[key] = values, where an index repeats the last write winning, on every device (NOTE [repeated
+    indices])."""
+    found = written_last(target.shape, key, target)
+    if found is None:
+        target[key] = values
+        return
+    places, mask = found
+    xp = xp_of(target)
+    extra = values.ndim - places.ndim
+    if extra > 0 and all(d == 1 for d in values.shape[:extra]):  # leading ones, as NumPy's assignment allows
+        values = values.reshape(values.shape[extra:])
+    values = xp.broadcast_to(values, places.shape)
+    target[xp.unravel_index(places[mask], target.shape)] = values[mask]
 
 
 def _add_rows(target, rows, values):

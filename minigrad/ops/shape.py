@@ -6,7 +6,7 @@ Read next: linear.py, the matrix products.
 """
 import math
 
-from ..backend import broadcast_to, index_add, reduce_sum, reshape, xp_of, zeros
+from ..backend import broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of, zeros
 from .base import Op, ShapeError, keepdim_shape, normalize_dims, unbroadcast
 
 
@@ -280,18 +280,19 @@ class Index(Op):
 
 
 class IndexPut(Op):
-    """x[key] = v as an op: y is x with v written at key; dx = g with zeros at key, dv = g[key] summed to
-    v's shape. (At an integer index repeated in key, NumPy keeps the last write; dv counts each.)"""
+    """x[key] = v as an op: y is x with v written at key; dx = g with zeros at key, dv = g[key] summed to v's
+    shape. Where key names a place twice, the last write wins on every device, and the elements of v that it
+    overwrote get no gradient (NOTE [repeated indices], backend/rows.py)."""
     name = "index_put"
     flops_per_element = (0, (0, 0))
 
     def forward(self, x, v, key):
-        self.v_shape = v.shape
+        self.v_shape, self.x_shape = v.shape, x.shape
         self.key, self.arrays_at, arrays = split_key(key)
         self.save_for_backward(*arrays)
         y = x.copy()
         try:
-            y[key] = v
+            put(y, key, v)
         except (IndexError, ValueError) as e:
             raise type(e)(f"index_put: {e} (tensor of shape {x.shape}, value of shape {v.shape})") from None
         return y
@@ -304,8 +305,12 @@ class IndexPut(Op):
             gx = g.copy()
             gx[key] = 0
         if nv:
-            gv = unbroadcast(g[key], self.v_shape)
-            self.summed = g[key].size - gv.size  # adds where v was broadcast over the indexed part
+            gk = g[key]
+            found = written_last(self.x_shape, key, g)
+            if found is not None:
+                gk = gk * found[1]  # an overwritten element of v changed nothing
+            gv = unbroadcast(gk, self.v_shape)
+            self.summed = gk.size - gv.size  # adds where v was broadcast over the indexed part
         return gx, gv
 
     def backward_flops(self, grad, input_grads):

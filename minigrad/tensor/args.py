@@ -79,10 +79,13 @@ def _shape(shape):
 
 
 def _index_key(key, t):
-    """A tensor index -> a tuple of ints, slices, None, Ellipsis and integer arrays on t's device."""
+    """A tensor index -> a tuple of ints, slices, None, Ellipsis and integer arrays on t's device, every integer
+    checked against its dimension (_check_bounds)."""
     key = key if isinstance(key, tuple) else (key,)
     out, raw = [], []
     for k in key:
+        if isinstance(k, (np.integer, np.bool_)):  # a NumPy scalar is a number, not a host array
+            k = k.item()
         if isinstance(k, Variable):
             k = _values(k, "index")
         elif isinstance(k, (list, tuple, np.ndarray)):  # a tuple inside the key is a list, as in PyTorch and NumPy
@@ -100,10 +103,37 @@ def _index_key(key, t):
                 raise IndexError(f"index: tensors used as indices must be integer or bool, got {k.dtype}")
             if backend.device_of(k) != t.device:
                 raise RuntimeError(f"index: the index is on {backend.device_of(k)} but the tensor is on {t.device}")
-        elif not (k is None or k is Ellipsis or isinstance(k, (int, slice, np.integer))):
+        elif not (k is None or k is Ellipsis or isinstance(k, (int, slice))):
             raise IndexError(f"index: unsupported index {k!r} of type {type(k).__name__}")
-        out.append(int(k) if isinstance(k, np.integer) else k)
+        out.append(k)
+    _check_bounds(out, t.shape)
     return tuple(out)
+
+
+def _check_bounds(key, shape):
+    """Every integer and integer array of an index key within its dimension, on every device, with PyTorch's
+    IndexError: CuPy wraps an integer array's indices that are out of range around instead of raising (its
+    documented difference from NumPy), so on a GPU x[idx] would read, and x[idx] = v write, other rows unseen."""
+    taken = sum(k is not None and k is not Ellipsis and not isinstance(k, bool) for k in key)
+    dim = 0
+    for k in key:
+        if k is Ellipsis:
+            dim += len(shape) - taken
+            continue
+        if k is None or isinstance(k, bool) or dim >= len(shape):  # (bool: a new axis, as None; too many
+            continue                                                # indices: the op's own IndexError says so)
+        n = shape[dim]
+        if isinstance(k, int):
+            bad = k if not -n <= k < n else None
+        elif isinstance(k, slice) or not k.size or backend.is_meta(k):  # a meta index has no values to check
+            bad = None
+        else:
+            lo, hi = int(k.min()), int(k.max())
+            bad = lo if lo < -n else hi if hi >= n else None
+        if bad is not None:
+            raise IndexError(f"index: index {bad} is out of bounds for dimension {dim} with size {n} (tensor of "
+                             f"shape {tuple(shape)})")
+        dim += 1
 
 
 def _check_mask_fits(before, after, t):

@@ -462,7 +462,8 @@ class InPlace:
         return self._write("clamp_", lambda: self.clamp(min, max), (), numpy_write)
 
     def __setitem__(self, key, value):
-        """t[key] = value, as in PyTorch (value converted to this tensor's dtype)."""
+        """t[key] = value, as in PyTorch (value converted to this tensor's dtype). Where key names an element twice,
+        the last write wins, on every device (PyTorch and CuPy leave it undefined: NOTE [repeated indices])."""
         key = _index_key(key, self)
         if isinstance(value, Variable):
             value = value.to(self.dtype) if value.dtype != self.dtype else value
@@ -473,7 +474,7 @@ class InPlace:
 
         def numpy_write(array):
             try:
-                array[key] = value._data
+                backend.put(array, key, value._data)  # a repeated index: the last write wins (NOTE [repeated indices])
             except (IndexError, ValueError) as e:
                 raise type(e)(f"setitem: {e} (tensor of shape {self.shape}, value of shape {value.shape})") from None
         return self._write("setitem", lambda: self._apply(ops.IndexPut, self, value, key=key), (value,), numpy_write)

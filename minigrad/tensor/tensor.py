@@ -158,8 +158,9 @@ def _lift(x, like, op):
 def _where(condition, input, other):
     """mg.where (factories.py), here for the in-place writes (fill_, copy_) too: one ops.Where of the values in one
     dtype by NOTE [type promotion]."""
-    if not isinstance(condition, Tensor):
-        condition = _new(_array_of(condition))
+    if not isinstance(condition, Tensor):  # an array or a list: on the values' device, as masked_fill's mask
+        like = next((x.device for x in (input, other) if isinstance(x, Tensor)), None)
+        condition = _new(_array_of(condition, device=like))
     if not isinstance(input, Tensor) and not isinstance(other, Tensor) and _is_number(input):
         input = _new(_array_of(input, device=condition.device))  # two numbers: float32 or int64, as PyTorch
     a, b = _operands(input, other, "where")

@@ -1,0 +1,2 @@
+"""cupyx.scipy for the CuPy stand-in: special only."""
+from . import special  # noqa: F401
