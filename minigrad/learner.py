@@ -30,7 +30,6 @@ import contextlib
 import functools
 import importlib
 import importlib.util
-import math
 import os
 import sys
 
@@ -306,10 +305,10 @@ def _plug_accumulation(piece):
         size, ignore = kwargs["micro_batch_size"], kwargs.get("ignore_index", -100)
         loss = mine(model, loss_fn, inputs, targets, size, ignore)
         optimizer.step()
-        items = int((targets.numpy() != ignore).sum()) if ignore is not None else targets.numpy().size
-        return _accumulate_module.AccumulationResult(loss=float(loss), items=items,
-                                                     micro_batches=math.ceil(inputs.shape[0] / size),
-                                                     grad_dtype=str(next(iter(model.parameters())).dtype))
+        acc = _accumulate_module  # the result as the engine's accumulate reports it, counted by its own helpers
+        return acc.AccumulationResult(loss=float(loss), items=acc.count_items(targets, ignore),
+                                      micro_batches=len(acc.micro_batch_slices(inputs.shape[0], size)),
+                                      grad_dtype=str(next(iter(model.parameters())).dtype))
     for obj in (sys.modules["minigrad"], _accumulate_module):
         _swap(obj, "accumulation_step", accumulation_step)
 
@@ -359,7 +358,8 @@ def enable(folder="exercises", only=None):
     for n in sorted(pieces):
         if pieces[n].module is not None:
             pieces[n].state = _probe(pieces[n])
-    if 8 in pieces and 7 in pieces and pieces[8].yours:  # exercise 8's checkpoint is exercise 7's with the generator replayed: it takes over
+    # exercise 8's checkpoint is exercise 7's with the generator replayed: it takes over
+    if 8 in pieces and 7 in pieces and pieces[8].yours:
         pieces[7].state = "replaced by exercise 8"
     for n in sorted(pieces):
         if pieces[n].yours:

@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 from .. import backend
 from ..backend.random import draw
-from ..tensor import Tensor, parse_to_args, tensor, zero_grads
+from ..tensor import Tensor, check_cuda_device, parse_to_args, tensor, zero_grads
 
 
 _changes = 0  # attributes of modules set or deleted so far (NOTE [unnamed walks])
@@ -316,8 +316,7 @@ class Module:
 
     def cuda(self, device=None):
         """self.to('cuda'), as PyTorch's (a device index is refused: minigrad has one GPU device, 'cuda')."""
-        if device is not None and str(device) not in ("0", "cuda", "cuda:0"):
-            raise ValueError(f"{type(self).__name__}.cuda: minigrad has one GPU device, 'cuda'; got {device!r}")
+        check_cuda_device(f"{type(self).__name__}.cuda", device)
         return self.to("cuda")
 
     def cpu(self):

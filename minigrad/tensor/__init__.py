@@ -33,7 +33,7 @@ from .modes import (Cache, Listener, active_cache, active_profiler, enable_grad,
                     is_recomputing, keep_saved, mark_written, no_grad, profiling, recomputing)
 from .tape import (Variable, backward, backward_within, hand_over, keep, mark, noting_reads, record, records_since,
                    release, zero_grads)
-from .args import DTYPES, FLOAT_DTYPES, normalize_dtype, parse_to_args
+from .args import DTYPES, FLOAT_DTYPES, check_cuda_device, normalize_dtype, parse_to_args
 from .tensor import Tensor, apply
 from .factories import from_numpy
 from .factories import (arange, cat, full, maximum, minimum, multinomial, ones, ones_like, rand, randint, randn, stack,
@@ -44,7 +44,7 @@ __all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "
            "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "Listener", "Cache",
            "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache", "mark_written",
            "Variable", "record", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
-           "zero_grads", "noting_reads", "DTYPES", "FLOAT_DTYPES", "normalize_dtype", "parse_to_args"]
+           "zero_grads", "noting_reads", "DTYPES", "FLOAT_DTYPES", "check_cuda_device", "normalize_dtype", "parse_to_args"]
 
 # The tape's private parts that the floors above it use, named here so that each is seen: checkpoint (the cache's
 # answers: a tensor around an array the ledger already counts, the read guards, version counters, a switch of its

@@ -34,6 +34,12 @@ def _is_dtype_name(name):
         return False
 
 
+def check_cuda_device(who, device):
+    """.cuda(device)'s argument, for a tensor or a module: minigrad has one GPU device, 'cuda'."""
+    if device is not None and str(device) not in ("0", "cuda", "cuda:0"):
+        raise ValueError(f"{who}: minigrad has one GPU device, 'cuda'; got device={device!r}")
+
+
 def parse_to_args(args, device=None, dtype=None):
     """.to()'s arguments: positional ones are a device if they name one, else a dtype. Normalized."""
     for a in args:

@@ -21,7 +21,7 @@ from .. import backend, ops
 from ..ops import ShapeError
 from .modes import _on, _share_version, _version_counter
 from .tape import Variable, _check_real, _check_same_device_and_dtype, _placeholders, _values, backward, record
-from .args import FLOAT_DTYPES, _array_of, _bool_array, _index_key, _is_number, _shape, parse_to_args
+from .args import FLOAT_DTYPES, _array_of, _bool_array, _index_key, _is_number, _shape, check_cuda_device, parse_to_args
 from .args import dim_alias
 from .methods import Comparisons, Composed, InPlace
 
@@ -418,8 +418,7 @@ class Tensor(Composed, Comparisons, InPlace, Variable):
 
     def cuda(self, device=None, non_blocking=False):
         """self.to('cuda'), as torch's (non_blocking changes nothing here; minigrad has one GPU device, 'cuda')."""
-        if device is not None and str(device) not in ("0", "cuda", "cuda:0"):
-            raise ValueError(f"cuda: minigrad has one GPU device, 'cuda'; got device={device!r}")
+        check_cuda_device("cuda", device)
         return self.to("cuda")
 
     def cpu(self):
