@@ -2,7 +2,7 @@
 
     python lessons/10_data_parallel.py                  # on 2 processes (it starts mpirun): about 10 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-01)
     python lessons/10_data_parallel.py --quick          # fewer training steps: about 6 s
-    mpirun -n 2 python lessons/10_data_parallel.py      # the same, the two processes started by hand
+    python -m minigrad launch -n 2 lessons/10_data_parallel.py   # the same, the two processes started by hand
 
 Gradient accumulation (lesson 4) sums the gradients of micro-batches that run one after another in one process.
 Data parallel training sums the gradients of shards that run at the same time in several processes. It is the

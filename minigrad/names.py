@@ -1,6 +1,6 @@
 """PyTorch's names, where minigrad has the thing under another name or not at all.
 
-`inference_mode` is `no_grad` by PyTorch's other name, and `not_offered` is what a missing name says: each of
+`inference_mode` is `no_grad` by PyTorch's other name (with `is_inference_mode_enabled`), and `not_offered` is what a missing name says: each of
 `mg`, `mg.nn`, `mg.optim`, `mg.functional` (and `nn.init`, `optim.lr_scheduler`, `mg.utils`) ends with a module
 `__getattr__` that raises it, naming the nearest name there is (difflib, as the command's model names do) or what
 to use instead, from a table beside that module's names, so that `nn.Conv2d` says why there is none.
@@ -11,13 +11,14 @@ import difflib
 import functools
 import os
 
-from .tensor import Tensor, no_grad
+from .tensor import Tensor, enable_grad, no_grad
 
 
 class inference_mode:
     """torch.inference_mode(mode=True): no recording inside, as no_grad (a context manager or a decorator, with
-    or without parentheses); inference_mode(False) changes nothing. PyTorch's inference tensors, which refuse to
-    enter autograd later, have no counterpart: a tensor made here is a plain tensor that does not require grad."""
+    or without parentheses); inference_mode(False) records again inside, as enable_grad (PyTorch's too).
+    PyTorch's inference tensors, which refuse to enter autograd later, have no counterpart: a tensor made here is
+    a plain tensor that does not require grad."""
 
     def __new__(cls, mode=True):
         if callable(mode) and not isinstance(mode, bool):
@@ -29,17 +30,20 @@ class inference_mode:
             raise TypeError(f"inference_mode: mode must be True or False, got {mode!r}")
         self.mode, self._guards = mode, []  # a stack: the same object may be entered again inside itself
 
+    _depth = 0  # inference_mode(True) blocks open now, reset by an inner inference_mode(False)
+
     def __enter__(self):
-        guard = no_grad() if self.mode else None
-        if guard is not None:
-            guard.__enter__()
-        self._guards.append(guard)
+        # PyTorch's InferenceMode(enabled) sets grad mode to `not enabled`: inference_mode(False) records again,
+        # even inside no_grad, and is_inference_mode_enabled() is False inside it
+        guard = no_grad() if self.mode else enable_grad()
+        guard.__enter__()
+        self._guards.append((guard, inference_mode._depth))
+        inference_mode._depth = inference_mode._depth + 1 if self.mode else 0
         return self
 
     def __exit__(self, *exc):
-        guard = self._guards.pop()
-        if guard is not None:
-            guard.__exit__(*exc)
+        guard, inference_mode._depth = self._guards.pop()
+        guard.__exit__(*exc)
 
     def __call__(self, fn):
         @functools.wraps(fn)
@@ -47,6 +51,11 @@ class inference_mode:
             with self:
                 return fn(*args, **kwargs)
         return wrapper
+
+
+def is_inference_mode_enabled():
+    """torch.is_inference_mode_enabled(): True inside an inference_mode() block (and not only inside no_grad)."""
+    return inference_mode._depth > 0
 
 
 def not_offered(module, name, offered, instead=None, package_dir=None):

@@ -74,3 +74,13 @@ def test_curve_keeps_its_earlier_plot_and_says_where_the_new_one_went(tmp_path, 
     assert os.path.getmtime("out/curve.png") == first
     assert main(small + ["--out", "out/curve-2.png"]) == 0  # a path given is replaced, saying so
     assert "it replaced the out/curve-2.png that was there" in capsys.readouterr().out
+
+
+def test_launch_names_a_missing_script_and_its_help_says_what_root_needs(capsys):
+    from minigrad.__main__ import main
+    assert main(["launch", "-n", "2", "no_such_script.py"]) == 2
+    assert "no file 'no_such_script.py'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["launch", "--help"])
+    said = capsys.readouterr().out
+    assert "OMPI_ALLOW_RUN_AS_ROOT=1" in said and "mpirun -n N python SCRIPT" in said

@@ -38,6 +38,11 @@ SCHEDULES = {
     "LinearLR decay": lambda lib, opt: lib.optim.lr_scheduler.LinearLR(opt, 1.0, end_factor=0.1, total_iters=9),
     "CosineAnnealingLR": lambda lib, opt: lib.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10, eta_min=1e-5),
     "warmup then cosine": warmup_cosine,
+    "MultiStepLR": lambda lib, opt: lib.optim.lr_scheduler.MultiStepLR(opt, milestones=[3, 7, 7, 20], gamma=0.3),
+    "OneCycleLR": lambda lib, opt: lib.optim.lr_scheduler.OneCycleLR(opt, max_lr=[0.5, 1e-3], total_steps=30),
+    "OneCycleLR three phases, linear": lambda lib, opt: lib.optim.lr_scheduler.OneCycleLR(
+        opt, max_lr=0.2, epochs=4, steps_per_epoch=9, pct_start=0.25, anneal_strategy="linear", three_phase=True,
+        div_factor=10.0, final_div_factor=100.0),
 }
 
 
@@ -65,7 +70,9 @@ def test_learning_rates_equal_pytorchs_bit_for_bit(name):
     ours, ref = stepped(s_mine, mine, 30), stepped(s_theirs, theirs, 30)
     assert ours == ref  # floats compared exactly: the same formulas in the same order
     assert [g["lr"] for g in mine.param_groups] == [g["lr"] for g in theirs.param_groups]
-    assert [g["initial_lr"] for g in mine.param_groups] == [0.1, 3e-4]
+    assert [g["initial_lr"] for g in mine.param_groups] == [g["initial_lr"] for g in theirs.param_groups]
+    if not name.startswith("OneCycleLR"):   # which sets initial_lr to max_lr / div_factor
+        assert [g["initial_lr"] for g in mine.param_groups] == [0.1, 3e-4]
     assert s_mine.last_epoch == s_theirs.last_epoch == 30
     assert comparable(s_mine.state_dict()) == comparable(s_theirs.state_dict())
 
@@ -101,6 +108,7 @@ def test_resuming_with_last_epoch_needs_initial_lr_and_continues_the_closed_form
 def test_step_with_an_epoch_warns_and_uses_the_closed_form_as_pytorch():
     mine, theirs = optimizers()
     a, b = lr_scheduler.StepLR(mine, step_size=3, gamma=0.5), torch.optim.lr_scheduler.StepLR(theirs, 3, gamma=0.5)
+    mine.step(), theirs.step()
     with pytest.warns(UserWarning, match="epoch parameter"):
         a.step(7)
     with warnings.catch_warnings():
@@ -142,6 +150,54 @@ def test_bad_arguments_are_refused_naming_them():
     with pytest.raises(ValueError, match="number of milestone"):
         lr_scheduler.SequentialLR(opt, [lr_scheduler.StepLR(opt, 2)], milestones=[3])
     with pytest.raises(AttributeError, match="LambdaLR"):
-        lr_scheduler.OneCycleLR
+        lr_scheduler.CyclicLR
     with pytest.raises(AttributeError, match="did you mean 'CosineAnnealingLR'"):
         mg.optim.lr_scheduler.CosineAnealingLR
+
+
+@pytest.mark.parametrize("kind", ["adamw", "sgd"])
+def test_one_cycle_cycles_momentum_as_pytorch_does(kind):
+    """OneCycleLR moves SGD's momentum, or AdamW's beta1, against the learning rate: the same values, bit for bit."""
+    mine, theirs = optimizers(kind)
+    s_mine = mg.optim.lr_scheduler.OneCycleLR(mine, max_lr=0.3, total_steps=12, base_momentum=0.8)
+    s_theirs = torch.optim.lr_scheduler.OneCycleLR(theirs, max_lr=0.3, total_steps=12, base_momentum=0.8)
+    key = "betas" if kind == "adamw" else "momentum"
+    seen = set()
+    for _ in range(12):
+        assert [g[key] for g in mine.param_groups] == [tuple(g[key]) if kind == "adamw" else g[key]
+                                                       for g in theirs.param_groups]
+        seen.add(mine.param_groups[0][key] if kind == "sgd" else mine.param_groups[0][key][0])
+        mine.step(), theirs.step(), s_mine.step(), s_theirs.step()
+    assert len(seen) > 5   # it moved
+    with pytest.raises(ValueError, match="tried to step 13 times"):
+        mine.step()
+        s_mine.step()
+
+
+def test_one_cycle_refuses_what_pytorch_refuses():
+    mine, _ = optimizers()
+    with pytest.raises(ValueError, match="total_steps OR"):
+        mg.optim.lr_scheduler.OneCycleLR(mine, max_lr=0.1)
+    with pytest.raises(ValueError, match="pct_start"):
+        mg.optim.lr_scheduler.OneCycleLR(mine, max_lr=0.1, total_steps=10, pct_start=1)
+    with pytest.raises(ValueError, match="2 param groups"):
+        mg.optim.lr_scheduler.OneCycleLR(mine, max_lr=[0.1], total_steps=10)
+
+
+def test_scheduler_step_before_optimizer_step_warns_as_pytorch_does():
+    """PyTorch's warning (its issue 20124): the schedule's first value is skipped. Only the first step is checked."""
+    for lib in (mg, pytest.importorskip("torch")):
+        p = lib.zeros(2, requires_grad=True)
+        opt = lib.optim.SGD([p], lr=0.1)
+        sched = lib.optim.lr_scheduler.StepLR(opt, step_size=2)
+        with pytest.warns(UserWarning, match=r"Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`"):
+            sched.step()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            sched.step()                     # only the first one warns
+        opt2 = lib.optim.SGD([p], lr=0.1)
+        sched2 = lib.optim.lr_scheduler.StepLR(opt2, step_size=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            opt2.step()
+            sched2.step()                    # the right order: no warning

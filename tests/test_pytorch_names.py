@@ -271,7 +271,8 @@ def test_inference_mode_is_no_grad_as_a_context_and_a_decorator():
     assert mg.is_grad_enabled()
     with mg.no_grad():
         with mg.inference_mode(False):
-            assert not mg.is_grad_enabled()  # inference_mode(False) does not turn recording back on
+            assert mg.is_grad_enabled()  # inference_mode(False) turns recording back on, as PyTorch's does
+        assert not mg.is_grad_enabled()
     with pytest.raises(TypeError, match="True or False"):
         mg.inference_mode("yes")
 
@@ -344,7 +345,7 @@ def test_utils_checkpoint_is_torchs_module_path_to_the_same_functions():
     (mg.optim, "Adam", "weight_decay=0.0"),
     (mg.optim, "RMSprop", "SGD (momentum, nesterov) and AdamW"),
     (mg.optim, "adamw", "did you mean 'AdamW'?"),
-    (mg.optim.lr_scheduler, "OneCycleLR", "LambdaLR"),
+    (mg.optim.lr_scheduler, "CyclicLR", "LambdaLR"),
     (F, "conv2d", "no convolutions"),
     (F, "binary_cross_entropy", "binary_cross_entropy_with_logits"),
     (F, "crossentropy", "did you mean 'cross_entropy'?"),
@@ -366,3 +367,33 @@ def test_pythons_own_probes_get_a_plain_attribute_error():
 def test_an_import_of_a_missing_module_still_fails_as_python_says():
     with pytest.raises(ModuleNotFoundError):
         import minigrad.utils.data  # noqa: F401
+
+
+def test_is_inference_mode_enabled_as_pytorchs():
+    assert not mg.is_inference_mode_enabled()
+    with mg.inference_mode():
+        assert mg.is_inference_mode_enabled()
+        with mg.inference_mode(False):      # PyTorch: inference_mode(False) inside turns it off
+            assert not mg.is_inference_mode_enabled() and mg.is_grad_enabled()
+        assert mg.is_inference_mode_enabled() and not mg.is_grad_enabled()
+    with mg.no_grad():
+        assert not mg.is_inference_mode_enabled()   # no_grad is not inference mode, in PyTorch either
+    with pytest.raises(ZeroDivisionError):
+        with mg.inference_mode():
+            1 / 0
+    assert not mg.is_inference_mode_enabled()       # restored on error
+    torch = pytest.importorskip("torch")
+    with torch.inference_mode():
+        assert torch.is_inference_mode_enabled()
+        with torch.inference_mode(False):
+            assert not torch.is_inference_mode_enabled() and torch.is_grad_enabled()
+    with torch.no_grad():
+        assert not torch.is_inference_mode_enabled()
+        with torch.inference_mode(False):
+            assert torch.is_grad_enabled()
+
+
+def test_import_minigrad_nn_functional_as_f_works_as_in_pytorch():
+    import minigrad.nn.functional as F
+    from minigrad.nn.functional import cross_entropy
+    assert F is mg.functional and cross_entropy is mg.functional.cross_entropy

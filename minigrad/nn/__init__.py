@@ -8,6 +8,8 @@
   utils.py    nn.utils.clip_grad_norm_
   init.py     nn.init: kaiming_*, xavier_*, trunc_normal_, normal_, uniform_, constant_, ..., calculate_gain
 """
+import sys
+
 from .. import functional
 from ..names import not_offered
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
@@ -19,6 +21,9 @@ from . import init
 __all__ = ["Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "Tanh", "Sigmoid", "GELU",
            "Dropout", "LayerNorm", "Embedding", "BatchNorm1d", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
            "BCEWithLogitsLoss", "utils", "init", "functional"]
+
+# `import minigrad.nn.functional as F`, PyTorch's line, finds mg.functional (there is no file nn/functional.py)
+sys.modules[__name__ + ".functional"] = functional
 
 _NO_CONV = "minigrad has no convolutions or pooling: its models are MLPs and transformers (nn.Linear, attention)"
 _COMPOSE = "write it as a Module whose forward composes tensor ops (as nn.GELU's calls F.gelu)"

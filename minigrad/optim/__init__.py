@@ -2,7 +2,8 @@
 `mg.optim.lr_scheduler.CosineAnnealingLR`; `from minigrad.optim.lr_scheduler import LambdaLR` as in PyTorch).
 
   optimizer.py     Optimizer (param groups, state_dict), SGD and AdamW with PyTorch's update rules
-  lr_scheduler.py  torch.optim.lr_scheduler: StepLR, LambdaLR, LinearLR, CosineAnnealingLR, SequentialLR, and
+  lr_scheduler.py  torch.optim.lr_scheduler: StepLR, MultiStepLR, LambdaLR, LinearLR, CosineAnnealingLR, OneCycleLR,
+                   SequentialLR, and
                    Hugging Face's warmup schedules (get_cosine_schedule_with_warmup), each a LambdaLR
 """
 from ..names import not_offered

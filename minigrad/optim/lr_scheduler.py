@@ -1,5 +1,5 @@
-"""torch.optim.lr_scheduler's schedulers, with PyTorch's (2.x) formulas and semantics: StepLR, LambdaLR, LinearLR,
-CosineAnnealingLR, SequentialLR; and the warmup-then-decay schedules of Hugging Face (transformers.optimization's
+"""torch.optim.lr_scheduler's schedulers, with PyTorch's (2.x) formulas and semantics: StepLR, MultiStepLR, LambdaLR,
+LinearLR, CosineAnnealingLR, OneCycleLR (which also cycles momentum), SequentialLR; and the warmup-then-decay schedules of Hugging Face (transformers.optimization's
 get_cosine_schedule_with_warmup, get_linear_schedule_with_warmup), each a LambdaLR.
 
     opt = mg.optim.AdamW(model.parameters(), lr=3e-4)
@@ -20,12 +20,14 @@ As in PyTorch:
 
 NOTE [chainable learning rates]: the recursive formulas are PyTorch's, operation for operation, so the learning
 rates here are PyTorch's to the last bit, not only the closed form's values within rounding
-(tests/test_lr_scheduler.py compares them step by step). Not here: PyTorch's warning when scheduler.step() comes
-before optimizer.step() (it patches the optimizer's step to notice).
+(tests/test_lr_scheduler.py compares them step by step). PyTorch's warning when the first scheduler.step() comes
+before any optimizer.step() is here too: PyTorch patches the optimizer's step to notice; minigrad's Optimizer
+sets the same flag, `_opt_called`, in its own step (optimizer.py's _reported).
 
 Read next: schedules.py, a schedule of another kind: where to cut a chain.
 """
 import bisect
+import collections
 import functools
 import math
 import numbers
@@ -35,6 +37,11 @@ import warnings
 from ..names import not_offered
 from .optimizer import Optimizer
 
+STEP_ORDER_WARNING = (
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and later, you should call "
+    "them in the opposite order: `optimizer.step()` before `lr_scheduler.step()`.  Failure to do this will result in "
+    "PyTorch skipping the first value of the learning rate schedule. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate")
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. Please use "
     "`scheduler.step()` to step the scheduler. During the deprecation, if epoch is different from None, the closed "
@@ -96,6 +103,11 @@ class LRScheduler:
                           UserWarning, stacklevel=3)
 
     def step(self, epoch=None):
+        # PyTorch's warning (its issue 20124): the first step() after making the scheduler comes before any
+        # optimizer.step() (Optimizer's step sets _opt_called, as PyTorch's patched step does): the schedule's
+        # first learning rate is then skipped
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(STEP_ORDER_WARNING, UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
@@ -178,6 +190,27 @@ class StepLR(LRScheduler):
         return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
 
 
+class MultiStepLR(LRScheduler):
+    """lr *= gamma at each milestone step (gamma**n at a milestone listed n times)."""
+
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+        milestones = list(milestones)
+        if any(isinstance(m, bool) or not isinstance(m, numbers.Integral) for m in milestones):
+            raise ValueError(f"MultiStepLR: milestones must be whole step numbers, got {milestones!r}")
+        self.milestones, self.gamma = collections.Counter(milestones), gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._warn_outside_step()
+        if self.last_epoch not in self.milestones:
+            return self._current()
+        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch] for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        milestones = sorted(self.milestones.elements())
+        return [base_lr * self.gamma ** bisect.bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
+
+
 class LinearLR(LRScheduler):
     """lr = initial lr * a factor going linearly from start_factor to end_factor over total_iters steps (a warmup
     when start_factor < end_factor), then staying there."""
@@ -232,6 +265,104 @@ class CosineAnnealingLR(LRScheduler):
     def _get_closed_form_lr(self):
         return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
                 for base_lr in self.base_lrs]
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (Smith and Topin 2017, fastai's two phases; three_phase=True for the paper's): the lr
+    rises from max_lr/div_factor to max_lr over pct_start of total_steps, then anneals to initial_lr/final_div_factor;
+    momentum (SGD's momentum, AdamW's beta1) moves the other way, between max_momentum and base_momentum. It is set
+    each step, not chained; step() once per batch. Stepping past total_steps raises, as in PyTorch."""
+
+    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None, pct_start=0.3,
+                 anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85, max_momentum=0.95, div_factor=25.0,
+                 final_div_factor=1e4, three_phase=False, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"OneCycleLR: {type(optimizer).__name__} is not an Optimizer")
+        if total_steps is not None:
+            if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps <= 0:
+                raise ValueError(f"OneCycleLR: expected positive integer total_steps, but got {total_steps!r}")
+            self.total_steps = total_steps
+        elif epochs is not None and steps_per_epoch is not None:
+            for name, value in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
+                if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                    raise ValueError(f"OneCycleLR: expected positive integer {name}, but got {value!r}")
+            self.total_steps = epochs * steps_per_epoch
+        else:
+            raise ValueError("OneCycleLR: you must define either total_steps OR (epochs AND steps_per_epoch)")
+        if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
+            raise ValueError(f"OneCycleLR: expected float between 0 and 1 pct_start, but got {pct_start!r}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"OneCycleLR: anneal_strategy must be one of 'cos' or 'linear', got {anneal_strategy!r}")
+        phase = lambda end, lr_from, lr_to, m_from, m_to: {  # noqa: E731  PyTorch's _schedule_phases, by name
+            "end_step": end, "start_lr": lr_from, "end_lr": lr_to, "start_momentum": m_from, "end_momentum": m_to}
+        up = float(pct_start * self.total_steps) - 1   # the step where the lr peaks
+        self._schedule_phases = ([phase(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                                  phase(float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr",
+                                        "base_momentum", "max_momentum"),
+                                  phase(self.total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
+                                 if three_phase else
+                                 [phase(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                                  phase(self.total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")])
+        self._anneal_func_type, self.cycle_momentum = anneal_strategy, cycle_momentum
+        groups = optimizer.param_groups
+        if last_epoch == -1:
+            for group, peak in zip(groups, _per_group("max_lr", optimizer, max_lr)):
+                group["initial_lr"] = peak / div_factor
+                group["max_lr"] = peak
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("OneCycleLR: optimizer must support momentum or beta1 with `cycle_momentum` option "
+                                 "enabled (pass cycle_momentum=False)")
+            self.use_beta1 = "betas" in optimizer.defaults
+            if last_epoch == -1:
+                for group, high, low in zip(groups, _per_group("max_momentum", optimizer, max_momentum),
+                                            _per_group("base_momentum", optimizer, base_momentum)):
+                    self._set_momentum(group, high)
+                    group["max_momentum"], group["base_momentum"] = high, low
+        super().__init__(optimizer, last_epoch)
+
+    def _set_momentum(self, group, value):
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def _anneal(self, start, end, pct):
+        if self._anneal_func_type == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        self._warn_outside_step()
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"OneCycleLR: tried to step {step} times. The specified number of total steps is "
+                             f"{self.total_steps}")
+        lrs = []
+        for group in self.optimizer.param_groups:
+            start = 0.0
+            for i, phase in enumerate(self._schedule_phases):
+                end = phase["end_step"]
+                if step <= end or i == len(self._schedule_phases) - 1:
+                    pct = (step - start) / (end - start)
+                    lrs.append(self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct))
+                    if self.cycle_momentum:
+                        self._set_momentum(group, self._anneal(group[phase["start_momentum"]],
+                                                               group[phase["end_momentum"]], pct))
+                    break
+                start = end
+        return lrs
+
+
+def _per_group(name, optimizer, value):
+    """A value per param group: a list or tuple of one per group, or one value for all (PyTorch's _format_param)."""
+    n = len(optimizer.param_groups)
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"OneCycleLR: {name} has {len(value)} values; the optimizer has {n} param groups")
+        return list(value)
+    return [value] * n
 
 
 class SequentialLR(LRScheduler):
@@ -321,13 +452,14 @@ def get_linear_schedule_with_warmup(optimizer, num_warmup_steps, num_training_st
                                                  num_training_steps=num_training_steps), last_epoch)
 
 
-__all__ = ["LRScheduler", "LambdaLR", "StepLR", "LinearLR", "CosineAnnealingLR", "SequentialLR",
+__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "LinearLR", "CosineAnnealingLR", "OneCycleLR",
+           "SequentialLR",
            "get_cosine_schedule_with_warmup", "get_linear_schedule_with_warmup"]
 
-_INSTEAD = {n: "minigrad offers StepLR, LambdaLR, LinearLR, CosineAnnealingLR and SequentialLR; LambdaLR(opt, "
-               "lambda step: factor) makes any schedule of the step" for n in
-            ("MultiStepLR", "ConstantLR", "ExponentialLR", "PolynomialLR", "ChainedScheduler", "CyclicLR",
-             "OneCycleLR", "CosineAnnealingWarmRestarts", "MultiplicativeLR")}
+_INSTEAD = {n: "minigrad offers StepLR, MultiStepLR, LambdaLR, LinearLR, CosineAnnealingLR, OneCycleLR and "
+               "SequentialLR; LambdaLR(opt, lambda step: factor) makes any schedule of the step" for n in
+            ("ConstantLR", "ExponentialLR", "PolynomialLR", "ChainedScheduler", "CyclicLR",
+             "CosineAnnealingWarmRestarts", "MultiplicativeLR")}
 _INSTEAD["ReduceLROnPlateau"] = ("minigrad has no scheduler that reads the loss; write group['lr'] *= factor in "
                                  "your loop when the validation loss stops falling")
 

@@ -37,6 +37,7 @@ def _reported(step):
             profiler.stop_clock(clock, type(self).__name__, "step")
             profiler.on_step(self, done=True)
         mark_written(p for p in self.params if p.grad is not None)
+        self._opt_called = True  # PyTorch's flag: lr_scheduler warns when its first step comes before this one
         return out
     return wrapper
 
