@@ -97,12 +97,12 @@ _INSTEAD = {"compile": "minigrad has no compiler: call the model itself", "jit":
 def __getattr__(name):
     """A name PyTorch has at the top and minigrad in a namespace (mg.CrossEntropyLoss: mg.nn's) says where it is;
     any other, what the nearest is (names.py)."""
-    for where, module in (("mg.nn", nn), ("mg.optim", optim), ("mg.functional", functional), ("mg.nn.init", nn.init),
+    for place, module in (("mg.nn", nn), ("mg.optim", optim), ("mg.functional", functional), ("mg.nn.init", nn.init),
                           ("mg.optim.lr_scheduler", optim.lr_scheduler), ("mg.utils", utils)):
         if name in module.__all__:
-            raise AttributeError(f"module 'minigrad' has no attribute {name!r}; it is {where}.{name}")
+            raise AttributeError(f"module 'minigrad' has no attribute {name!r}; it is {place}.{name}")
         if name in module._INSTEAD:
-            raise AttributeError(f"module 'minigrad' has no attribute {name!r}, nor has {where}: {module._INSTEAD[name]}")
+            raise AttributeError(f"module 'minigrad' has no attribute {name!r}, nor has {place}: {module._INSTEAD[name]}")
     raise not_offered(__name__, name, __all__, _INSTEAD, package_dir=__path__[0])
 
 from . import learner  # noqa: E402 on top of everything: MINIGRAD_LEARNER_ENGINE=folder runs the engine on your exercises

@@ -150,11 +150,6 @@ _NUMPY_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": o
 # divided. An integer or bool tensor next to a float tensor takes the float's dtype; two integer or
 # bool tensors take the wider. float32 next to float64 is an error, not float64 as in PyTorch: a stray
 # float64 would double a model's memory unseen, and minigrad is about seeing memory.
-def _lift(x, like, op):
-    """A number next to a tensor becomes a 0-d tensor of the tensor's dtype and device."""
-    return _operands(like, x, op)[1]
-
-
 def _where(condition, input, other):
     """mg.where (factories.py), here for the in-place writes (fill_, copy_) too: one ops.Where of the values in one
     dtype by NOTE [type promotion]."""
