@@ -136,7 +136,8 @@ class AdamW8bit(Optimizer):
     def code_maps(self, device):
         """The signed and the unsigned code map on `device` (float32, 256 each), made once per device."""
         if device not in self._maps:
-            self._maps[device] = tuple(backend.to_device(create_dynamic_map(signed), device) for signed in (True, False))
+            self._maps[device] = tuple(backend.to_device(create_dynamic_map(signed), device)
+                                       for signed in (True, False))
         return self._maps[device]
 
     def _quantized(self, p, group):

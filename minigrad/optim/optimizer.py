@@ -212,10 +212,11 @@ def _cast(value, p, what, shape=None, dtype=None):
     of `dtype` (by default p's if it is a float array, else its own)."""
     if not backend.is_array(value):
         return copy.deepcopy(value)
-    shape = p.shape if shape is None else tuple(shape)
-    if value.shape != shape:
-        raise ValueError(f"{what} has shape {value.shape} but {shape} was expected (the parameter has shape "
-                         f"{p.shape}); was this state saved for another model?")
+    wanted = p.shape if shape is None else tuple(shape)
+    if value.shape != wanted:
+        expected = "the parameter has shape" if shape is None else f"{wanted} was expected for a parameter of shape"
+        raise ValueError(f"{what} has shape {value.shape} but {expected} {p.shape}; "
+                         "was this state saved for another model?")
     array = backend.to_device(value, p.device)
     return array.astype(dtype or (p.dtype if array.dtype.kind == "f" else array.dtype), copy=True)
 
