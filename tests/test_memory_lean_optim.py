@@ -506,3 +506,16 @@ def test_the_names_point_to_them():
         mg.optim.AdaFactor
     with pytest.raises(AttributeError, match="it is mg.optim.Adafactor"):
         mg.Adafactor
+
+
+def test_a_schedule_drives_a_fixed_lr_and_refuses_the_relative_step():
+    p = mg.nn.Parameter(mg.zeros(3))
+    with pytest.raises(ValueError, match=r"lr=None, nothing to schedule: Adafactor.*relative_step=False"):
+        mg.optim.lr_scheduler.LambdaLR(mg.optim.Adafactor([p]), lambda step: 1.0)
+    opt = mg.optim.Adafactor([p], lr=0.1, relative_step=False, scale_parameter=False)
+    sched = mg.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    for _ in range(2):  # a constant gradient: each update is exactly -lr (g / sqrt(g^2 + 1e-30), RMS 1)
+        p.grad = mg.ones(3)
+        opt.step()
+        sched.step()
+    np.testing.assert_allclose(to_host(p), [-0.15] * 3, rtol=1e-6)

@@ -8,7 +8,8 @@ unused by the loss) is skipped. `state_dict()` / `load_state_dict()` use PyTorch
 
 Optimizer state (momentum buffers, Adam's moments) lives in `self.state[param]`, as PyTorch keeps
 it, made by `_state_buffer` as arrays shaped like the parameter: the optimizer's share of training
-memory. Every subclass's step() is wrapped (`__init_subclass__`) so that an active mg.profile
+memory (Adafactor and AdamW8bit keep arrays of other shapes and dtypes: adafactor.py, adamw8bit.py). Every
+subclass's step() is wrapped (`__init_subclass__`) so that an active mg.profile
 sees the optimizer before and after each step: no subclass can forget to tell the ledger.
 
 Read next: profiler/ledger.py, the ledger that counts what these hold.
