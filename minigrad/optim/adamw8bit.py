@@ -6,8 +6,8 @@ shorter). Each block keeps its absolute maximum in float32 and, per element, a u
 nearest value, to x / absmax, in a table of 256 numbers in [-1, 1] (the "code map"). The table is bitsandbytes'
 dynamic tree (create_dynamic_map below): a decimal exponent 10^-6 ... 10^0 and a linear fraction whose bits
 shrink as the exponent grows, so that the small values of a moment keep their relative precision. The first
-moment (signed) uses the signed map; the second (never negative) the unsigned one, whose 254 non-zero entries are
-all positive, twice the resolution. A step dequantizes each block (code map[code] * absmax), updates the moments in
+moment (signed) uses the signed map (128 entries above 0, 127 below); the second (never negative) the unsigned
+one, whose 255 non-zero entries are all positive: twice the resolution. A step dequantizes each block (code map[code] * absmax), updates the moments in
 float32 exactly as AdamW does, takes the update from those float32 moments, and requantizes them (a new absmax
 per block, then the nearest codes): no error from the quantization enters the step in which it is made, only the
 later ones. Per element, 2 bytes where AdamW keeps 8, plus 8 bytes of absmax per block of 256, plus the two
@@ -16,8 +16,9 @@ later ones. Per element, 2 bytes where AdamW keeps 8, plus 8 bytes of absmax per
 The error this costs: an element x of a block with maximum A is stored within half the gap between the two map
 entries around x / A, times A. The largest half-gap of the signed map is 0.9 / 128 = 0.00703 (its top decade
 [0.1, 1] has 64 entries, and its most negative entry is -(1 - 0.45/64)); of the unsigned map 0.9 / 256. So a
-block's elements are each within 0.7% (signed) and 0.35% (unsigned) of the block's absmax, and an element near the
-maximum within 0.35% (0.18%) of itself; an element below 1e-7 A may become 0. `quantization_error_bound()` gives
+block's elements are each within 0.7% (signed) and 0.35% (unsigned) of the block's absmax; an element of the top
+decade (|x| > A / 10) within 6.2% (3.3%) of itself, near the maximum within 0.35% (0.18%); an element below
+2.75e-7 A (1.6e-7 A unsigned) becomes 0. `quantization_error_bound()` gives
 these numbers from the maps themselves, and tests/test_memory_lean_optim.py checks the moments against exact
 float32 ones run alongside, within the bound accumulated step by step.
 
@@ -26,7 +27,7 @@ precision moments, named as bitsandbytes names them (state1, state2), and step e
 
 Two details differ from bitsandbytes' CUDA kernel: the weight decay comes first, as in PyTorch's AdamW (the kernel
 multiplies by 1 - lr wd after the update: a difference of lr wd times the update, second order), and a value
-halfway between two map entries takes the lower one (the kernel's binary search may take either).
+exactly halfway between two map entries takes the lower one (the kernel's dQuantize may round such ties up).
 
 Read next: lr_scheduler.py, the learning rates every optimizer here takes.
 """
