@@ -38,6 +38,8 @@ The floors, each file importing only the ones above it (the README's table; a te
     init.py         nn.init: kaiming_*, xavier_*, trunc_normal_, ...
   optim/          optimizers and their learning-rate schedules
     optimizer.py    Optimizer, SGD and AdamW
+    adafactor.py    Adafactor: factored second moments (Hugging Face's)
+    adamw8bit.py    AdamW8bit: 8-bit block-wise moments (bitsandbytes')
     lr_scheduler.py StepLR, LambdaLR, LinearLR, CosineAnnealingLR, SequentialLR, warmup then cosine
   schedules.py    where to cut a chain, and what it will cost (pure functions)
   checkpoint/     mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping

@@ -343,7 +343,7 @@ def test_utils_checkpoint_is_torchs_module_path_to_the_same_functions():
     (nn.init, "kaiming_uniform", "did you mean 'kaiming_uniform_'"),
     (nn.init, "orthogonal_", "kaiming_uniform_"),
     (mg.optim, "Adam", "weight_decay=0.0"),
-    (mg.optim, "RMSprop", "SGD (momentum, nesterov) and AdamW"),
+    (mg.optim, "RMSprop", "SGD (momentum, nesterov), AdamW, Adafactor and AdamW8bit"),
     (mg.optim, "adamw", "did you mean 'AdamW'?"),
     (mg.optim.lr_scheduler, "CyclicLR", "LambdaLR"),
     (F, "conv2d", "no convolutions"),

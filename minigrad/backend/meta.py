@@ -582,6 +582,12 @@ def _ascontiguousarray(a, dtype=None, **kw):
     return MetaArray(a.shape if a.ndim else (1,), dtype or a.dtype)
 
 
+def _searchsorted(a, v, side="left", sorter=None):
+    """np.searchsorted: an index for each of v's elements (an 8-bit optimizer's nearest code, optim/adamw8bit.py)."""
+    _meta(a)
+    return MetaArray(np.shape(v) if not isinstance(v, MetaArray) else v.shape, np.intp)
+
+
 def _result_type(*args):
     return np.result_type(*(a.dtype if isinstance(a, MetaArray) else a for a in args))
 
@@ -593,7 +599,7 @@ def _method(name):
 _FUNCTIONS = {
     "where": _where, "moveaxis": _moveaxis, "expand_dims": _expand_dims, "flip": _flip, "broadcast_to": _broadcast_to,
     "concatenate": _concatenate, "stack": _stack, "triu": _triangle, "tril": _triangle,
-    "ascontiguousarray": _ascontiguousarray, "result_type": _result_type,
+    "ascontiguousarray": _ascontiguousarray, "result_type": _result_type, "searchsorted": _searchsorted,
     "ones_like": _like, "zeros_like": _like, "empty_like": _like, "full_like": lambda a, fill_value, dtype=None, **kw:
     _like(a, dtype, **kw),
     "clip": lambda a, a_min=None, a_max=None, out=None, **kw: _clip(a, a_min, a_max, out),

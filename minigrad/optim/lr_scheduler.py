@@ -63,6 +63,11 @@ class LRScheduler:
             raise TypeError(f"{type(self).__name__}: {type(optimizer).__name__} is not an Optimizer; pass the "
                             f"optimizer whose learning rates it schedules (mg.optim.AdamW(...), mg.optim.SGD(...))")
         self.optimizer = optimizer
+        for i, group in enumerate(optimizer.param_groups):
+            if group.get("lr") is None:  # Adafactor's relative step: it makes its own learning rate each step
+                raise ValueError(f"{type(self).__name__}: param_groups[{i}] has lr=None, nothing to schedule: "
+                                 f"{type(optimizer).__name__} computes its own step (relative_step=True); pass "
+                                 "relative_step=False and an lr to schedule it")
         if last_epoch == -1:
             for group in optimizer.param_groups:
                 group.setdefault("initial_lr", group["lr"])

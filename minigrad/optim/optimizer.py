@@ -8,7 +8,8 @@ unused by the loss) is skipped. `state_dict()` / `load_state_dict()` use PyTorch
 
 Optimizer state (momentum buffers, Adam's moments) lives in `self.state[param]`, as PyTorch keeps
 it, made by `_state_buffer` as arrays shaped like the parameter: the optimizer's share of training
-memory. Every subclass's step() is wrapped (`__init_subclass__`) so that an active mg.profile
+memory (Adafactor and AdamW8bit keep arrays of other shapes and dtypes: adafactor.py, adamw8bit.py). Every
+subclass's step() is wrapped (`__init_subclass__`) so that an active mg.profile
 sees the optimizer before and after each step: no subclass can forget to tell the ledger.
 
 Read next: profiler/ledger.py, the ledger that counts what these hold.
@@ -145,7 +146,11 @@ class Optimizer:
         return state[name]
 
     def state_bytes(self):
-        return sum(a.nbytes for s in self.state.values() for a in s.values() if hasattr(a, "nbytes"))
+        """Bytes of the arrays in self.state, each buffer once (an 8-bit optimizer's code maps are shared), as the
+        ledger counts them."""
+        owners = {id(o): o for s in self.state.values() for a in s.values() if backend.is_array(a)
+                  for o in (backend.owner(a),)}
+        return sum(o.nbytes for o in owners.values())
 
     def state_dict(self):
         """PyTorch's layout: {'state': {index: {name: value}}, 'param_groups': [{..., 'params': [index, ...]}]},
@@ -180,7 +185,7 @@ class Optimizer:
         for k, values in state_dict["state"].items():
             if k not in by_index:
                 raise ValueError(f"{name}: the state dict has state for parameter {k!r}, which no param group lists")
-            state[by_index[k]] = {key: _cast(v, by_index[k], f"{name}: state {key!r} of parameter {k}")
+            state[by_index[k]] = {key: self._loaded(key, v, by_index[k], f"{name}: state {key!r} of parameter {k}")
                                   for key, v in values.items()}
         groups = []
         for i, (group, s) in enumerate(zip(self.param_groups, saved)):
@@ -191,6 +196,11 @@ class Optimizer:
             groups.append(new)
         self.state, self.param_groups = state, groups  # only once everything checked out
 
+    def _loaded(self, key, value, p, what):
+        """A saved state value for parameter p, as load_state_dict takes it: an optimizer whose state is not
+        shaped like its parameter (Adafactor's factors, 8-bit blocks) says here what shape and dtype it wants."""
+        return _cast(value, p, what)
+
     def step(self):
         raise NotImplementedError
 
@@ -199,15 +209,18 @@ def _copied(value):
     return value.copy() if backend.is_array(value) else copy.deepcopy(value)
 
 
-def _cast(value, p, what):
-    """A saved state value for parameter p: an array becomes a copy of p's dtype (if float) on p's device."""
+def _cast(value, p, what, shape=None, dtype=None):
+    """A saved state value for parameter p: an array becomes a copy on p's device, of `shape` (p's by default) and
+    of `dtype` (by default p's if it is a float array, else its own)."""
     if not backend.is_array(value):
         return copy.deepcopy(value)
-    if value.shape != p.shape:
-        raise ValueError(f"{what} has shape {value.shape} but the parameter has shape {p.shape}; "
+    wanted = p.shape if shape is None else tuple(shape)
+    if value.shape != wanted:
+        expected = "the parameter has shape" if shape is None else f"{wanted} was expected for a parameter of shape"
+        raise ValueError(f"{what} has shape {value.shape} but {expected} {p.shape}; "
                          "was this state saved for another model?")
     array = backend.to_device(value, p.device)
-    return array.astype(p.dtype if array.dtype.kind == "f" else array.dtype, copy=True)
+    return array.astype(dtype or (p.dtype if array.dtype.kind == "f" else array.dtype), copy=True)
 
 
 class SGD(Optimizer):

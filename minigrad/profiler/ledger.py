@@ -3,7 +3,7 @@ what the tape reports to it (the hooks below, declared by tensor.Listener: NOTE 
 
 Bytes are counted by category, one buffer in one category (NOTE [one buffer, one category]):
   parameters   the arrays of nn.Parameter tensors
-  optimizer    optimizer state (momentum, Adam's moments)
+  optimizer    optimizer state (momentum, Adam's moments, Adafactor's factors, AdamW8bit's codes and absmax)
   gradients    the .grad of leaves (and of tensors that retain_grad)
   activations  arrays that a record on the tape saved for its backward
   transient    everything else the engine made that is still alive: op outputs nobody saved,
