@@ -42,8 +42,9 @@ class _Exports:
 
     def _memory_points(self):
         """[(ns, op, phase, bytes per category)] of the events, and the index of the peak among them. Where the total
-        peaked inside an op, between two events (an array made, another freed before the op's event), one point
-        more holds the peak, halfway between them: the peak is always one of the points."""
+        peaked between two events (inside an op, or in a factory that makes no event: an array made, and another
+        freed before the next event), one point more holds the peak, halfway between them in time: the peak is
+        always one of the points. prof.timeline() has no such point."""
         if not self._events:
             raise RuntimeError("profile: nothing to export yet; export a profile after its `with` block has run")
         points = [(ns, op, phase, list(current)) for ns, (op, phase, current) in zip(self._event_ns, self._events)]
@@ -54,7 +55,8 @@ class _Exports:
             points.append((points[-1][0], "peak", "peak", at_peak))
             return points, len(points) - 1
         before = points[k - 1][0] if k else points[k][0]
-        points.insert(k, ((before + points[k][0]) // 2, f"peak, inside {points[k][1]}", points[k][2], at_peak))
+        where = f"peak, between {points[k - 1][1]} and {points[k][1]}" if k else f"peak, before {points[k][1]}"
+        points.insert(k, ((before + points[k][0]) // 2, where, points[k][2], at_peak))
         return points, k
 
     # --- Chrome's Trace Event Format
@@ -144,7 +146,7 @@ p { margin: 4px 0 8px; }
 #chart { width: 100%; max-width: 1200px; height: auto; }
 #chart text { font-size: 12px; fill: #222; }
 #chart .axis line, #chart .axis path { stroke: #444; }
-#chart .grid { stroke: #ddd; }
+#chart .axis line.grid { stroke: #000; stroke-opacity: .12; }
 #tip { position: fixed; pointer-events: none; background: rgba(255,255,255,.96); border: 1px solid #888;
        border-radius: 4px; padding: 6px 8px; font-size: 12px; box-shadow: 0 1px 4px rgba(0,0,0,.2); }
 #tip table { border-collapse: collapse; } #tip td { padding: 0 4px; } #tip td.n { text-align: right; }
@@ -252,7 +254,9 @@ window.onerror = function (message, source, line) {
   var px = (x(pk) + x(pk + 1)) / 2;
   el("line", {x1: px, x2: px, y1: T, y2: T + ph, stroke: "#000", "stroke-dasharray": "4 3", "class": "peak"});
   el("circle", {cx: px, cy: y(totals[pk]), r: 4, fill: "#000"});
-  el("text", {x: Math.min(px + 6, L + pw - 150), y: T + 12}, svg, "peak " + fmt(totals[pk]) + " (event " + pk + ")");
+  var right = px + 160 < L + pw;  // the label beside the line, on the side with room
+  el("text", {x: right ? px + 6 : px - 6, y: T + 12, "text-anchor": right ? "start" : "end"}, svg,
+     "peak " + fmt(totals[pk]) + " (event " + pk + ")");
 
   // the legend: each category with its bytes at the peak; the phases' colours
   var lx = L + pw + 24, ly = T + 8;
