@@ -85,8 +85,8 @@ class _Ledger:
         self._saved = {}                   # op name -> bytes saved for backward (summed over calls)
         self._events = []                  # [op name, phase, bytes per category after it]
         self._event_ns = []                # when each event was taken (NOTE [when, beside what])
-        self._peak_event = 0               # how many events there were when the total peaked: it peaked at the
-                                           # last of them, or inside the op after it
+        self._peak_event = 0               # how many events there were when the total peaked: the next event
+                                           # holds the peak, unless a buffer died before it was taken
         self._traffic = {}                 # collective's name -> [bytes sent, bytes received] by this process
         self._comms = []                   # [(collective's name, start ns, end ns, bytes sent, bytes received)]
         self._used = {}                    # id -> weakref of each parameter, module, optimizer counted (NOTE [what
