@@ -176,10 +176,10 @@ def page_data(page):
 
 def test_the_memory_page_is_self_contained_and_holds_the_ledgers_events(tmp_path):
     prof = checkpointed_step()
-    page = open(prof.export_memory_timeline(str(tmp_path / "step.html"), title="a <checkpointed> step")).read()
+    page = open(prof.export_memory_timeline(str(tmp_path / "step.html"), title="a <checkpointed> {data} step")).read()
     assert not re.search(r"\bsrc=|<link|url\(|@import|fetch\(|XMLHttpRequest|https?://(?!www\.w3\.org/2000/svg\")",
                          page), "the page must load nothing from anywhere"
-    assert "<title>a &lt;checkpointed&gt; step</title>" in page
+    assert "<title>a &lt;checkpointed&gt; {data} step</title>" in page  # escaped, and filled in one pass
     data = page_data(page)
     assert data["categories"] == list(CATEGORIES)
     assert data["colors"] == [TAB10[CATEGORY_COLORS[c]] for c in CATEGORIES]

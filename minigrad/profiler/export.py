@@ -18,6 +18,7 @@ Read next: schedules.py and checkpoint/, which trade these bytes for recompute F
 import html
 import json
 import os
+import re
 
 from .clocks import TIMED_PHASES
 from .ledger import CATEGORIES
@@ -114,17 +115,17 @@ class _Exports:
         ns, op, phase, at_peak = points[peak]
         parts = ", ".join(f"{c} {format_bytes(b)}" for c, b in zip(CATEGORIES, at_peak))
         summary = (f"Peak {format_bytes(sum(at_peak))} at event {peak} of {len(points)} ({op}, {phase}): {parts}.")
-        page = (_PAGE.replace("{title}", html.escape(title)).replace("{summary}", html.escape(summary))
-                .replace("{data}", json.dumps(data, separators=(",", ":")).replace("</", "<\\/"))
-                .replace("{script}", _SCRIPT))
+        fill = dict(title=html.escape(title), summary=html.escape(summary), script=_SCRIPT,
+                    data=json.dumps(data, separators=(",", ":")).replace("</", "<\\/"))  # no "</script>" inside
+        page = re.sub(r"\{(title|summary|data|script)\}", lambda m: fill[m.group(1)], _PAGE)  # one pass: an op's
+        # name with braces in it stays as it is
         with open(path, "w", encoding="utf-8") as f:
             f.write(page)
         return path
 
 
 def write_exports(prof, html_path=None, trace_path=None, title=None):
-    """Write the page and/or the trace, making their folders; returns the paths written (the lessons and the
-    command's --html use it)."""
+    """Write the page and/or the trace, making their folders; returns the paths written (`memory --html` uses it)."""
     written = []
     for target, export in ((html_path, lambda p: prof.export_memory_timeline(p, title)),
                            (trace_path, prof.export_chrome_trace)):
