@@ -110,7 +110,8 @@ class _Exports:
         data = dict(categories=list(CATEGORIES),
                     colors=[TAB10[CATEGORY_COLORS[c]] for c in CATEGORIES],
                     phases={**{p: TAB10[c] for p, c in PHASE_COLORS.items()}, "step": TAB10[STEP_COLOR]},
-                    points=[[op, phase, current, round((ns - points[0][0]) / 1e6, 3)] for ns, op, phase, current in points],
+                    points=[[op, phase, current, round((ns - points[0][0]) / 1e6, 3)]  # milliseconds from the start
+                            for ns, op, phase, current in points],
                     peak=peak)
         ns, op, phase, at_peak = points[peak]
         parts = ", ".join(f"{c} {format_bytes(b)}" for c, b in zip(CATEGORIES, at_peak))
