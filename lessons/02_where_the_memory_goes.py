@@ -19,7 +19,10 @@ from a pool that does the same on the host (NOTE [host memory pool] in minigrad/
 turns it off), and MINIGRAD_KEEP_HOST_MEMORY=1 asks malloc itself to keep what is freed (opt-in: it is the whole
 process's). Three fresh processes run the same steps of a small GPT, and count the page faults and the time per
 step.
-Plot: out/02_memory_timeline.png, the two steps event by event.
+Plot: out/02_memory_timeline.png, the two steps event by event. The first step's profile is also written where
+other tools open it: out/02_memory_timeline.html (prof.export_memory_timeline: the same stacked memory, the peak
+marked, each op on hover; any browser) and out/02_step_trace.json (prof.export_chrome_trace: each op a span by
+phase, memory as counters; Perfetto, https://ui.perfetto.dev, or chrome://tracing).
 """
 # %%
 import argparse
@@ -39,7 +42,7 @@ from minigrad import formulas
 from minigrad.gpt import GPT, GPTConfig
 from minigrad.profiler import CATEGORIES, CATEGORY_COLORS, format_bytes, format_flops
 
-from _lesson import command_line, finish, predict, reveal, save_plot
+from _lesson import OUT, command_line, finish, predict, reveal, save_plot
 
 # settings
 SEED = 0
@@ -47,7 +50,11 @@ BATCH, WIDTH, DEPTH, IN = 256, 256, 8, 128
 MiB = 2 ** 20
 EXERCISES = (6,)  # python -m minigrad check N: the exercises this lesson prepares (the ledger, by hand)
 PLOTS = {"02_memory_timeline.png": "one steady-state training step, event by event, with zero_grad before the "
-                                   "forward and after it: the last step's gradients ride through the forward"}
+                                   "forward and after it: the last step's gradients ride through the forward",
+         "02_memory_timeline.html": "the first of those steps as a page for any browser: memory by category, "
+                                    "the peak and what was alive at it, each op on hover",
+         "02_step_trace.json": "the same step as a Chrome trace: each op a span by phase, memory by category as "
+                               "counters; open it in Perfetto (ui.perfetto.dev) or chrome://tracing"}
 
 
 def build():
@@ -175,7 +182,7 @@ def when(points, prof):
 
 # %%
 def main(argv=None):
-    ap = command_line(__doc__, no_plot="skip writing out/02_memory_timeline.png")
+    ap = command_line(__doc__, no_plot="write nothing to out/ (the plot, the page, the trace)")
     ap.add_argument("--steps-alone", action="store_true", help=argparse.SUPPRESS)  # between_steps' worker
     args = ap.parse_args(argv)
     if args.steps_alone:
@@ -223,6 +230,7 @@ def main(argv=None):
     if not args.no_plot:
         plot([(points, prof, "opt.zero_grad() first: the forward runs without gradients"),
               (late_points, late, "opt.zero_grad() after the forward: last step's gradients ride through it")])
+        export(prof)
     finish(EXERCISES)
 
 
@@ -255,6 +263,30 @@ def plot(steps):
     fig.suptitle(f"A steady-state training step of the MLP (batch {BATCH}), as mg.profile saw it:\n"
                  "activations ramp up in forward and drain in backward while the gradients fill", fontsize=11)
     print(f"\nplot: {save_plot(fig, '02_memory_timeline.png')}")
+
+
+# %% [markdown]
+# ## The same step in the tools people already use
+# PyTorch's profiler exports a profile twice over, and so does mg.profile, with the same names: a page that draws
+# the memory timeline (export_memory_timeline) and a trace of every op in time (export_chrome_trace, Chrome's Trace
+# Event Format). The page needs nothing but a browser; the trace opens in Perfetto or chrome://tracing, where the
+# ops of forward, backward and the optimizer's step lie on tracks of their own under the memory counters.
+
+# %%
+def export(prof):
+    os.makedirs(OUT, exist_ok=True)
+    page = prof.export_memory_timeline(os.path.join(OUT, "02_memory_timeline.html"),
+                                       title=f"Lesson 2: one steady-state step of the MLP (batch {BATCH}), zero_grad "
+                                             f"first, as mg.profile saw it")
+    trace = prof.export_chrome_trace(os.path.join(OUT, "02_step_trace.json"))
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    spans = sum(e["ph"] == "X" for e in events)
+    samples = sum(e["ph"] == "C" for e in events)
+    print(f"memory timeline: {page} ({samples} points, the peak of {format_bytes(prof.peak_bytes())} marked; open it "
+          f"in any browser and hover over the chart for each op)")
+    print(f"trace: {trace} ({spans} spans: {prof.calls()} op runs and AdamW's step; {samples} memory samples); "
+          f"open it in Perfetto, https://ui.perfetto.dev (Open trace file), or chrome://tracing (Load)")
 
 
 # %%

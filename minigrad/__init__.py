@@ -28,6 +28,7 @@ The floors, each file importing only the ones above it (the README's table; a te
     clocks.py       self time and phases
     ledger.py       bytes by category, FLOPs by phase
     report.py       tables and a timeline
+    export.py       a Chrome trace (Perfetto) and an HTML memory timeline
   names.py        PyTorch's names: inference_mode, and the did-you-mean of a name minigrad does not have
   functional.py   softmax, cross_entropy, nll_loss, layer_norm, ... (imported as mg.functional)
   nn/             modules with PyTorch's names

@@ -11,6 +11,8 @@
     python -m minigrad curve --gpt       the same for the GPT's blocks
     python -m minigrad memory --model bert-large-uncased --batch-size 4 --seq-len 512
                                          one training step's peak memory by category, and its FLOPs
+    python -m minigrad memory --model gpt2 --batch-size 2 --seq-len 128 --html out/step.html
+                                         ... and the step's memory timeline, a page for any browser
     python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024 --top 10
                                          micro-batch, accumulation and checkpointing that fit, cheapest first
     python -m minigrad launch -n 2 train.py [ITS ARGUMENTS]
@@ -36,6 +38,7 @@ from . import distributed, grading, models, nn, plan, schedules
 from .checkpoint import checkpoint_segments, measure_chain
 from .gpt import GPT, GPTConfig
 from .profiler import format_bytes, format_flops, profile
+from .profiler.export import write_exports
 from .backend.random import manual_seed
 from .tensor import randn
 
@@ -83,11 +86,13 @@ def tour(args):
 
 
 def closing_list(found, since):
-    """The plots the lessons wrote since `since`, each with the line its lesson's PLOTS gives it."""
+    """The plots the lessons wrote since `since` (images, and the pages and traces a profile exports: OUTPUTS), each
+    with the line its lesson's PLOTS gives it."""
     said = {}
     for path in found:
         said.update(lesson_plots(path))
-    written = sorted(p for p in glob.glob(os.path.join("out", "*.png")) if os.path.getmtime(p) >= since - 1)
+    written = sorted(p for kind in OUTPUTS for p in glob.glob(os.path.join("out", "*" + kind))
+                     if os.path.getmtime(p) >= since - 1)
     if not written:
         print("\nNo plots were written.")
         return
@@ -97,6 +102,9 @@ def closing_list(found, since):
         what = said.get(os.path.basename(p), "(its lesson's PLOTS does not name it)")
         print(textwrap.fill(what, width=100, initial_indent=f"  {os.path.basename(p):<{column}}",
                             subsequent_indent=" " * (column + 2)))
+
+
+OUTPUTS = (".png", ".html", ".json")  # what a lesson's PLOTS may name: plots, memory pages, Chrome traces
 
 
 def lesson_plots(path):
@@ -426,6 +434,15 @@ def memory(args):
         print(json.dumps(prediction.as_json()))
     else:
         print("\n".join(plan.table(prediction)))
+    if args.html:
+        title = f"{plan.describe(setup, software=False)}: one step on 'meta', live memory by category"
+        try:
+            write_exports(prediction.profile, html_path=args.html, title=title)
+        except OSError as e:
+            print(f"memory: could not write the page to {args.html}: {e.strerror or e}", file=sys.stderr)
+            return 2
+        print(f"memory timeline: {args.html} ({len(prediction.profile.timeline())} events; open it in any browser)",
+              file=sys.stderr if args.json else sys.stdout)  # --json: stdout stays one JSON object
     return 0
 
 
@@ -591,6 +608,7 @@ def main(argv=None):
           python -m minigrad memory --model bert-large-uncased --batch-size 4 --seq-len 512
           python -m minigrad memory --model bert-large-uncased --batch-size 1 --grad-accum 4 --seq-len 512 --checkpointing
           python -m minigrad memory --model gpt2-xl --batch-size 1 --seq-len 1024 --json
+          python -m minigrad memory --model gpt2 --batch-size 2 --seq-len 128 --html out/step.html
           python -m minigrad memory --model gpt2-xl --batch-size 4 --seq-len 1024 --checkpointing \
               --policy save_anything_except_core_attention     (recompute only attention's T x T arrays)"""))
     _step_arguments(p)
@@ -602,6 +620,10 @@ def main(argv=None):
                         "'budget': Chen et al.'s budgeted greedy at its least memory (lesson 8); default none")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: bytes per category and total, and flops by phase")
+    p.add_argument("--html", metavar="PATH",
+                   help="also write the step's memory timeline to PATH (e.g. out/step.html): one self-contained "
+                        "HTML page, the bytes by category stacked event by event, the peak marked, each op on "
+                        "hover (prof.export_memory_timeline); an existing file is replaced")
     p.set_defaults(run=memory)
     p = add_parser(
         "plan", help="the micro-batch, accumulation and checkpointing that fit a memory budget, cheapest first",

@@ -187,10 +187,16 @@ def _wait(request, what):
         pause = min(pause * 2, 1e-3)  # spin briefly, then let the other processes have the cores
 
 
-def _report(op, sent, received):
+def _clock():
+    """The active profile's clock as a collective begins (None without one): _report dates the collective by it."""
+    profiler = active_profiler()
+    return profiler.start_clock() if profiler is not None else None
+
+
+def _report(op, sent, received, clock=None):
     profiler = active_profiler()
     if profiler is not None:
-        profiler.on_communication(op, sent, received)
+        profiler.on_communication(op, sent, received, clock)
 
 
 # ----------------------------------------------------------------------------- collectives on tensors
@@ -209,17 +215,19 @@ def all_reduce(tensor, op="sum"):
 def _all_reduce_array(array, what):
     comm, n = _comm(), _comm().Get_size()
     out = np.empty_like(array)
+    clock = _clock()
     _wait(comm.Iallreduce(array, out), what)
-    _report(what, 2 * (n - 1) * array.nbytes // n, 2 * (n - 1) * array.nbytes // n)
+    _report(what, 2 * (n - 1) * array.nbytes // n, 2 * (n - 1) * array.nbytes // n, clock)
     return out
 
 
 def broadcast(tensor, src=0):
     """Every rank gets rank src's values, in place (torch.distributed.broadcast)."""
     host = np.ascontiguousarray(backend.to_numpy(tensor.data))
+    clock = _clock()
     _wait(_comm().Ibcast(host, root=src), "broadcast")
     rank = get_rank()
-    _report("broadcast", host.nbytes if rank == src else 0, 0 if rank == src else host.nbytes)
+    _report("broadcast", host.nbytes if rank == src else 0, 0 if rank == src else host.nbytes, clock)
     with no_grad():
         tensor.data[...] = backend.to_device(host, tensor.device)
     return tensor
@@ -411,9 +419,11 @@ class ZeroRedundancyOptimizer(Optimizer):
                 if mine else np.zeros(0, dtype))
         counts = [sum(p.numel() for p in params if self.owner[id(p)] == r) for r in range(world)]
         out = np.empty(sum(counts), dtype)
+        clock = _clock()
         _wait(_comm().Iallgatherv(send, [out, counts]), "all_gather (parameters)")
         nbytes = [c * dtype.itemsize for c in counts]  # a ring all-gather: all shares but one's own / the next's
-        _report("all_gather (parameters)", sum(nbytes) - nbytes[(rank + 1) % world], sum(nbytes) - nbytes[rank])
+        _report("all_gather (parameters)", sum(nbytes) - nbytes[(rank + 1) % world], sum(nbytes) - nbytes[rank],
+                clock)
         start = np.concatenate([[0], np.cumsum(counts)[:-1]])
         at = {r: int(start[r]) for r in range(world)}
         with no_grad():

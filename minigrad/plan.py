@@ -103,6 +103,7 @@ class Prediction:
     bytes: dict          # {category: bytes} at the moment the step's total peaked, and 'total'
     flops: dict          # {'forward', 'backward', 'recompute': FLOPs of the whole step}
     segments: list       # the checkpointed segments of blocks that ran ([] without checkpointing)
+    profile: object = field(default=None, repr=False, compare=False)  # the step's mg.profile: its events, to export
 
     @property
     def samples(self):
@@ -157,7 +158,7 @@ def predict(setup, exact_accumulation=True, device="meta"):
     scale = setup.grad_accum / runs
     flops = {phase: round(prof.flops(phase) * scale) for phase in ("forward", "backward", "recompute")}
     at_peak = prof.bytes_at_peak()
-    return Prediction(setup, {**{c: at_peak[c] for c in ORDER}, "total": prof.peak_bytes()}, flops, segments)
+    return Prediction(setup, {**{c: at_peak[c] for c in ORDER}, "total": prof.peak_bytes()}, flops, segments, prof)
 
 
 def _warm_up(model, opt, set_to_none):

@@ -31,7 +31,7 @@ def fake_lessons(tmp_path):
         import os
         PLOTS = {"02_fake.png": "a fake plot, with the line its lesson gives it"}
         os.makedirs("out", exist_ok=True)
-        for name in ("02_fake.png", "02_unnamed.png"):
+        for name in ("02_fake.png", "02_unnamed.png", "02_page.html"):
             with open(os.path.join("out", name), "wb") as f:
                 f.write(b"not really a png")
         """))
@@ -53,6 +53,7 @@ def test_tour_reports_a_failed_lesson_goes_on_and_fails_at_the_end(tmp_path, mon
     closing = out.split("The plots, in out/:")[1]
     assert re.search(r"02_fake\.png\s+a fake plot, with the line its lesson gives it", closing)
     assert re.search(r"02_unnamed\.png\s+\(its lesson's PLOTS does not name it\)", closing)
+    assert re.search(r"02_page\.html\s+\(its lesson's PLOTS does not name it\)", closing)  # a page is listed too
     assert "00_stale.png" not in closing                               # only what this tour wrote
 
 
@@ -68,7 +69,7 @@ def test_tour_passes_when_every_lesson_does(tmp_path, monkeypatch, capfd):
 def test_every_lesson_names_its_plots():
     for path in command.lessons():
         plots = command.lesson_plots(path)
-        assert plots and all(name.endswith(".png") and len(line) > 20 for name, line in plots.items()), path
+        assert plots and all(name.endswith(command.OUTPUTS) and len(line) > 20 for name, line in plots.items()), path
 
 
 def test_lesson_plots_reads_no_code(tmp_path):

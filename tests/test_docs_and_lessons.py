@@ -42,13 +42,14 @@ def run(args, **kw):
 
 def lesson(name, tmp_path, *args):
     """Run lessons/<name> in tmp_path; check that it succeeded, wrote exactly the plots its PLOTS names (each
-    more than a few KB), and ended by naming its exercises. Returns its stdout."""
+    image more than a few KB), and ended by naming its exercises. Returns its stdout."""
     path = os.path.join(ROOT, "lessons", name)
     r = run([path, *args], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    written = {p.name: p.stat().st_size for p in (tmp_path / "out").glob("*.png")}
+    out = tmp_path / "out"
+    written = {p.name: p.stat().st_size for p in (out.iterdir() if out.exists() else ())}
     assert set(written) == set(lesson_plots(path)), "the lesson's PLOTS must name exactly the plots it writes"
-    assert all(size > 10_000 for size in written.values()), written
+    assert all(size > 10_000 for name, size in written.items() if name.endswith(".png")), written
     ending = r.stdout.rsplit("Now build it:", 1)
     assert len(ending) == 2, "the lesson ends by naming its exercises"
     named = [int(n) for n in re.findall(r"python -m minigrad check (\d+)", ending[1])]
@@ -87,6 +88,16 @@ def test_lesson_02_measures_a_steady_step_and_the_late_zero_grad(tmp_path):
     grads = mib(re.search(r"gradients after backward: ([\d.]+ \w+)", out).group(1))
     assert mib(late.group(3)) == grads  # at the late peak, all of last step's gradients are alive
     assert mib(late.group(1)) - mib(early.group(1)) > grads / 2
+    # the first step, exported: the page and the trace it names, with the counts it prints
+    page = re.search(r"^memory timeline: (out/02_memory_timeline\.html) \((\d+) points, the peak of ([\d.]+ \w+) "
+                     r"marked; open it in any browser", out, re.M)
+    trace = re.search(r"^trace: (out/02_step_trace\.json) \((\d+) spans: (\d+) op runs and AdamW's step; (\d+) "
+                      r"memory samples\); open it in Perfetto, https://ui\.perfetto\.dev", out, re.M)
+    assert page and trace and page.group(3) == early.group(1)
+    events = json.load(open(tmp_path / trace.group(1)))["traceEvents"]
+    assert sum(e["ph"] == "X" for e in events) == int(trace.group(2)) == int(trace.group(3)) + 1
+    assert sum(e["ph"] == "C" for e in events) == int(trace.group(4)) == int(page.group(2))
+    assert "<svg" in (tmp_path / page.group(1)).read_text()
     faults = [float(m) for m in re.findall(r"^  (?:no pool, malloc as it comes|minigrad's pool \(the default\)|no pool, "
                                            r"malloc keeps memory)\s+([\d.]+) page faults per step", out, re.M)]
     assert len(faults) == 3  # between steps: no pool, the pool, malloc keeping freed memory

@@ -5,6 +5,7 @@ block runs.
         loss = model(x).sum(); loss.backward(); opt.step()
     print(prof.table())
     prof.peak_bytes("activations"), prof.flops("backward", op="matmul"), prof.timeline()
+    prof.export_chrome_trace("out/step.json"), prof.export_memory_timeline("out/step.html")   # to look at
 
 `profile` is one object made of three parts, one file each; each file imports only the ones above it:
   clocks.py   time: each op's self time by phase, less the ops that ran inside it and the profiler's own
@@ -14,23 +15,26 @@ block runs.
               calls (tensor.Listener: on_save, on_release, ...); prof.peak_bytes(), prof.flops(), prof.calls()
   report.py   what prints them: prof.table(), prof.timeline(), format_bytes, format_flops, format_seconds; the
               colours every plot draws the categories and phases in (CATEGORY_COLORS, PHASE_COLORS)
+  export.py   what opens elsewhere: prof.export_chrome_trace() for Perfetto and chrome://tracing (ops as spans by
+              phase, memory by category as counters, collectives), prof.export_memory_timeline(), one HTML page
 This file puts the parts together and opens and closes the block. The package sits above the tape, which reports
 to it, and below nn and optim, which it counts without importing them (NOTE [marks, not imports], ledger.py).
 
-Read next: clocks.py, ledger.py, report.py; then schedules.py and checkpoint/, which trade these bytes for
+Read next: clocks.py, ledger.py, report.py, export.py; then schedules.py and checkpoint/, which trade these bytes for
 recompute FLOPs.
 """
 from ..tensor import Listener, active_profiler, profiling
 from .clocks import PHASES, TIMED_PHASES, _Clocks, _now
 from .ledger import ACTIVATIONS, CATEGORIES, GRADIENTS, OPTIMIZER, PARAMETERS, TRANSIENT, _Ledger
 from .report import CATEGORY_COLORS, PHASE_COLORS, _Reports, format_bytes, format_flops, format_seconds
+from .export import _Exports
 
 __all__ = ["profile", "CATEGORIES", "PHASES", "TIMED_PHASES", "CATEGORY_COLORS", "PHASE_COLORS", "format_bytes",
            "format_flops", "format_seconds",
            "PARAMETERS", "OPTIMIZER", "GRADIENTS", "ACTIVATIONS", "TRANSIENT"]  # the last: indices into CATEGORIES
 
 
-class profile(_Ledger, _Clocks, _Reports, Listener):
+class profile(_Ledger, _Clocks, _Reports, _Exports, Listener):
     """Context manager that records bytes by category, FLOPs and time by phase and op (see the package's doc).
 
     Its parts come before Listener, so that their hooks replace the no-op ones it declares (NOTE [what the tape

@@ -62,6 +62,8 @@ class _Clocks:
         self._overhead_ns = 0              # the profiler's own bookkeeping while the block ran
         self._start_ns = None              # when the block began
         self._wall_ns = None               # the block's wall time, once it has ended
+        self._spans = []                   # [((phase, op name), start ns, end ns)] of each stopped clock, in the
+                                           # order they stopped: the trace's spans (NOTE [when, beside what])
 
     @property
     def phase(self):
@@ -87,6 +89,7 @@ class _Clocks:
         """Count the time of the op `key` (phase, name) whose clock stopped at `end`, the bookkeeping sum then
         being `overhead`: its total, less the bookkeeping inside it, and its self time, less the ops inside it."""
         start, ops, overhead_then = clock
+        self._spans.append((key, start, end))
         total = end - start - (overhead - overhead_then)
         own = total - (self._ops_ns - ops)
         self._ops_ns += own

@@ -84,7 +84,11 @@ class _Ledger:
         self._calls = {}                   # (phase, op name) -> calls
         self._saved = {}                   # op name -> bytes saved for backward (summed over calls)
         self._events = []                  # [op name, phase, bytes per category after it]
+        self._event_ns = []                # when each event was taken (NOTE [when, beside what])
+        self._peak_event = 0               # how many events there were when the total peaked: the next event
+                                           # holds the peak, unless a buffer died before it was taken
         self._traffic = {}                 # collective's name -> [bytes sent, bytes received] by this process
+        self._comms = []                   # [(collective's name, start ns, end ns, bytes sent, bytes received)]
         self._used = {}                    # id -> weakref of each parameter, module, optimizer counted (NOTE [what
                                            # a profile counts]); by id, as tensors' == is elementwise
         self._scope = [_check_scope(x) for x in scope]
@@ -176,6 +180,7 @@ class _Ledger:
         if self._total > self._peak_total:  # only a new buffer can raise it: a move between categories keeps it
             self._peak_total = self._total
             self._at_peak = tuple(current)
+            self._peak_event = len(self._events)
 
     def _hold(self, array, category):
         """Count `array` in `category` for as long as the array object lives."""
@@ -218,8 +223,15 @@ class _Ledger:
             key = (phase, name)
             self._flops[key] = self._flops.get(key, 0) + n
 
-    def _event(self, op, phase):
+    # NOTE [when, beside what]: an event says what was alive after an op; when it was taken is kept beside the
+    # events, in lists of their own (_event_ns, one time per event; the clocks' _spans, each op's start and end;
+    # _comms, each collective's), never in them: a step on 'meta' and the same step for real make the same events
+    # (tests/test_meta.py compares them) at different times. The hooks that run for every op pass the time they
+    # read already (on_forward, on_backward), so the times cost no read of the clock there: a list append per
+    # event and per op (measured in the README's "Measuring a step"). export.py turns them into a trace.
+    def _event(self, op, phase, ns=None):
         self._events.append((op, phase, list(self._current)))
+        self._event_ns.append(_now() if ns is None else ns)
 
     # --- what the tape (tensor.py) reports while this profile is active; each hook's time is the profiler's.
     # Those that run for every op time themselves inline, as _bookkeeping would (NOTE [self time], clocks.py);
@@ -265,7 +277,7 @@ class _Ledger:
         self._stopped(clock, start, overhead, (phase, op.name))
         self._count(phase, op, op.flops([t._data for t in inputs], out))
         self._hold(out, TRANSIENT)
-        self._event(op.name, phase)
+        self._event(op.name, phase, start)
         self._overhead_ns = overhead + _now() - start
 
     def on_release(self, record):
@@ -285,7 +297,7 @@ class _Ledger:
             gi = backend.as_array(gi)
             if backend.is_array(gi):  # a checkpoint's lists and {slot: array} hold arrays counted as they were made
                 self._hold(gi, TRANSIENT)
-        self._event(op.name, "backward")
+        self._event(op.name, "backward", start)
         self._overhead_ns = overhead + _now() - start
 
     def on_grad(self, array):
@@ -322,8 +334,11 @@ class _Ledger:
                 self._event("optimizer_state", "step")
 
     @_bookkeeping
-    def on_communication(self, op, sent, received):
-        """A collective ran (distributed.py): the bytes this process sent to and received from the others."""
+    def on_communication(self, op, sent, received, clock=None):
+        """A collective ran (distributed.py): the bytes this process sent to and received from the others; `clock`,
+        from start_clock as it began, dates it (NOTE [when, beside what])."""
+        end = _now()
+        self._comms.append((op, end if clock is None else clock[0], end, sent, received))
         traffic = self._traffic.setdefault(op, [0, 0])
         traffic[0] += sent
         traffic[1] += received

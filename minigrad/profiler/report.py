@@ -7,7 +7,7 @@
 
 Nothing here counts: each report reads the tables that ledger.py and clocks.py keep.
 
-Read next: schedules.py and checkpoint/, which trade these bytes for recompute FLOPs.
+Read next: export.py, which writes the same counts for a trace viewer and a browser.
 """
 from .clocks import PHASES, TIMED_PHASES
 from .ledger import CATEGORIES

@@ -154,8 +154,8 @@ class Listener:
     def on_step(self, optimizer, done):
         """optimizer's step is about to run (done False) or has run (done True)."""
 
-    def on_communication(self, op, sent, received):
-        """A collective op sent and received these many bytes."""
+    def on_communication(self, op, sent, received, clock=None):
+        """A collective op sent and received these many bytes; clock: start_clock's, taken as it began."""
 
 
 class Cache:
