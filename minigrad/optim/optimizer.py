@@ -206,7 +206,7 @@ def _cast(value, p, what):
         raise ValueError(f"{what} has shape {value.shape} but the parameter has shape {p.shape}; "
                          "was this state saved for another model?")
     array = backend.to_device(value, p.device)
-    return array.astype(p.dtype if array.dtype.kind == "f" else array.dtype, copy=True)
+    return array.astype(p.dtype if backend.is_float(array.dtype) else array.dtype, copy=True)
 
 
 class SGD(Optimizer):
