@@ -192,11 +192,13 @@ def test_a_small_transformer_under_autocast_matches_torch_within_bfloat16(fused)
     assert logits.dtype == BF16 and t_logits.dtype == torch.bfloat16 and loss.dtype == mg.float32
     loss.backward()
     t_loss.backward()
-    assert abs(loss.item() - t_loss.item()) < 2e-2 * abs(t_loss.item())  # bfloat16: 8 bits of mantissa, eps 2^-7
+    # bfloat16 keeps 8 significant bits (a rounding of 2^-9 relative); measured 2e-4 for the loss and up to 1.0e-2 for
+    # a gradient (2026-12-02), the rounding of the products' inputs carried through a few ops
+    assert abs(loss.item() - t_loss.item()) < 2e-3 * abs(t_loss.item())
     for name, p in ours.named_parameters():
         g, tg = to_host(p.grad), theirs.get_parameter(name).grad.numpy()
         assert p.grad.dtype == mg.float32 and p.dtype == mg.float32  # the master weights and their gradients
-        assert np.linalg.norm(g - tg) <= 3e-2 * np.linalg.norm(tg), name
+        assert np.linalg.norm(g - tg) <= 2.5e-2 * np.linalg.norm(tg), name
 
 
 # ----------------------------------------------------------------------------- the weight-cast cache and the ledger
@@ -384,14 +386,17 @@ def _fp16_run(steps, scaler=None, autocast=True):
 def test_float16_gradients_underflow_without_a_scaler_and_match_float32_with_one():
     ref_grads, ref_params = _fp16_run(20, autocast=False)  # float32 all through
     zero_grads, stuck = _fp16_run(20)
-    assert all(not g.any() for g in zero_grads[:-1])  # every weight's gradient flushed to zero (the last bias's
-    _, start = _fp16_run(0)                            # comes from the float32 loss through a float16 cast too)
-    assert sum(np.abs(a - b).max() > 0 for a, b in zip(stuck, start)) <= 1  # so training does not move
+    assert all(not g.any() for g in zero_grads)  # every gradient flushed to zero, the last bias's too (the float32
+    _, start = _fp16_run(0)                      # loss's gradient goes back through the float16 product's cast)
+    assert all(np.array_equal(a, b) for a, b in zip(stuck, start))  # so training does not move at all
     grads, params = _fp16_run(20, mg.amp.GradScaler(DEVICE))
-    for g, r in zip(grads, ref_grads):  # the first step's gradients, unscaled: float16's rounding of float32's
-        assert np.linalg.norm(g - r) <= 1e-2 * np.linalg.norm(r)
-    for p, r, s in zip(params, ref_params, start):  # 20 AdamW steps of lr 1e-2 moved every weight by up to 0.2
-        assert np.abs(p - r).max() <= 2e-3 < np.abs(r - s).max()
+    # the first step's gradients, unscaled: float16's rounding of float32's (measured 2.0e-3, 2026-12-02)
+    for g, r in zip(grads, ref_grads):
+        assert np.linalg.norm(g - r) <= 5e-3 * np.linalg.norm(r)
+    # after 20 AdamW steps of lr 1e-2, which moved the weights by up to 0.10, within 5e-4 (measured 1.1e-4)
+    for p, r in zip(params, ref_params):
+        assert np.abs(p - r).max() <= 5e-4
+    assert max(np.abs(r - s).max() for r, s in zip(ref_params, start)) > 0.05
 
 
 def test_the_scale_and_the_skipped_steps_are_torchs_exactly():
