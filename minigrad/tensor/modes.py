@@ -204,7 +204,10 @@ class Autocast:
                                          (cross_entropy, mse_loss, ...) asks the same, through autocast_inputs
 
     A cast is an ordinary op (ops.Cast, by Tensor.to), recorded on the tape: the gradient goes back through it
-    into a float32 weight, in float32."""
+    into a float32 weight, in float32. Outside a region the question costs the slot's read, about 14 ns per op on
+    CPython 3.11 (2026-12-02): a step of 4 x (Linear(16, 16), Tanh) at batch 1, about 105 us, timed interleaved
+    in one process against the tree before autocast, moved by less than the runs' noise (+1.3% at the minimum,
+    -0.6% at the first quartile)."""
 
     def inputs(self, name, inputs, same_dtype=True):
         return inputs
