@@ -42,6 +42,9 @@ The floors, each file importing only the ones above it (the README's table; a te
     adafactor.py    Adafactor: factored second moments (Hugging Face's)
     adamw8bit.py    AdamW8bit: 8-bit block-wise moments (bitsandbytes')
     lr_scheduler.py StepLR, LambdaLR, LinearLR, CosineAnnealingLR, SequentialLR, warmup then cosine
+  amp/            mixed precision: mg.autocast, mg.amp.GradScaler
+    autocast_mode.py which op runs in which dtype, the casts, the cache of cast weights
+    grad_scaler.py  loss scaling: scale, unscale_, step (skipped on inf), update
   schedules.py    where to cut a chain, and what it will cost (pure functions)
   checkpoint/     mg.checkpoint, mg.checkpoint_sequential: recompute instead of keeping
     policies.py     what to keep rather than recompute, and what the forward notes for the recompute
@@ -63,11 +66,13 @@ The floors, each file importing only the ones above it (the README's table; a te
 """
 import numpy as _np
 
-from . import functional, nn, optim, utils
+from . import amp, functional, nn, optim, utils
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .accumulate import accumulate, accumulation_step
 from .checkpoint import checkpoint, checkpoint_policies, checkpoint_sequential
 from .profiler import profile
 from .backend import cuda_is_available, default_device, device
+from .backend import BFLOAT16 as bfloat16  # NOTE [bfloat16] (backend/device.py): ml_dtypes' bfloat16, a NumPy dtype
 from .backend.random import get_rng_state, manual_seed, set_rng_state
 from .names import inference_mode, is_inference_mode_enabled, not_offered
 from .tensor import from_numpy
@@ -82,12 +87,11 @@ __all__ = ["Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like
            "arange", "cat", "stack", "where", "maximum", "minimum", "multinomial", "no_grad", "enable_grad",
            "is_grad_enabled", "manual_seed",
            "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "device", "functional", "nn", "optim",
-           "float16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential", "accumulate", "accumulation_step",
-           "checkpoint_policies", "from_numpy", "inference_mode", "is_inference_mode_enabled", "utils"]
+           "float16", "bfloat16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential", "accumulate", "accumulation_step",
+           "checkpoint_policies", "from_numpy", "inference_mode", "is_inference_mode_enabled", "utils", "amp", "autocast",
+           "is_autocast_enabled", "get_autocast_dtype"]
 
 _INSTEAD = {"compile": "minigrad has no compiler: call the model itself", "jit": "minigrad has no compiler (no jit)",
-            "autocast": "minigrad has no mixed precision: model.half() runs everything in float16 (not autocast with "
-                        "float32 master weights)", "amp": "minigrad has no mixed precision (no amp, no GradScaler)",
             "save": "save model.state_dict() (NumPy arrays) with numpy.savez or pickle; load_state_dict takes it back",
             "load": "load the arrays you saved (numpy.load or pickle) and pass them to model.load_state_dict",
             "Generator": "minigrad has one generator: mg.manual_seed, mg.get_rng_state and mg.set_rng_state",

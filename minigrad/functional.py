@@ -10,7 +10,7 @@ import warnings
 from . import backend, ops
 from .names import not_offered
 from .ops import ShapeError
-from .tensor import Tensor, apply, normalize_dtype, where
+from .tensor import Tensor, apply, autocast_inputs, normalize_dtype, where
 
 
 def _check_tensor(x, op, name="input"):
@@ -70,10 +70,11 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     """
     _check_tensor(input, "cross_entropy")
     _check_tensor(target, "cross_entropy", "target")
+    input, target, weight = autocast_inputs("cross_entropy", input, target, weight)  # float32 under autocast
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     class_dim, weight = _check_classes("cross_entropy", input, weight, reduction)
-    if target.dtype.kind == "f" and target.shape == input.shape:
+    if backend.is_float(target.dtype) and target.shape == input.shape:
         return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing, class_dim)
     _check_indices("cross_entropy", input, target, class_dim)
     return _picked("cross_entropy", log_softmax(input, dim=class_dim), target, weight, ignore_index, reduction,
@@ -85,6 +86,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     (N, C) or (N, C, d1, ...) or (C,) with class indices of the batch's shape; weight and ignore_index as there."""
     _check_tensor(input, "nll_loss")
     _check_tensor(target, "nll_loss", "target")
+    input, target, weight = autocast_inputs("nll_loss", input, target, weight)
     class_dim, weight = _check_classes("nll_loss", input, weight, reduction)
     _check_indices("nll_loss", input, target, class_dim)
     return _picked("nll_loss", input, target, weight, ignore_index, reduction, 0.0)
@@ -196,12 +198,14 @@ def _check_pair(name, input, target, refuse=False):
 def mse_loss(input, target, reduction="mean"):
     """Mean (or sum) of (input - target)^2."""
     _check_pair("mse_loss", input, target)
+    input, target = autocast_inputs("mse_loss", input, target)
     return _reduced("mse_loss", (input - target) ** 2, reduction)
 
 
 def l1_loss(input, target, reduction="mean"):
     """Mean (or sum) of |input - target|, as torch's (the gradient at 0 is 0, as PyTorch's sign)."""
     _check_pair("l1_loss", input, target)
+    input, target = autocast_inputs("l1_loss", input, target)
     return _reduced("l1_loss", (input - target).abs(), reduction)
 
 
@@ -209,6 +213,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     """-[pos_weight y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] per element, times weight, computed from the
     logits x stably as PyTorch does: (1 - y) x + (1 + (pos_weight - 1) y) (log(1 + exp(-|x|)) + max(-x, 0))."""
     _check_pair("binary_cross_entropy_with_logits", input, target, refuse=True)
+    input, target, weight, pos_weight = autocast_inputs("binary_cross_entropy_with_logits", input, target, weight,
+                                                        pos_weight)
     if target.dtype != input.dtype:
         raise TypeError(f"binary_cross_entropy_with_logits: targets must be floats of the input's dtype "
                         f"{input.dtype} (probabilities in [0, 1]), got {target.dtype}; convert with "
@@ -248,7 +254,7 @@ def dropout(input, p=0.5, training=True, *, mask_dtype=None):
     mask_dtype = dropout_mask_dtype(mask_dtype)
     if not training or p == 0:
         return input
-    if input.dtype.kind != "f":
+    if not backend.is_float(input.dtype):
         raise TypeError(f"dropout: needs a floating-point input, got {input.dtype} of shape {input.shape}; "
                         f"convert it with .float() first")
     keep = ops.draw_keep(input.shape, p, input.device)
@@ -291,12 +297,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     mask again from the generator state the forward started from.
     """
     name = "scaled_dot_product_attention"
+    query, key, value, attn_mask = autocast_inputs("sdpa", query, key, value, attn_mask)  # before the dtype checks
     for arg, t in (("query", query), ("key", key), ("value", value)):
         _check_tensor(t, name, arg)
         if t.ndim < 2:
             raise ShapeError(f"{name}: {arg} must have at least 2 dims, (..., L or S, E), got shape {t.shape}")
     shapes = f"query {query.shape}, key {key.shape}, value {value.shape}"
-    if query.dtype.kind != "f" or key.dtype != query.dtype or value.dtype != query.dtype:
+    if not backend.is_float(query.dtype) or key.dtype != query.dtype or value.dtype != query.dtype:
         raise TypeError(f"{name}: query, key and value must share one floating-point dtype, got {query.dtype}, "
                         f"{key.dtype} and {value.dtype}; convert them with .to('float32') (or another float dtype)")
     if len({query.device, key.device, value.device}) > 1:

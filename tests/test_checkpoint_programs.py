@@ -123,11 +123,13 @@ def run(program, x, weights, ckpt, policies_inside):
     return pool[-1], pool[(len(pool) - 1) // 2]
 
 
-def gradients(program, ckpt, policy, inner_policies, early_stop, check, two_outputs, post_write):
-    """The gradients of x and the weights (fresh copies each run), or the exception the run raised."""
+def gradients(program, ckpt, policy, inner_policies, early_stop, check, two_outputs, post_write, amp=False):
+    """The gradients of x and the weights (fresh copies each run), or the exception the run raised. amp: float32
+    under mg.autocast (the forward; backward after it), whose products run in the low precision."""
     rng = np.random.default_rng(1)
-    x = mg.tensor(rng.standard_normal((B, D)), dtype="float64", requires_grad=True)
-    weights = [mg.tensor(rng.standard_normal((D, D)) * 0.5, dtype="float64", requires_grad=True) for _ in range(2)]
+    dtype = "float32" if amp else "float64"
+    x = mg.tensor(rng.standard_normal((B, D)), dtype=dtype, requires_grad=True)
+    weights = [mg.tensor(rng.standard_normal((D, D)) * 0.5, dtype=dtype, requires_grad=True) for _ in range(2)]
     mg.manual_seed(3)  # the same dropout masks in both runs
 
     def function(t):
@@ -136,20 +138,21 @@ def gradients(program, ckpt, policy, inner_policies, early_stop, check, two_outp
 
     try:
         with set_checkpoint_early_stop(early_stop) if ckpt else contextlib.nullcontext():
-            if ckpt:
-                result = mg.checkpoint(function, x, policy=as_policy(policy), determinism_check=check)
-            else:
-                result = function(x)
-            out, other = result if two_outputs else (result, x)
-            if post_write == "no_grad":
-                with mg.no_grad():
-                    out.mul_(2)
-            elif post_write == "detach":
-                other.detach().add_(1)
-            loss = (out * out).sum() + (other * x).sum()
+            with mg.autocast(mg.default_device()) if amp else contextlib.nullcontext():
+                if ckpt:
+                    result = mg.checkpoint(function, x, policy=as_policy(policy), determinism_check=check)
+                else:
+                    result = function(x)
+                out, other = result if two_outputs else (result, x)
+                if post_write == "no_grad":
+                    with mg.no_grad():
+                        out.mul_(2)
+                elif post_write == "detach":
+                    other.detach().add_(1)
+                loss = (out * out).sum() + (other * x).sum()
             if not loss.requires_grad:
                 return "no grad"
-            loss.backward()
+            loss.backward()  # after the autocast region, as it belongs
     except (RuntimeError, ValueError, IndexError) as e:
         return e
     finally:
@@ -163,9 +166,22 @@ def gradients(program, ckpt, policy, inner_policies, early_stop, check, two_outp
        post_write=st.sampled_from([None, None, "no_grad", "detach"]))
 def test_a_checkpointed_program_gives_the_plain_gradients_or_a_clear_error(program, policy, inner, early_stop, check,
                                                                             two_outputs, post_write):
-    args = (inner, early_stop, check, two_outputs, post_write)
-    want = gradients(program, False, None, *args)
-    got = gradients(program, True, policy, *args)
+    compare(program, policy, (inner, early_stop, check, two_outputs, post_write))
+
+
+@settings(max_examples=60, deadline=None)
+@given(program=programs, policy=policies, inner=st.lists(policies, min_size=1, max_size=2),
+       early_stop=st.booleans(), check=st.sampled_from(["default", "values"]), two_outputs=st.booleans(),
+       post_write=st.sampled_from([None, None, "no_grad", "detach"]))
+def test_under_autocast_too(program, policy, inner, early_stop, check, two_outputs, post_write):
+    """The same programs in float32 under mg.autocast: the recompute casts as the forward did (it enters the
+    forward's autocast policy, and a weight's uses are records from the weight: NOTE [the weight-cast cache])."""
+    compare(program, policy, (inner, early_stop, check, two_outputs, post_write), amp=True)
+
+
+def compare(program, policy, args, amp=False):
+    want = gradients(program, False, None, *args, amp=amp)
+    got = gradients(program, True, policy, *args, amp=amp)
     if isinstance(want, Exception):
         assert isinstance(got, Exception), f"the plain run raised ({want}), the checkpointed one did not"
         return
@@ -194,6 +210,17 @@ def test_the_programs_reach_the_cases_they_are_for():
     assert isinstance(want, list) and any(np.any(w != 0) for w in want)
     for policy in list(POLICIES) + [frozenset({"matmul", "where"})]:
         got = gradients(program, True, policy, ["everything", "none"], True, "default", True, None)
+        assert isinstance(got, list), got
+        for g, w in zip(got, want):
+            assert np.array_equal(g, w)
+    # under autocast the products run in bfloat16 (or float16), so the gradients are not float32's, and the
+    # checkpointed runs give the plain autocast run's, to the bit
+    want = gradients(program, False, None, ["dots"], True, "default", True, None, amp=True)
+    assert isinstance(want, list) and all(w.dtype == np.float32 for w in want)
+    assert any(not np.allclose(w, v, rtol=1e-6, atol=0) for w, v in zip(
+        want, [a.astype(np.float32) for a in gradients(program, False, None, ["dots"], True, "default", True, None)]))
+    for policy in list(POLICIES) + [frozenset({"matmul", "where"})]:
+        got = gradients(program, True, policy, ["everything", "none"], True, "default", True, None, amp=True)
         assert isinstance(got, list), got
         for g, w in zip(got, want):
             assert np.array_equal(g, w)

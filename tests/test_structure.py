@@ -265,11 +265,12 @@ def test_no_module_assigns_to_another_modules_attributes():
 
 def test_switches_are_context_managers_with_queries_and_restore_on_error():
     assert is_grad_enabled() and is_keeping_saved() and not is_recomputing() and active_profiler() is None
+    assert not mg.is_autocast_enabled()
     with pytest.raises(ZeroDivisionError):
-        with mg.no_grad(), keep_saved(False), recomputing():
-            assert not is_grad_enabled() and not is_keeping_saved() and is_recomputing()
+        with mg.no_grad(), keep_saved(False), recomputing(), mg.autocast("cpu"):
+            assert not is_grad_enabled() and not is_keeping_saved() and is_recomputing() and mg.is_autocast_enabled()
             1 / 0
-    assert is_grad_enabled() and is_keeping_saved() and not is_recomputing()
+    assert is_grad_enabled() and is_keeping_saved() and not is_recomputing() and not mg.is_autocast_enabled()
     with mg.profile() as prof:
         assert active_profiler() is prof and prof.phase == "forward"
         with recomputing():
@@ -291,6 +292,22 @@ def test_no_grad_as_a_decorator_nests_in_itself():
             assert is_grad_enabled()
         assert not is_grad_enabled()
     assert is_grad_enabled()
+
+
+def test_apply_asks_autocast_one_question_and_only_inside_a_region():
+    """NOTE [autocast asks first] (tensor/modes.py): autocast lives in amp/, on top of the tape; apply reads its switch
+    once per op and asks its policy one thing, declared once in tensor.Autocast; nothing else of the tape asks it
+    (type promotion only lets mixed floats through to apply, which casts them, where it would raise)."""
+    from minigrad.tensor import Autocast
+    tree = parse("tensor/tensor")
+    apply_def = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "apply")
+    reads = [n for n in ast.walk(apply_def) if isinstance(n, ast.Attribute) and n.attr == "autocast"]
+    assert len(reads) == 2  # `if _on.autocast is not None:` and the call on it
+    asked = {n.attr for n in ast.walk(apply_def) if isinstance(n, ast.Attribute)
+             and isinstance(n.value, ast.Attribute) and n.value.attr == "autocast"}
+    assert asked == {n for n in vars(Autocast) if not n.startswith("_")} == {"inputs"}
+    for name in ("tensor/tape", "tensor/args", "tensor/methods", "tensor/factories"):
+        assert "autocast" not in open(path_of(name), encoding="utf-8").read(), name
 
 
 # ----------------------------------------------------------------------------- the tape's reports in one place

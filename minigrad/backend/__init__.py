@@ -25,8 +25,8 @@ Read next: device.py, pool.py and rows.py, then random.py, special.py and ops.py
 these primitives.
 """
 from . import meta
-from .device import (DEVICES, DeviceError, MetaArray, MetaError, _cupy, _cupyx, as_array, cuda_is_available,
-                     default_device, device, device_of, is_array, is_meta, normalize_device, on_gpu, owner,
+from .device import (BFLOAT16, DEVICES, DeviceError, MetaArray, MetaError, _cupy, _cupyx, as_array, cuda_is_available,
+                     default_device, device, device_of, is_array, is_float, is_meta, normalize_device, on_gpu, owner,
                      stable_argsort, to_device, to_numpy, xp_for, xp_of)
 from .pool import (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, POOL_MIN, empty, empty_cache, empty_like, host_pool, is_view,
                    keep_freed_host_memory, masked_fill, memory_reserved, out_like, pooled, reshape, zeros)
@@ -34,8 +34,8 @@ from .rows import (broadcast_to, index_add, max_rows, mean_rows, ones_like, put,
                    written_last)
 
 # what the layers above use, as backend.X
-__all__ = ["meta", "DEVICES", "DeviceError", "MetaArray", "MetaError", "_cupy", "_cupyx", "as_array", "cuda_is_available",
-           "default_device", "device", "device_of", "is_array", "is_meta", "normalize_device", "on_gpu", "owner",
+__all__ = ["meta", "BFLOAT16", "DEVICES", "DeviceError", "MetaArray", "MetaError", "_cupy", "_cupyx", "as_array", "cuda_is_available",
+           "default_device", "device", "device_of", "is_array", "is_float", "is_meta", "normalize_device", "on_gpu", "owner",
            "stable_argsort", "to_device", "to_numpy", "xp_for", "xp_of", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD",
            "POOL_MIN", "empty", "empty_cache", "empty_like", "host_pool", "is_view", "keep_freed_host_memory",
            "masked_fill", "memory_reserved", "out_like", "pooled", "reshape", "zeros", "broadcast_to", "index_add",

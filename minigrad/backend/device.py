@@ -8,6 +8,7 @@ Read next: pool.py, where the ops' host arrays come from, and rows.py.
 """
 import os
 
+import ml_dtypes
 import numpy as np
 
 from . import meta
@@ -20,6 +21,13 @@ except Exception:  # ImportError, or a CUDA library that fails to load
     _cupy = _cupyx = None
 
 DEVICES = ("cpu", "cuda", "meta")
+# NOTE [bfloat16]: NumPy has no bfloat16; ml_dtypes (JAX's dtype library) adds it as a NumPy dtype, whose kind is
+# 'V', not 'f': so "is it floating?" is asked here (is_float), or as kind not in 'biu' where an op is hot. NumPy's
+# ufuncs run on it (ml_dtypes registers loops; a bfloat16 product is computed in float32 and rounded, so it is not
+# faster on a CPU); CuPy 14 lacks it where minigrad needs it (cupyx.scipy.special, for GELU): autocast on 'cuda'
+# uses float16 (amp/autocast_mode.py).
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
 _default = []  # the devices of the `with device(...)` blocks we are in, innermost last
 
 
@@ -81,6 +89,11 @@ def _require_cuda():
                           "`pip install minigrad[gpu]` (cupy-cuda12x), or use device='cpu'")
     if not cuda_is_available():
         raise DeviceError("device 'cuda' asked for, but CuPy finds no GPU on this machine; use device='cpu'")
+
+
+def is_float(dtype):
+    """A floating dtype, bfloat16 included (NOTE [bfloat16])."""
+    return dtype.kind == "f" or dtype == BFLOAT16
 
 
 def is_array(x):

@@ -25,8 +25,8 @@ import warnings
 
 from .. import backend, ops
 from ..backend.random import get_rng_state, set_rng_state
-from ..tensor import (Tensor, apply, backward_within, enable_grad, hand_over, is_grad_enabled, is_keeping_saved,
-                      keep_saved, mark, noting_reads, records_since, recomputing)
+from ..tensor import (Tensor, active_autocast, apply, autocasting, backward_within, enable_grad, hand_over,
+                      is_grad_enabled, is_keeping_saved, keep_saved, mark, noting_reads, records_since, recomputing)
 from ..tensor import _version_counter, _wrap  # NOTE [version counters], NOTE [an old array, a new tensor]
 from .policies import OpCache, caching, checkpoint_policies, nothing_saveable
 
@@ -137,8 +137,9 @@ class Checkpoint(ops.Op):
     counts_flops = False  # the segment's own ops count their forward FLOPs as they run, the recompute's theirs
 
     def forward(self, *arrays, out, function, nest, n_inputs, rng_state, determinism_check, outputs, saved, cache,
-                remembered, inside_versions):
+                remembered, inside_versions, autocast):
         self.function, self.nest, self.rng_state, self.n_inputs = function, nest, rng_state, n_inputs
+        self.autocast = autocast  # the forward's autocast policy (or None): the recompute casts as it did
         self.inside_versions = inside_versions  # NOTE [writes the tape does not record], policies.py
         self.determinism_check = determinism_check
         self.outputs_meta = [_meta(o) for o in outputs]
@@ -170,7 +171,7 @@ class Checkpoint(ops.Op):
         if self.rng_state is not None:
             set_rng_state(self.rng_state)  # dropout draws the same masks again
         try:
-            with enable_grad(), keep_saved(True), recomputing(), caching(cache):
+            with enable_grad(), keep_saved(True), recomputing(), caching(cache), autocasting(self.autocast):
                 start = mark()
                 args, kwargs = _map(lambda v: inputs[v.i] if isinstance(v, _Input) else v, self.nest)
                 outputs = _made_inside(self.function(*args, **kwargs), start)
@@ -360,6 +361,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
                  n_inputs=len(inputs), rng_state=rng_state if preserve_rng_state else None,
                  determinism_check=determinism_check, outputs=[o._data for o in outputs],
                  saved=_saved_by(records) if determinism_check != "none" else None, cache=cache, remembered=remembered,
+                 autocast=active_autocast(),  # as PyTorch's checkpoint saves the autocast state for its recompute
                  inside_versions=[(r.name, vc, n, k) for r in records for vc, n, _, k in r.versions] +
                  [v for r in records if isinstance(r, Checkpoint) for v in r.inside_versions])  # nested: theirs too
     if len(outputs) == 1:

@@ -298,14 +298,14 @@ class Module:
     def to(self, *args, device=None, dtype=None):
         """Move (and/or cast, for floats) every parameter and buffer in place; returns self."""
         device, dtype = parse_to_args(args, device, dtype)
-        if dtype is not None and dtype.kind != "f":
+        if dtype is not None and not backend.is_float(dtype):
             raise TypeError(f"{type(self).__name__}.to: parameters must stay floating point, got dtype {dtype.name}; "
-                            f"use 'float16', 'float32' or 'float64'")
+                            f"use 'float16', 'bfloat16', 'float32' or 'float64'")
         for t in list(self.parameters()) + list(self.buffers()):
             data = t._data
             if device is not None:
                 data = backend.to_device(data, device)
-            if dtype is not None and data.dtype.kind == "f" and data.dtype != dtype:
+            if dtype is not None and backend.is_float(data.dtype) and data.dtype != dtype:
                 data = data.astype(dtype)
             if data is t._data:
                 continue  # already there: its gradient still fits and is kept, as in PyTorch

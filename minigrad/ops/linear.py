@@ -23,7 +23,10 @@ def rows(a):
 def matmul(a, b):
     """a @ b; a big result goes into an array from the pool (NOTE [host memory pool], backend/pool.py)."""
     if a.ndim < 2 or b.ndim < 2 or not a.shape[-1] or a.size // a.shape[-1] * b.shape[-1] * a.itemsize < POOL_MIN:
-        return a @ b  # 1-d operands as NumPy's @; a small result (or k == 0: zeros) from malloc, no pool look-up
+        out = a @ b  # 1-d operands as NumPy's @; a small result (or k == 0: zeros) from malloc, no pool look-up
+        # bfloat16's @ gives float32 (NOTE [bfloat16]); `is`, not ==: NumPy's dtype == costs 600 instructions, 0.8% of
+        # a tiny MLP's step (callgrind), and NumPy's builtin dtypes are single objects (astype covers any other)
+        return out if out.dtype is a.dtype else out.astype(a.dtype, copy=False)
     shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
     return xp_of(a).matmul(a, b, out=empty(shape, a.dtype, a))
 

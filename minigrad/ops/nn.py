@@ -205,7 +205,7 @@ class ScaledDotProductAttention(Op):
         self.p, self.is_causal = dropout_p, is_causal
         self.float_mask = mask is not None and mask.dtype != bool
         # float16 accumulates in float32, as PyTorch's kernels do; the log-sum-exp is kept in float32 too
-        self.acc = np.dtype("float32") if q.dtype == np.float16 else q.dtype
+        self.acc = np.dtype("float32") if q.dtype.itemsize == 2 else q.dtype  # float16, bfloat16
         self.rng_state = get_rng_state() if dropout_p > 0 else None  # before the draw: backward's replay
         s = self._scores(q, k, mask)                                    # (..., L, S)
         xp = xp_of(s)

@@ -172,7 +172,9 @@ class Clamp(Op):
         if hi is not None:
             keep &= x <= hi
         self.save_for_backward(keep)
-        return xp.clip(x, lo, hi) if (lo is not None or hi is not None) else x.copy()
+        if lo is None and hi is None:
+            return x.copy()
+        return xp.clip(x, lo, hi).astype(x.dtype, copy=False)  # bfloat16 with Python bounds clips in float32
 
     def backward(self, g):
         return (g * self.saved[0],)
@@ -442,13 +444,14 @@ class Gelu(Op):
 
 
 class Cast(Op):
-    """x.to(dtype); the gradient goes back in the input's dtype."""
+    """x.to(dtype); the gradient goes back in the input's dtype. `cached`: x cast already (autocast's copy of a
+    weight, NOTE [the weight-cast cache] in amp/autocast_mode.py), handed back: each use is a record of its own."""
     name = "cast"
     flops_per_element = (0, (0,))
 
-    def forward(self, x, dtype):
+    def forward(self, x, dtype, cached=None):
         self.in_dtype = x.dtype
-        return x.astype(dtype)
+        return x.astype(dtype) if cached is None else cached
 
     def backward(self, g):
         return (g.astype(self.in_dtype),)

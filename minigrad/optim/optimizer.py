@@ -220,7 +220,7 @@ def _cast(value, p, what, shape=None, dtype=None):
         raise ValueError(f"{what} has shape {value.shape} but {expected} {p.shape}; "
                          "was this state saved for another model?")
     array = backend.to_device(value, p.device)
-    return array.astype(dtype or (p.dtype if array.dtype.kind == "f" else array.dtype), copy=True)
+    return array.astype(dtype or (p.dtype if backend.is_float(array.dtype) else array.dtype), copy=True)
 
 
 class SGD(Optimizer):

@@ -83,6 +83,9 @@ class _Ledger:
         self._flops = {}                   # (phase, op name) -> FLOPs
         self._calls = {}                   # (phase, op name) -> calls
         self._saved = {}                   # op name -> bytes saved for backward (summed over calls)
+        self._saved_dtypes = {}            # dtype name -> bytes saved for backward (summed over calls)
+        self._cast_weights = {}            # id(owner) -> bytes of a parameter's cast copy while it lives (autocast)
+        self._cast_now = self._cast_peak = 0
         self._events = []                  # [op name, phase, bytes per category after it]
         self._event_ns = []                # when each event was taken (NOTE [when, beside what])
         self._peak_event = 0               # how many events there were when the total peaked: the next event
@@ -172,6 +175,8 @@ class _Ledger:
         if new is None:
             self._total -= nbytes
             del self._buffers[key]
+            if key in self._cast_weights:
+                self._cast_now -= self._cast_weights.pop(key)
             return
         entry[2] = new
         current[new] += nbytes
@@ -240,8 +245,14 @@ class _Ledger:
         """A record keeps its saved arrays (tensor.keep): activations until on_release."""
         start, overhead = _now(), self._overhead_ns
         keys = self._hold_saved(record)
-        buffers = self._buffers  # what activations_kept([record]) counts: its buffers that are activations, each once
-        kept = sum(buffers[key][0] for key in set(keys) if buffers[key][2] == ACTIVATIONS)
+        buffers, dtypes = self._buffers, self._saved_dtypes  # what activations_kept([record]) counts: its buffers
+        kept, seen = 0, set()                                # that are activations, each once; and by dtype
+        for key, a in zip(keys, [a for a in record.saved if backend.is_array(a)]):
+            entry = buffers[key]
+            if entry[2] == ACTIVATIONS and key not in seen:
+                seen.add(key)
+                kept += entry[0]
+                dtypes[a.dtype.name] = dtypes.get(a.dtype.name, 0) + entry[0]
         self._saved[record.name] = self._saved.get(record.name, 0) + kept
         self._overhead_ns = overhead + _now() - start
 
@@ -277,8 +288,19 @@ class _Ledger:
         self._stopped(clock, start, overhead, (phase, op.name))
         self._count(phase, op, op.flops([t._data for t in inputs], out))
         self._hold(out, TRANSIENT)
+        if op.name == "cast" and getattr(inputs[0], "_is_parameter", False):  # a weight's copy (autocast)
+            self._note_cast_weight(out)
         self._event(op.name, phase, start)
         self._overhead_ns = overhead + _now() - start
+
+    def _note_cast_weight(self, out):
+        """NOTE [the weight-cast cache] (amp/autocast_mode.py): out is a parameter's cast copy, counted by the
+        category its holders give it, and here too, apart, while it lives."""
+        owner = backend.owner(out)
+        if id(owner) not in self._cast_weights:
+            self._cast_weights[id(owner)] = owner.nbytes
+            self._cast_now += owner.nbytes
+            self._cast_peak = max(self._cast_peak, self._cast_now)
 
     def on_release(self, record):
         """The tape is about to drop record.saved (tensor.release): before the arrays can die, while
@@ -381,6 +403,19 @@ class _Ledger:
         """Live bytes in `category` now (at the end of the block, once it has ended)."""
         c = self._category(category)
         return sum(self._current) if c is None else self._current[c]
+
+    def saved_bytes_by_dtype(self):
+        """{dtype name: bytes} that records saved for backward in the block, summed over them as the table's
+        'saved' column sums them by op (each buffer once per record, a weight a record keeps not counted: it is a
+        parameter): under mg.autocast, what the products keep in bfloat16 or float16 and the rest in float32."""
+        return dict(self._saved_dtypes)
+
+    def cast_weight_bytes(self, peak=True):
+        """Bytes of the parameters' cast copies alive at their peak in the block (or now, peak=False): mg.autocast's
+        weights cast to the low precision, once per region (NOTE [the weight-cast cache], amp/autocast_mode.py).
+        They are counted in the categories too: as activations while a record keeps them (the matmul that reads
+        them), as transient while only autocast's cache holds them."""
+        return self._cast_peak if peak else self._cast_now
 
     def flops(self, phase=None, op=None):
         """FLOPs counted in `phase` ('forward', 'backward', 'recompute') for `op` (e.g. 'matmul'); None = all."""

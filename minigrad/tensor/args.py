@@ -12,7 +12,7 @@ from .tape import Variable, _values
 
 # ----------------------------------------------------------------------------- dtypes
 
-FLOAT_DTYPES = tuple(np.dtype(d) for d in ("float16", "float32", "float64"))
+FLOAT_DTYPES = tuple(np.dtype(d) for d in ("float16", "float32", "float64")) + (backend.BFLOAT16,)  # NOTE [bfloat16]
 DTYPES = FLOAT_DTYPES + tuple(np.dtype(d) for d in ("int8", "int16", "int32", "int64", "uint8", "bool"))
 
 

@@ -115,7 +115,7 @@ class Composed:
             raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
         a = _values(self, "topk")
         xp = backend.xp_of(a)
-        if a.dtype.kind == "f":
+        if backend.is_float(a.dtype):
             key = xp.where(xp.isnan(a), -xp.inf, -a) if largest else a  # argsort puts nan last
         else:
             key = -a.astype("int64") if largest else a
@@ -251,7 +251,7 @@ class Composed:
     def multinomial(self, num_samples, replacement=False):
         """Indices drawn from the categories that the last dim weighs (1-d, or one row per draw of a 2-d tensor; the
         weights need not sum to 1), from minigrad's generator, as torch.multinomial (random.draw_categories)."""
-        if self.ndim not in (1, 2) or self.dtype.kind != "f":
+        if self.ndim not in (1, 2) or not backend.is_float(self.dtype):
             raise TypeError(f"multinomial: input must be a 1-d or 2-d float tensor of weights, got {self.dtype} "
                             f"{self.shape}")
         w = backend.to_numpy(_values(self, "multinomial")).astype("float64").reshape(-1, self.shape[-1])

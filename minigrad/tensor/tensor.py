@@ -34,6 +34,8 @@ from .methods import Comparisons, Composed, InPlace
 # per item, 2.7% of a tiny model's step in instructions.
 def apply(op_cls, *inputs, **attrs):
     """Run one op on tensors and, when recording, keep it on the tape as the output's record."""
+    if _on.autocast is not None:  # NOTE [autocast asks first] (modes.py): the inputs, cast by autocast's lists
+        inputs = _on.autocast.inputs(op_cls.name, inputs, op_cls.same_dtype)
     op = op_cls()
     arrays = [t._data for t in inputs]
     if len(arrays) > 1 and op.same_dtype:
@@ -58,7 +60,7 @@ def apply(op_cls, *inputs, **attrs):
         raise _explain(op_cls.name, e, arrays) from None
     if isinstance(out, np.generic):
         out = np.asarray(out)
-    if recording and out.dtype.kind != "f":  # integer and bool results have no gradient (a cast to int64)
+    if recording and out.dtype.kind in "biu":  # integer and bool results have no gradient (a cast to int64)
         recording = False
     t = Tensor.__new__(Tensor)  # _wrap(out, recording), written out: every op makes one (NOTE [per-op overhead])
     t._data, t._requires_grad, t._grad, t._ctx, t._vc = out, recording, None, None, None
@@ -111,7 +113,7 @@ def _operands(a, b, op, true_division=False):
     """The two operands of a binary op (a Tensor and a Tensor or number, either side) as tensors of one
     dtype, by NOTE [type promotion]."""
     if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype \
-            and (a._data.dtype.kind == "f" or not true_division):
+            and (a._data.dtype.kind not in "biu" or not true_division):
         return a, b  # the common case, first
     for x in (a, b):
         if not isinstance(x, Tensor) and not _is_number(x):
@@ -120,10 +122,12 @@ def _operands(a, b, op, true_division=False):
                             f"wrap arrays with mg.tensor(...){hint}")
     like = a if isinstance(a, Tensor) else b
     dtypes = [x.dtype for x in (a, b) if isinstance(x, Tensor)]
-    floats = sorted({d.name for d in dtypes if d.kind == "f"})
-    if len(floats) > 1:
+    floats = sorted({d.name for d in dtypes if backend.is_float(d)})
+    if len(floats) > 1 and _on.autocast is None:  # under autocast the op's inputs go to the widest (apply)
         raise TypeError(f"{op}: inputs have different dtypes ({' and '.join(floats)}); minigrad does not "
                         f"promote float32 to float64 silently: convert one with .to('{like.dtype.name}') first")
+    if len(floats) > 1:
+        return a, b
     if floats:
         target = np.dtype(floats[0])
     elif true_division or any(isinstance(x, (float, np.floating)) for x in (a, b)):
@@ -211,7 +215,7 @@ class Tensor(Composed, Comparisons, InPlace, Variable):
             if not isinstance(value, Tensor):
                 raise TypeError(f"grad: expected a Tensor or None, got {type(value).__name__}")
             if value._data.shape != self._data.shape or type(value._data) is not type(self._data) \
-                    or value._data.dtype.kind != "f":
+                    or not backend.is_float(value._data.dtype):
                 raise ShapeError(f"grad: a gradient must be a float tensor of this tensor's shape {self.shape} on "
                                  f"{self.device}; got {value.dtype.name} {value.shape} on {value.device}")
         _set_grad(self, value)
@@ -428,6 +432,9 @@ class Tensor(Composed, Comparisons, InPlace, Variable):
     def half(self):
         return self.to("float16")
 
+    def bfloat16(self):
+        return self.to(backend.BFLOAT16)
+
     def long(self):
         return self.to("int64")
 
@@ -480,13 +487,13 @@ class Tensor(Composed, Comparisons, InPlace, Variable):
             return self._binary(ops.PowTensor, exponent, "pow")
         if not _is_number(exponent) or isinstance(exponent, (bool, np.bool_)):
             raise TypeError(f"pow: the exponent must be a number or a Tensor, got {type(exponent).__name__}")
-        base = self if self.dtype.kind == "f" or (isinstance(exponent, (int, np.integer)) and exponent >= 0) \
+        base = self if backend.is_float(self.dtype) or (isinstance(exponent, (int, np.integer)) and exponent >= 0) \
             else self.float()
         return apply(ops.Pow, base, exponent=exponent)
 
     def _floating(self):
         """Integer and bool tensors become float32 for exp, log, ... (as in PyTorch)."""
-        return self if self._data.dtype.kind == "f" else self.to("float32")
+        return self if self._data.dtype.kind not in "biu" else self.to("float32")
 
     def exp(self):
         return apply(ops.Exp, self._floating())

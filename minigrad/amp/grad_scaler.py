@@ -1,0 +1,171 @@
+"""mg.amp.GradScaler: loss scaling, as torch.amp.GradScaler does it, for the gradients of a float16 autocast region.
+
+float16's smallest number is 6e-8 (2^-24, subnormal; 6e-5 normal): a gradient below it becomes 0 in a float16
+backward, and the weights it belongs to stop learning. Scaling the loss by S (2^16 to begin with) scales every
+gradient by S on the way back, above the flush; `unscale_` divides the float32 gradients by S before the step. A
+scale too large overflows to inf: then the step is skipped and S halves; after `growth_interval` steps without an
+inf it doubles. bfloat16 has float32's range and needs none of this (PyTorch's docs say so; it does no harm).
+
+The scale is a float32 number and every rule is PyTorch's, so the scales and the skipped steps are PyTorch's to the
+bit (tests/test_amp.py). Read next: nothing: this is a leaf of the floors.
+"""
+import numpy as np
+
+from .. import backend
+from ..tensor import Tensor, mark_written
+
+_READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
+
+
+class GradScaler:
+    """torch.amp.GradScaler(device, init_scale=2.**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+    enabled=True); the loop it goes in:
+
+        with mg.autocast('cuda'):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)        # optional: before clipping the gradients
+        scaler.step(opt)            # skipped if a gradient holds inf or nan
+        scaler.update()
+
+    `device` is where the gradients are (minigrad keeps the scale as a number, so it only names them; None: the
+    default device)."""
+
+    def __init__(self, device=None, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, enabled=True):
+        if not growth_factor > 1.0:
+            raise ValueError(f"GradScaler: growth_factor must be > 1.0 (PyTorch asserts it), got {growth_factor}")
+        if not backoff_factor < 1.0:
+            raise ValueError(f"GradScaler: backoff_factor must be < 1.0 (PyTorch asserts it), got {backoff_factor}")
+        if not (isinstance(growth_interval, int) and growth_interval > 0):
+            raise ValueError(f"GradScaler: growth_interval must be a positive int, got {growth_interval!r}")
+        self.device = backend.normalize_device(device)
+        self._enabled = bool(enabled)
+        self._init_scale, self._growth_factor, self._backoff_factor = init_scale, growth_factor, backoff_factor
+        self._growth_interval = growth_interval
+        self._scale = np.float32(init_scale)  # float32, as PyTorch's scale tensor: the same roundings
+        self._growth_tracker = 0              # steps since the last inf or growth
+        self._per_optimizer = {}              # id(optimizer) -> {"stage": ..., "found_inf": float}
+
+    # --- the loop
+    def scale(self, outputs):
+        """outputs (a tensor, or a list or tuple of them) times the scale; outputs themselves when disabled."""
+        if not self._enabled:
+            return outputs
+        if isinstance(outputs, Tensor):
+            return outputs * float(self._scale)  # a number takes the tensor's dtype, as PyTorch's 0-d scale does
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        raise TypeError(f"GradScaler.scale: outputs must be a Tensor or a list or tuple of them, got "
+                        f"{type(outputs).__name__}")
+
+    def unscale_(self, optimizer):
+        """Divide the optimizer's gradients by the scale, in place, and note whether any holds inf or nan."""
+        if not self._enabled:
+            return
+        state = self._state(optimizer)
+        if state["stage"] == _UNSCALED:
+            raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
+        if state["stage"] == _STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
+        inv_scale = np.float32(1.0 / float(self._scale))  # in float64, then float32, as PyTorch's reciprocal
+        found = 0.0
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.dtype == np.float16:
+                    raise ValueError("Attempting to unscale FP16 gradients. (GradScaler: keep the weights float32 and "
+                                     "run the forward under mg.autocast; a model.half() has float16 gradients)")
+                g = p.grad.data
+                if not backend.is_meta(g) and not bool(backend.xp_of(g).isfinite(g).all()):
+                    found = 1.0  # 'meta' gradients have no values: never inf
+                g *= inv_scale.astype(g.dtype)
+                mark_written([p.grad])
+        state["found_inf"], state["stage"] = found, _UNSCALED
+
+    def step(self, optimizer, *args, **kwargs):
+        """optimizer.step(*args, **kwargs) on unscaled gradients, unless one held inf or nan: then nothing (None)."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        state = self._state(optimizer)
+        if state["stage"] == _STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        if state["stage"] == _READY:
+            self.unscale_(optimizer)
+        result = None if state["found_inf"] else optimizer.step(*args, **kwargs)
+        state["stage"] = _STEPPED
+        return result
+
+    def update(self, new_scale=None):
+        """Halve the scale (backoff_factor) if a step found inf or nan, double it (growth_factor) after
+        growth_interval clean steps; or set it to new_scale. Call once per iteration, after step."""
+        if not self._enabled:
+            return
+        if new_scale is not None:
+            self._scale = np.float32(new_scale.item() if isinstance(new_scale, Tensor) else new_scale)
+        else:
+            found = [s["found_inf"] for s in self._per_optimizer.values() if s["stage"] != _READY]
+            if not found:
+                raise AssertionError("No inf checks were recorded prior to update.")
+            if sum(found):  # as torch._amp_update_scale_
+                self._scale = np.float32(float(self._scale) * self._backoff_factor)
+                self._growth_tracker = 0
+            elif self._growth_tracker + 1 == self._growth_interval:
+                grown = np.float32(float(self._scale) * self._growth_factor)
+                if np.isfinite(grown):
+                    self._scale = grown
+                self._growth_tracker = 0
+            else:
+                self._growth_tracker += 1
+        self._per_optimizer = {}
+
+    def _state(self, optimizer):
+        return self._per_optimizer.setdefault(id(optimizer), {"stage": _READY, "found_inf": 0.0, "of": optimizer})
+
+    # --- queries and settings, with PyTorch's names
+    def get_scale(self):
+        return float(self._scale) if self._enabled else 1.0
+
+    def get_growth_factor(self):
+        return self._growth_factor
+
+    def set_growth_factor(self, new_factor):
+        self._growth_factor = new_factor
+
+    def get_backoff_factor(self):
+        return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor):
+        self._backoff_factor = new_factor
+
+    def get_growth_interval(self):
+        return self._growth_interval
+
+    def set_growth_interval(self, new_interval):
+        self._growth_interval = new_interval
+
+    def is_enabled(self):
+        return self._enabled
+
+    def state_dict(self):
+        """PyTorch's keys: scale, growth_factor, backoff_factor, growth_interval, _growth_tracker ({} if disabled)."""
+        if not self._enabled:
+            return {}
+        return {"scale": self.get_scale(), "growth_factor": self._growth_factor, "backoff_factor": self._backoff_factor,
+                "growth_interval": self._growth_interval, "_growth_tracker": self._growth_tracker}
+
+    def load_state_dict(self, state_dict):
+        if not self._enabled:
+            return
+        if len(state_dict) == 0:
+            raise RuntimeError("The source state dict is empty, possibly because it was saved from a disabled "
+                               "instance of GradScaler.")
+        self._init_scale = state_dict["scale"]
+        self._scale = np.float32(state_dict["scale"])
+        self._growth_factor = state_dict["growth_factor"]
+        self._backoff_factor = state_dict["backoff_factor"]
+        self._growth_interval = state_dict["growth_interval"]
+        self._growth_tracker = int(state_dict["_growth_tracker"])
