@@ -2,7 +2,6 @@
 build for the two small ones), Hugging Face's names, forward and backward of tiny configurations against finite
 differences and a hand-written PyTorch model, a tied LM head, checkpointing, and the errors."""
 import math
-import time
 
 import numpy as np
 import pytest
@@ -67,7 +66,6 @@ def test_the_formula_equals_a_built_model(name, overrides):
 
 
 def test_bert_base_and_gpt2_built_for_real_have_the_published_counts():
-    start = time.perf_counter()
     bert = models.build("bert-base-uncased")
     assert models.count_parameters(bert) == PUBLISHED["bert-base-uncased"]
     assert models.count_parameters(bert.bert) == 109_482_240
@@ -80,7 +78,6 @@ def test_bert_base_and_gpt2_built_for_real_have_the_published_counts():
     assert models.count_parameters(gpt2) == PUBLISHED["gpt2"]
     assert gpt2.lm_head.weight is gpt2.wte.weight and gpt2.wte.weight.shape == (50257, 768)
     assert gpt2.wpe.weight.shape == (1024, 768)
-    assert time.perf_counter() - start < 30  # about 10 s on 2 cores; a far slower build is a regression
 
 
 # ----------------------------------------------------------------------------- the registry's functions

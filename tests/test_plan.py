@@ -4,7 +4,6 @@
 with and without accumulation, and bert-base-uncased itself at full size.
 """
 import json
-import time
 
 import pytest
 
@@ -67,10 +66,9 @@ def test_in_place_zero_grad_keeps_the_gradients_through_the_forward():
     assert zeros.bytes["total"] > none.bytes["total"]
 
 
-def test_gpt2_xl_at_1024_is_fast():
-    start = time.perf_counter()
+def test_gpt2_xl_at_1024_is_planned_on_meta():
+    """(Its speed, about a second, is the benchmark's to measure, not a unit test's.)"""
     p = plan.predict(plan.Setup("gpt2-xl", 1, 1024, checkpointing="sqrt"))
-    assert time.perf_counter() - start < 10
     assert p.bytes["parameters"] == 4 * 1_557_611_200
 
 
