@@ -31,7 +31,8 @@ HINTS = ("Part 1 has three cases (an inf was found; a clean step that completes 
          "bytes per element is made once for each parameter that a product (linear) reads, none without autocast.",
          "if found_inf: return np.float32(float(scale) * backoff_factor), 0; growth_tracker += 1; if growth_tracker "
          "== growth_interval: grown = np.float32(float(scale) * growth_factor); scale = grown if np.isfinite(grown) "
-         "else scale; growth_tracker = 0. return np.float32(scale), growth_tracker. Bytes: n = sum of math.prod(shape); "
+         "else scale; growth_tracker = 0. return np.float32(scale), growth_tracker. Bytes: n = sum of "
+         "math.prod(shape); "
          "parameters 4n, gradients 4n, optimizer 8n, cast_weights 2 x the elements of parameters with 'linear' in "
          "their uses (0 if low_dtype is None).")
 QUESTION = Question(18, tolerance=1e-9, wrong={
