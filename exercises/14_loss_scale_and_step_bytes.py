@@ -46,7 +46,7 @@ gradients, AdamW's state and the copies take together?
 
 Grade it:  python -m minigrad check 14        (stuck? python -m minigrad check 14 --hint)
 """
-import numpy as np
+import numpy as np  # the scale is a NumPy float32
 
 EXPLAIN = None  # your answer to the question at the end of the docstring
 

@@ -109,8 +109,8 @@ def part1():
     mixed, full = runs["bfloat16 autocast"], runs["float32"]
     cast_params = sum(p.numel() for name, p in model.named_parameters() if ".c_" in name or "lm_head" in name)
     assert mixed["cast"] == 2 * cast_params  # one 2-byte copy of each weight the products read, whatever the uses
-    print(f"(saved: what the records kept for backward, summed over records as mg.profile's table does; peak "
-          f"activations: each buffer once, at the peak)\n")
+    print("(saved: what the records kept for backward, summed over records as mg.profile's table does; peak "
+          "activations: each buffer once, at the peak)\n")
     print(f"Under autocast the weights stay {', '.join(sorted(mixed['weights']))} and so do their gradients "
           f"({', '.join(sorted(mixed['grads']))}); the logits come out {mixed['logits']} (lm_head is a product) and "
           f"the loss {mixed['loss']} (cross_entropy is on the float32 list). The products keep bfloat16 copies of "
