@@ -6,7 +6,8 @@
 
 Each piece you have written replaces the engine's own, and the later exercises and lessons run on it: your
 elementwise backwards (exercise 1), unbroadcast (2), matmul backward (3), tape walk (4), softmax and log_softmax
-(5), checkpoint (7, or 8 with the generator replayed), accumulation loop (11) and AdamW step (12). A piece
+(5), checkpoint (7, or 8 with the generator replayed), accumulation loop (11), AdamW step (12) and the loss
+scaler's update rule (14). A piece
 counts as written when a tiny run of it (a probe, below) raises no NotImplementedError: a stub leaves the
 engine's own in place. A piece whose probe fails otherwise is reported and left out: `python -m minigrad
 check N` says what is wrong. At the end, `report()` says whose piece ran, and how often.
@@ -47,6 +48,7 @@ from .tensor import _written_since  # NOTE [version counters]: the check the eng
 # mg.checkpoint and mg.accumulate are the functions; these are the modules of those names
 _checkpoint_package, _accumulate_module = (importlib.import_module(f"minigrad.{name}")
                                            for name in ("checkpoint", "accumulate"))
+_grad_scaler = importlib.import_module("minigrad.amp.grad_scaler")  # GradScaler.update calls its amp_update_scale
 
 PIECES = {  # exercise number: what it gives the engine
     1: "elementwise backwards (exp, tanh, log, pow)",
@@ -58,6 +60,7 @@ PIECES = {  # exercise number: what it gives the engine
     8: "checkpoint with the generator replayed",
     11: "the accumulation loop",
     12: "the AdamW step",
+    14: "the loss scaler's update rule (GradScaler.update)",
 }
 
 
@@ -130,6 +133,8 @@ def _probe(piece):
         elif piece.number == 12:
             p = [x.copy()]
             m.adamw_step(p, [np.ones_like(x)], m.init_state(p), 1e-3, (0.9, 0.999), 1e-8, 0.0, 1)
+        elif piece.number == 14:
+            m.update_scale(np.float32(2.0 ** 16), 0, False, 2.0, 0.5, 2000)
     except NotImplementedError:
         return "stub"
     except Exception as e:  # noqa: BLE001 a learner's bug, of any kind: reported, and the engine's own runs
@@ -336,8 +341,20 @@ def _plug_adamw(piece):
     _swap(optim.AdamW, "step", optim._reported(step))
 
 
+def _plug_scaler(piece):
+    mine = piece.module.update_scale
+
+    def amp_update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
+        # exercise 14's contract is the engine's: the same arguments, (float32 scale, tracker) back
+        piece.ran += 1
+        new_scale, tracker = mine(np.float32(scale), int(growth_tracker), bool(found_inf), growth_factor,
+                                  backoff_factor, growth_interval)
+        return np.float32(new_scale), int(tracker)
+    _swap(_grad_scaler, "amp_update_scale", amp_update_scale)
+
+
 _PLUGS = {1: _plug_elementwise, 2: _plug_unbroadcast, 3: _plug_matmul, 4: _plug_tape, 5: _plug_softmax,
-          7: _plug_checkpoint, 8: _plug_checkpoint, 11: _plug_accumulation, 12: _plug_adamw}
+          7: _plug_checkpoint, 8: _plug_checkpoint, 11: _plug_accumulation, 12: _plug_adamw, 14: _plug_scaler}
 
 
 # ----------------------------------------------------------------------------- turning it on and off
@@ -348,7 +365,7 @@ def enable(folder="exercises", only=None):
     if _active:
         raise RuntimeError("learner mode is already on; mg.learner.disable() first")
     if not os.path.isdir(folder):
-        raise FileNotFoundError(f"learner mode: no folder {folder!r} with your exercise files (01_...py to 13_...py); "
+        raise FileNotFoundError(f"learner mode: no folder {folder!r} with your exercise files (01_...py to 14_...py); "
                                 f"run from the repository's root, or name the folder (MINIGRAD_LEARNER_ENGINE=path)")
     pieces = {n: Piece(n, m) for n, m in _load(folder, only).items()}
     for n in PIECES:

@@ -188,3 +188,35 @@ def test_the_ledger_measures_the_learners_walk_as_the_engines():
     def activations(prof):  # (the gradients in flight differ: your walk holds them its own way)
         return [(row["op"], row["phase"], row["activations"]) for row in prof.timeline()]
     assert activations(mine) == activations(plain)
+
+
+def _scaler_scales():
+    """GradScaler on a run with injected infs: the scales and trackers after each update."""
+    w = nn.Parameter(mg.tensor(np.ones(3, dtype=np.float32)))
+    opt = mg.optim.SGD([w], lr=0.1)
+    scaler = mg.amp.GradScaler(init_scale=2.0 ** 10, growth_factor=3.0, backoff_factor=0.25, growth_interval=2)
+    trail = []
+    for i in range(12):
+        g = np.full(3, 0.5, dtype=np.float32)
+        if i in (1, 2, 7):
+            g[0] = np.inf
+        w.grad = mg.tensor(g * scaler.get_scale(), device=w.device)
+        scaler.step(opt)
+        scaler.update()
+        trail.append((scaler.get_scale(), scaler.state_dict()["_growth_tracker"]))
+    return trail
+
+
+def test_the_learners_scaler_rule_runs_inside_gradscaler_update(tmp_path):
+    """Exercise 14's update_scale replaces GradScaler.update's rule: the reference gives the engine's scales; a
+    rule that never backs off is the one that runs (the scale goes on growing through the infs)."""
+    plain = _scaler_scales()
+    assert len({s for s, _ in plain}) > 3  # it backed off and grew
+    with learner.use(SOLUTIONS, only={14}) as pieces:
+        assert _scaler_scales() == plain and pieces[0].ran == 12, learner.report(pieces)
+    assert _scaler_scales() == plain  # put back
+    wrong = open(os.path.join(SOLUTIONS, "14_loss_scale_and_step_bytes.py")).read().replace(
+        "    if found_inf:\n        return", "    if False:\n        return")
+    (tmp_path / "14_loss_scale_and_step_bytes.py").write_text(wrong)
+    with learner.use(str(tmp_path), only={14}):
+        assert _scaler_scales() != plain

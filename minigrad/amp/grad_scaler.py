@@ -17,6 +17,20 @@ from ..tensor import Tensor, mark_written
 _READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
 
 
+def amp_update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
+    """The scale's update rule, torch._amp_update_scale_ as a pure function: (new scale, new growth tracker).
+    An inf or nan found: back off, and count again from 0. Else one more clean step; at growth_interval of them,
+    grow (only if the grown scale is finite in float32) and count again. The scale is float32, computed as PyTorch's
+    kernel computes it: the product in double, rounded once. (Exercise 14 asks for it; learner mode uses yours.)"""
+    if found_inf:
+        return np.float32(float(scale) * backoff_factor), 0
+    if growth_tracker + 1 == growth_interval:
+        with np.errstate(over="ignore"):  # beyond float32's range: inf, and the scale stays
+            grown = np.float32(float(scale) * growth_factor)
+        return (grown if np.isfinite(grown) else np.float32(scale)), 0
+    return np.float32(scale), growth_tracker + 1
+
+
 class GradScaler:
     """torch.amp.GradScaler(device, init_scale=2.**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
     enabled=True); the loop it goes in:
@@ -110,16 +124,9 @@ class GradScaler:
             found = [s["found_inf"] for s in self._per_optimizer.values() if s["stage"] != _READY]
             if not found:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            if sum(found):  # as torch._amp_update_scale_
-                self._scale = np.float32(float(self._scale) * self._backoff_factor)
-                self._growth_tracker = 0
-            elif self._growth_tracker + 1 == self._growth_interval:
-                grown = np.float32(float(self._scale) * self._growth_factor)
-                if np.isfinite(grown):
-                    self._scale = grown
-                self._growth_tracker = 0
-            else:
-                self._growth_tracker += 1
+            self._scale, self._growth_tracker = amp_update_scale(
+                self._scale, self._growth_tracker, bool(sum(found)), self._growth_factor, self._backoff_factor,
+                self._growth_interval)
         self._per_optimizer = {}
 
     def _state(self, optimizer):
