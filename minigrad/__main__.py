@@ -532,16 +532,13 @@ def _step_arguments(p, many=False):
     p.add_argument("--seq-len", type=_at_least_one, required=True, help="tokens per sequence")
     search = "; or a comma-separated list, or any: plan tries each" * many + " (default %(default)s)"
     p.add_argument("--optimizer", type=_names(plan.OPTIMIZERS, "--optimizer", many), default="adamw",
-                   metavar="{" + ",".join(plan.OPTIMIZERS) + "}", help="adamw (two float32 moments, 8 bytes "
-                        "per parameter), adafactor (Hugging Face's, factored second moment, as the Trainer's "
-                        "optim='adafactor'), adamw8bit (bitsandbytes' "
-                        "Adam8bit: the moments in 8 bits), sgd (no state)" + search)
+                   metavar="{" + ",".join(plan.OPTIMIZERS) + "}", help="adamw (two float32 moments: 8 bytes per "
+                   "parameter), adafactor (Hugging Face's, as the Trainer's optim='adafactor': a matrix's second "
+                   "moment factored), adamw8bit (bitsandbytes' Adam8bit: moments in 8 bits), sgd (no state)" + search)
     p.add_argument("--precision", type=_names(plan.PRECISIONS, "--precision", many), default="fp32",
                    metavar="{" + ",".join(plan.PRECISIONS) + "}", help="fp32; fp16-mixed: float32 weights, gradients "
-                        "and optimizer state, the forward under "
-                        "autocast('cuda', float16) with a GradScaler (Hugging Face's fp16=True); bf16-mixed: the "
-                        "same in bfloat16, no scaler. Not --dtype, which stores the whole model in one dtype"
-                        + search)
+                   "and optimizer state, the forward under autocast('cuda', float16), a GradScaler (Hugging Face's "
+                   "fp16=True); bf16-mixed: autocast in bfloat16, no scaler. Not --dtype (one dtype)" + search)
     p.add_argument("--dtype", choices=sorted(plan.DTYPES), default="fp32",
                    help="fp32, or fp16: parameters, activations, gradients and optimizer state in float16 "
                         "(model.half(); not mixed precision, which is --precision) (default fp32)")
