@@ -659,7 +659,7 @@ def main(argv=None):
         examples:
           python -m minigrad plan --model bert-large-uncased --memory 16GB --batch-size 32 --seq-len 512
           python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024
-          python -m minigrad plan --model gpt2 --memory 8GB --batch-size 16 --seq-len 512 --precision any --optimizer any"""))
+          python -m minigrad plan --model gpt2 --memory 4GB --batch-size 8 --seq-len 256 --precision any --optimizer any"""))
     _step_arguments(p, many=True)
     p.add_argument("--memory", type=_budget, required=True,
                    help="the budget: 24GB (10^9 bytes), 24GiB (2^30) or 24000MB")
