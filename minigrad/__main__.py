@@ -652,14 +652,13 @@ def main(argv=None):
         "plan", help="the micro-batch, accumulation and checkpointing that fit a memory budget, cheapest first",
         formatter_class=argparse.RawDescriptionHelpFormatter, description=textwrap.dedent("""\
         For an optimizer batch of --batch-size sequences, try micro-batches that divide it (accumulation making
-        up the rest) under each checkpointing strategy (none, every block, sqrt(n), the budgeted schedule), each
-        run on 'meta', and print those that fit in --memory, ranked by FLOPs per sample. --precision and
-        --optimizer take a comma-separated list, or any: each is tried with every strategy.
-
-        examples:
+        up the rest) under each checkpointing strategy (none, every block, sqrt(n), the budgeted schedule), and
+        each --precision and --optimizer given (a list: fp32,fp16-mixed; or any), each run on 'meta', and print
+        those that fit in --memory, ranked by FLOPs per sample. examples:
           python -m minigrad plan --model bert-large-uncased --memory 16GB --batch-size 32 --seq-len 512
           python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024
-          python -m minigrad plan --model gpt2 --memory 4GB --batch-size 8 --seq-len 256 --precision any --optimizer any"""))
+          python -m minigrad plan --model gpt2 --memory 4GB --batch-size 8 --seq-len 256 --precision any \\
+              --optimizer any"""))
     _step_arguments(p, many=True)
     p.add_argument("--memory", type=_budget, required=True,
                    help="the budget: 24GB (10^9 bytes), 24GiB (2^30) or 24000MB")
