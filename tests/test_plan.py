@@ -256,6 +256,11 @@ def test_meta_predicts_the_real_step_under_cudas_lists(optimizer):
                        overrides=SMALL["bert-base-uncased"])
     meta, real = plan.predict(setup), plan.predict(setup, device="cuda")
     assert meta.profile.timeline() == real.profile.timeline() and meta.bytes == real.bytes
+    # bfloat16 under CUDA's lists: predicted on 'meta' (a GPU that has it), refused on CuPy, saying what to use
+    bf16 = plan.Setup("bert-base-uncased", 2, 32, precision="bf16-mixed", overrides=SMALL["bert-base-uncased"])
+    assert "bfloat16" in plan.predict(bf16).profile.saved_bytes_by_dtype()
+    with pytest.raises(RuntimeError, match="switch dtype to float16"):
+        plan.predict(bf16, device="cuda")
 
 
 def test_mixed_precision_keeps_float32_weights_and_its_weight_copies():
