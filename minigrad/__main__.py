@@ -428,7 +428,7 @@ def launch(args):
 
 def memory(args):
     setup = plan.Setup(args.model, args.batch_size, args.seq_len, args.grad_accum, args.checkpointing, args.optimizer,
-                       args.dtype, _software(args), policy=args.policy)
+                       args.dtype, _software(args), policy=args.policy, precision=args.precision)
     prediction = plan.predict(setup)
     if args.json:
         print(json.dumps(prediction.as_json()))
@@ -452,26 +452,31 @@ def plan_command(args):
     software = _software(args)
     from_bar = None if args.quiet else _progress("plan")
     fits, tried = plan.search(args.model, budget, args.batch_size, args.seq_len, args.optimizer, args.dtype, software,
-                              top=args.top, progress=from_bar, policy=args.policy)
+                              top=args.top, progress=from_bar, policy=args.policy, precision=args.precision)
     if not fits:
         least = min(tried, key=lambda p: p.bytes["total"])
         fixed = sum(least.bytes[c] for c in ("parameters", "gradients", "optimizer"))
         print(f"plan: nothing fits in {plan.gib(budget)}. The smallest step tried ({plan.describe(least.setup, software=False)}) "
               f"needs {plan.gib(least.bytes['total'])}, of which parameters, gradients and optimizer state alone "
-              f"are {plan.gib(fixed)}. Try --optimizer sgd (no moments), --dtype fp16, a shorter --seq-len, or a "
+              f"are {plan.gib(fixed)}. Try --optimizer any (less state), --dtype fp16, a shorter --seq-len, or a "
               f"GPU with at least {plan.gib(least.bytes['total'])}.", file=sys.stderr)
         return 1
-    strategies = len({p.setup.checkpointing for p in fits})
-    print(f"\n{args.model}, optimizer batch {args.batch_size} x {args.seq_len} tokens, {args.optimizer}, {args.dtype}: "
+    ways, searched = len({(p.setup.precision, p.setup.optimizer, p.setup.checkpointing) for p in fits}), \
+        len(args.optimizer) > 1 or len(args.precision) > 1
+    print(f"\n{args.model}, optimizer batch {args.batch_size} x {args.seq_len} tokens, {', '.join(args.optimizer)}, "
+          f"{', '.join(args.precision) if args.precision != ['fp32'] else args.dtype}: "
           f"the {len(fits)} best of {len(tried)} steps run on 'meta'"
           + (f"; checkpoints keep {args.policy}" if args.policy != "nothing_saveable" else "")
-          + f". First the largest micro-batch that fits for each of {strategies} checkpointing strategies, least FLOPs "
+          + f". First the largest micro-batch that fits for each of {ways} "
+            f"{'ways (precision, optimizer, checkpointing)' if searched else 'checkpointing strategies'}, least FLOPs "
             f"per sample first; then their smaller micro-batches (more accumulation, about the same FLOPs)\n")
-    print(f"{'rank':<6}{'micro-batch':>12}{'accumulation':>14}{'checkpointing':>15}{'peak':>12}"
+    extra = f"{'precision':>12}{'optimizer':>11}" if searched else ""
+    print(f"{'rank':<6}{'micro-batch':>12}{'accumulation':>14}{'checkpointing':>15}{extra}{'peak':>12}"
           f"{'FLOPs/sample':>15}{'recompute':>11}")
     for i, p in enumerate(fits, 1):
         s = p.setup
-        print(f"{i:<6}{s.batch_size:>12}{s.grad_accum:>14}{s.checkpointing:>15}{plan.gib(p.bytes['total']):>12}"
+        extra = f"{s.precision:>12}{s.optimizer:>11}" if searched else ""
+        print(f"{i:<6}{s.batch_size:>12}{s.grad_accum:>14}{s.checkpointing:>15}{extra}{plan.gib(p.bytes['total']):>12}"
               f"{p.flops_per_sample:>15.3e}{p.overhead:>11.0%}")
     if len(fits) < args.top:
         print(f"\n(--top {args.top}: only these {len(fits)} steps fit, every micro-batch that divides {args.batch_size} "
@@ -512,13 +517,31 @@ def _unknown(parser, unknown):
     parser.error(f"unrecognized arguments: {' '.join(said)}; `{parser.prog} --help` lists its flags")
 
 
-def _step_arguments(p):
+def _names(known, what, many):
+    """argparse type: one of `known`, or with many=True a list of them (plan.parse_names)."""
+    def read(text):
+        try:
+            return plan.parse_names(text, known, what, many)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return read
+
+
+def _step_arguments(p, many=False):
     p.add_argument("--model", required=True, type=_model_name, help=f"one of {', '.join(models.MODELS)}")
     p.add_argument("--seq-len", type=_at_least_one, required=True, help="tokens per sequence")
-    p.add_argument("--optimizer", choices=sorted(plan.OPTIMIZERS), default="adamw", help="default adamw")
+    search = "; or a comma-separated list, or any: plan tries each" * many + " (default %(default)s)"
+    p.add_argument("--optimizer", type=_names(plan.OPTIMIZERS, "--optimizer", many), default="adamw",
+                   metavar="{" + ",".join(plan.OPTIMIZERS) + "}", help="adamw (two float32 moments: 8 bytes per "
+                   "parameter), adafactor (Hugging Face's, as the Trainer's optim='adafactor': a matrix's second "
+                   "moment factored), adamw8bit (bitsandbytes' Adam8bit: moments in 8 bits), sgd (no state)" + search)
+    p.add_argument("--precision", type=_names(plan.PRECISIONS, "--precision", many), default="fp32",
+                   metavar="{" + ",".join(plan.PRECISIONS) + "}", help="fp32; fp16-mixed: float32 weights, gradients "
+                   "and optimizer state, the forward under autocast('cuda', float16), a GradScaler (Hugging Face's "
+                   "fp16=True); bf16-mixed: autocast in bfloat16, no scaler. Not --dtype (one dtype)" + search)
     p.add_argument("--dtype", choices=sorted(plan.DTYPES), default="fp32",
                    help="fp32, or fp16: parameters, activations, gradients and optimizer state in float16 "
-                        "(model.half(); not mixed precision) (default fp32)")
+                        "(model.half(); not mixed precision, which is --precision) (default fp32)")
     p.add_argument("--policy", choices=plan.POLICIES, default="nothing_saveable",
                    help="what each checkpoint keeps rather than recomputes (mg.checkpoint_policies): "
                         "nothing_saveable (recompute the whole block, the default), dots_saveable (keep the matrix "
@@ -629,13 +652,14 @@ def main(argv=None):
         "plan", help="the micro-batch, accumulation and checkpointing that fit a memory budget, cheapest first",
         formatter_class=argparse.RawDescriptionHelpFormatter, description=textwrap.dedent("""\
         For an optimizer batch of --batch-size sequences, try micro-batches that divide it (accumulation making
-        up the rest) under each checkpointing strategy (none, every block, sqrt(n), the budgeted schedule), each
-        run on 'meta', and print those that fit in --memory, ranked by FLOPs per sample.
-
-        examples:
+        up the rest) under each checkpointing strategy (none, every block, sqrt(n), the budgeted schedule), and
+        each --precision and --optimizer given (a list: fp32,fp16-mixed; or any), each run on 'meta', and print
+        those that fit in --memory, ranked by FLOPs per sample. examples:
           python -m minigrad plan --model bert-large-uncased --memory 16GB --batch-size 32 --seq-len 512
-          python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024"""))
-    _step_arguments(p)
+          python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024
+          python -m minigrad plan --model gpt2 --memory 4GB --batch-size 8 --seq-len 256 --precision any \\
+              --optimizer any"""))
+    _step_arguments(p, many=True)
     p.add_argument("--memory", type=_budget, required=True,
                    help="the budget: 24GB (10^9 bytes), 24GiB (2^30) or 24000MB")
     p.add_argument("--batch-size", type=_at_least_one, required=True, help="sequences per optimizer step")

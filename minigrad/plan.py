@@ -14,6 +14,13 @@ The step, as a training loop runs it once it is under way (`Setup.software` says
 the day behaves):
     for each of the grad_accum micro-batches: loss = model(batch) / grad_accum; loss.backward()
     optimizer.step(); optimizer.zero_grad()
+Under mixed precision (Setup.precision), as Hugging Face's Trainer of 2022 ran it with fp16=True: the weights stay
+float32, the forward and the loss run under mg.autocast('cuda', dtype=float16) (CUDA's lists: on 'meta' a region
+follows the device it names), and
+    for each micro-batch: with autocast: loss = model(batch); scaler.scale(loss / grad_accum).backward()
+    scaler.unscale_(optimizer); scaler.step(optimizer); scaler.update(); optimizer.zero_grad()
+bf16-mixed: autocast in bfloat16, no scaler. (The Trainer clips the unscaled gradients at max_grad_norm 1.0; the
+planner's step clips in no precision: the norms are a number per parameter.)
 Before it, unprofiled, what an earlier step leaves behind is made: the optimizer's state (as in every
 step but the first), and the gradients, dropped or zeroed in place. With zero_grad='zeros' (set_to_none=False, PyTorch before 2.0) the gradients stay allocated
 through the next forward; with 'none' (today's default) they are freed after the step.
@@ -21,11 +28,14 @@ through the next forward; with 'none' (today's default) they are freed after the
 Read next: formulas.py, the closed forms that the ledger's measurements must equal; __main__.py, whose
 `memory` and `plan` commands print these predictions.
 """
+import contextlib
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
 
-from . import models, optim, schedules
+from . import backend, models, optim, schedules
+from .amp import GradScaler, autocast
 from .checkpoint import checkpoint_policies, measure_chain
 from .profiler import profile
 from .backend.random import manual_seed
@@ -34,8 +44,16 @@ from .tensor import no_grad, zeros_like
 STRATEGIES = ("none", "every", "sqrt", "budget")
 POLICIES = tuple(vars(checkpoint_policies))  # what each checkpoint keeps; the first, nothing_saveable, is the default
 ORDER = ("parameters", "gradients", "optimizer", "activations", "transient")  # the profiler's categories, as printed
-OPTIMIZERS = {"adamw": lambda params: optim.AdamW(params, lr=1e-4), "sgd": lambda params: optim.SGD(params, lr=1e-3)}
-DTYPES = {"fp32": "float32", "fp16": "float16"}
+# NOTE [the planner's optimizers]: as Hugging Face's Trainer of 2022 built them (the write-up's rows): adamw its
+# default AdamW (weight decay 0: a difference of values, not of bytes); adafactor transformers' Adafactor with
+# scale_parameter=False, relative_step=False and the Trainer's lr; adamw8bit bitsandbytes' Adam8bit, which is
+# AdamW8bit with weight_decay=0 (moments of 4096 elements or more in 8 bits, the rest in float32).
+OPTIMIZERS = {"adamw": lambda params: optim.AdamW(params, lr=1e-4),
+              "adafactor": lambda params: optim.Adafactor(params, lr=1e-4, scale_parameter=False, relative_step=False),
+              "adamw8bit": lambda params: optim.AdamW8bit(params, lr=1e-4, weight_decay=0.0),
+              "sgd": lambda params: optim.SGD(params, lr=1e-3)}
+DTYPES = {"fp32": "float32", "fp16": "float16"}           # a model stored wholly in one dtype (model.half())
+PRECISIONS = {"fp32": None, "fp16-mixed": "float16", "bf16-mixed": "bfloat16"}  # float32 weights, autocast to this
 
 
 @dataclass(frozen=True)
@@ -64,11 +82,12 @@ class Setup:
     checkpointing: object = "none"     # 'none', 'every' (each block, as Hugging Face's gradient_checkpointing),
                                        # 'sqrt' (sqrt(n) segments of blocks), or segments [(lo, hi), ...]
     optimizer: str = "adamw"
-    dtype: str = "fp32"
+    dtype: str = "fp32"                # the dtype the whole model is stored in; mixed precision is `precision`
     software: Software = field(default_factory=Software)
     overrides: dict = field(default_factory=dict)  # changes to the model's config: {'n_layer': 2} for a small one
     policy: str = "nothing_saveable"   # what each checkpoint keeps rather than recomputes: a name in
                                        # mg.checkpoint_policies ('save_anything_except_core_attention': Korthikanti's)
+    precision: str = "fp32"            # 'fp16-mixed' (autocast float16, a GradScaler), 'bf16-mixed' (autocast bfloat16)
 
     def __post_init__(self):
         models.spec(self.model)  # an unknown name lists the known ones
@@ -95,6 +114,13 @@ class Setup:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}")
+        if self.precision != "fp32" and self.dtype != "fp32":
+            raise ValueError(f"dtype {self.dtype} with precision {self.precision}: --dtype stores the whole model in "
+                             f"one dtype (model.half()), --precision keeps float32 weights and runs the products in "
+                             f"16 bits under autocast (what fp16=True does); choose one: --dtype fp32 --precision "
+                             f"{self.precision} for mixed precision, or --dtype {self.dtype} alone")
 
 
 @dataclass
@@ -136,9 +162,12 @@ def block_segments(how, blocks, input_):
     return plan.segments[:-1]  # as checkpoint_sequential runs a plan: the last segment runs plainly
 
 
-def predict(setup, exact_accumulation=True, device="meta"):
+def predict(setup, exact_accumulation=True, device="meta", amp_device=None):
     """Run `setup`'s training step on 'meta' under mg.profile and read the ledger. (On device='cpu' the same step
     runs for real, with real numbers: the tests compare the two.)
+
+    amp_device: whose autocast lists a mixed-precision step follows: 'cuda' (the GPU a prediction is for, the default
+    on 'meta' and 'cuda'), or 'cpu' (the default on 'cpu', where autocast('cuda') would cast nothing).
 
     With exact_accumulation=False, at most 2 of the grad_accum micro-batches run: from the second on, each finds
     the same state (the gradients of the ones before), so the peak is the same, and each adds the same FLOPs
@@ -151,10 +180,20 @@ def predict(setup, exact_accumulation=True, device="meta"):
     opt = OPTIMIZERS[setup.optimizer](list(model.parameters()))
     set_to_none = setup.software.zero_grad == "none"
     runs = setup.grad_accum if exact_accumulation else min(setup.grad_accum, 2)
+    low = PRECISIONS[setup.precision]
+    amp_device = amp_device or ("cpu" if device == "cpu" else "cuda")
+    scaler = GradScaler(device, enabled=low == "float16")
+
+    def region():
+        if low is None:
+            return contextlib.nullcontext()
+        with backend.device(device):  # bfloat16 under CUDA's lists is allowed on 'meta' only (amp/autocast_mode.py)
+            return autocast(amp_device, dtype=low)
+    region()  # an unsupported pair (bfloat16 on a real 'cuda') is refused before the step
 
     _warm_up(model, opt, set_to_none)
     with profile(model, opt) as prof:
-        _step(model, opt, batch, runs, setup.grad_accum, set_to_none)
+        _step(model, opt, batch, runs, setup.grad_accum, set_to_none, region, scaler)
     scale = setup.grad_accum / runs
     flops = {phase: round(prof.flops(phase) * scale) for phase in ("forward", "backward", "recompute")}
     at_peak = prof.bytes_at_peak()
@@ -170,11 +209,15 @@ def _warm_up(model, opt, set_to_none):
     opt.zero_grad(set_to_none=set_to_none)
 
 
-def _step(model, opt, batch, runs, grad_accum, set_to_none):
+def _step(model, opt, batch, runs, grad_accum, set_to_none, region, scaler):
+    """One optimizer step (the module's docstring); a disabled scaler is the fp32 and bf16 loop, call for call."""
     for _ in range(runs):
-        loss = models.loss_of(model, batch) / grad_accum
-        loss.backward()
-    opt.step()
+        with region():
+            loss = models.loss_of(model, batch)
+        scaler.scale(loss / grad_accum).backward()
+    scaler.unscale_(opt)
+    scaler.step(opt)
+    scaler.update()
     opt.zero_grad(set_to_none=set_to_none)
 
 
@@ -200,43 +243,49 @@ def _checkpointing(model, how, batch, policy):
 # ----------------------------------------------------------------------------- the planner
 
 def search(model, memory, batch_size, seq_len, optimizer="adamw", dtype="fp32", software=None, strategies=STRATEGIES,
-           top=5, progress=None, policy="nothing_saveable"):
-    """Up to `top` (micro-batch, strategy) steps that fit in `memory` bytes, for an optimizer batch of `batch_size`:
-    micro-batches that divide it, accumulation making up the rest. Per strategy, the largest micro-batch that
-    fits is found by bisection (memory grows with the micro-batch). First the best of each strategy, ranked by
-    FLOPs per sample (least recompute first), then by the larger micro-batch (fewer, larger kernels); then, to
-    fill `top`, each strategy's next smaller micro-batch in the same order, and so on (they fit too, with more
-    accumulation and about the same FLOPs per sample). Every checkpoint keeps what `policy` (a name in
+           top=5, progress=None, policy="nothing_saveable", precision="fp32"):
+    """Up to `top` steps that fit in `memory` bytes, for an optimizer batch of `batch_size`: micro-batches that
+    divide it, accumulation making up the rest. `optimizer` and `precision` are a name or a list of names, searched
+    with each strategy (a "way": precision, optimizer, strategy). Per way, the largest micro-batch that fits is
+    found by bisection (memory grows with the micro-batch). First the best of each way, ranked by FLOPs per sample
+    (least recompute first), then by the larger micro-batch (fewer, larger kernels), then in the order the lists
+    give; then, to fill `top`, each way's next smaller micro-batch in the same order, and so on (they fit too, with
+    more accumulation and about the same FLOPs per sample). Every checkpoint keeps what `policy` (a name in
     mg.checkpoint_policies) says. Returns (those steps, every step predicted)."""
     software = software or Software()
     sizes = [b for b in range(1, batch_size + 1) if batch_size % b == 0]
-    tried, largest = [], {}  # largest: strategy -> (index in sizes of the largest micro-batch that fits, its step)
+    listed = lambda x: [x] if isinstance(x, str) else list(x)  # noqa: E731
+    ways = [(pr, o, how) for pr in listed(precision) for o in listed(optimizer) for how in strategies]
+    tried, largest = [], {}  # largest: way -> (index in sizes of the largest micro-batch that fits, its step)
 
-    def run(how, i):
-        p = predict(Setup(model, sizes[i], seq_len, batch_size // sizes[i], how, optimizer, dtype, software,
-                          policy=policy if how != "none" else "nothing_saveable"), exact_accumulation=False)
+    def run(way, i):
+        pr, o, how = way
+        p = predict(Setup(model, sizes[i], seq_len, batch_size // sizes[i], how, o, dtype, software,
+                          policy=policy if how != "none" else "nothing_saveable", precision=pr),
+                    exact_accumulation=False)
         tried.append(p)
         if progress is not None:
             progress(p.setup)
         return p
 
-    for how in strategies:
+    for way in ways:
         lo, hi = 0, len(sizes) - 1
         while lo <= hi:
             mid = (lo + hi) // 2
-            p = run(how, mid)
+            p = run(way, mid)
             if p.bytes["total"] <= memory:
-                largest[how], lo = (mid, p), mid + 1
+                largest[way], lo = (mid, p), mid + 1
             else:
                 hi = mid - 1
-    ranked = sorted(largest, key=lambda how: (round(largest[how][1].flops_per_sample), -largest[how][1].setup.batch_size))
-    known = {(p.setup.checkpointing, p.setup.batch_size): p for p in tried}
+    ranked = sorted(largest, key=lambda w: (round(largest[w][1].flops_per_sample), -largest[w][1].setup.batch_size,
+                                            ways.index(w)))
+    known = {(p.setup.precision, p.setup.optimizer, p.setup.checkpointing, p.setup.batch_size): p for p in tried}
     fits = []
-    for smaller in range(len(sizes)):  # 0: each strategy's best; 1: its next smaller micro-batch; ...
-        for how in ranked:
-            i = largest[how][0] - smaller
+    for smaller in range(len(sizes)):  # 0: each way's best; 1: its next smaller micro-batch; ...
+        for way in ranked:
+            i = largest[way][0] - smaller
             if i >= 0 and len(fits) < top:
-                p = known.get((how, sizes[i])) or run(how, i)
+                p = known.get((*way, sizes[i])) or run(way, i)
                 if p.bytes["total"] <= memory:  # as memory grows with the micro-batch, always; checked all the same
                     fits.append(p)
     return fits, tried
@@ -261,6 +310,18 @@ def parse_bytes(text):
     return int(n)
 
 
+def parse_names(text, known, what, many=False):
+    """'adamw' -> 'adamw'; with many=True (plan's search) 'adamw,sgd' -> ['adamw', 'sgd'] and 'any' -> all known."""
+    names = (list(known) if text == "any" else [n.strip() for n in text.split(",")]) if many else [text]
+    wrong = next((n for n in names if n not in known), None)
+    if wrong is not None:
+        close = difflib.get_close_matches(wrong, known, n=1)
+        raise ValueError(f"{what} {text!r}: choose from {', '.join(known)}"
+                         + (", a comma-separated list of them, or any (each one)" if many else "")
+                         + (f" (did you mean {close[0]}?)" if close else ""))
+    return names if many else names[0]
+
+
 def gib(n):
     return f"{n / 2**30:.2f} GiB"
 
@@ -277,7 +338,8 @@ def describe(setup, software=True):
     sw = s.software
     micro = f"{s.grad_accum} micro-batch{'' if s.grad_accum == 1 else 'es'}"  # how many, then how big: the lessons'
     step = (f"{s.model}: {micro} of {s.batch_size} x {s.seq_len} tokens per optimizer step (batch "
-            f"{s.batch_size * s.grad_accum}), {how}, {s.optimizer}, {s.dtype}")
+            f"{s.batch_size * s.grad_accum}), {how}, {s.optimizer}, "
+            + (f"{s.dtype}" if s.precision == "fp32" else f"{s.precision} (float32 weights, autocast)"))
     if not software:
         return step
     return (f"{step}\nsoftware: zero_grad {'set_to_none' if sw.zero_grad == 'none' else 'in place (zeros)'}, dropout mask "

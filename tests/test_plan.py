@@ -224,3 +224,97 @@ def test_memory_and_plan_take_a_policy(capsys):
     assert "keeping save_anything_except_core_attention" in capsys.readouterr().out
     assert main(["plan", "--memory", "4GiB", "--batch-size", "8", "--quiet"] + argv) == 0
     assert "checkpoints keep save_anything_except_core_attention" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- mixed precision and the optimizers
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("precision", ["fp16-mixed", "bf16-mixed"])
+@pytest.mark.parametrize("optimizer", sorted(plan.OPTIMIZERS))
+def test_meta_predicts_the_real_mixed_precision_step_event_by_event(name, precision, optimizer):
+    """On the CPU, autocast('cuda') casts no CPU tensor (as torch's): the real run and its meta twin both follow the
+    CPU's lists here (amp_device='cpu'); the stand-in pass (MINIGRAD_DEVICE=cuda) compares CUDA's lists below."""
+    for checkpointing, grad_accum in (("none", 1), ("every", 2)):
+        setup = plan.Setup(name, 2, 32, grad_accum, checkpointing, optimizer, precision=precision,
+                           overrides=SMALL[name])
+        meta, real = plan.predict(setup, amp_device="cpu"), plan.predict(setup, device="cpu")
+        assert meta.profile.timeline() == real.profile.timeline()
+        assert (meta.bytes, meta.flops) == (real.bytes, real.flops)
+        by_dtype = real.profile.saved_bytes_by_dtype()
+        assert meta.profile.saved_bytes_by_dtype() == by_dtype
+        low = "float16" if precision == "fp16-mixed" else "bfloat16"
+        assert by_dtype.get(low, 0) > 0 and meta.profile.cast_weight_bytes() == real.profile.cast_weight_bytes() > 0
+
+
+@pytest.mark.skipif(__import__("minigrad").default_device() != "cuda", reason="CUDA's lists need 'cuda' tensors "
+                    "(MINIGRAD_DEVICE=cuda: the GPU or the CuPy stand-in)")
+@pytest.mark.parametrize("optimizer", sorted(plan.OPTIMIZERS))
+def test_meta_predicts_the_real_step_under_cudas_lists(optimizer):
+    setup = plan.Setup("bert-base-uncased", 2, 32, 2, "every", optimizer, precision="fp16-mixed",
+                       overrides=SMALL["bert-base-uncased"])
+    meta, real = plan.predict(setup), plan.predict(setup, device="cuda")
+    assert meta.profile.timeline() == real.profile.timeline() and meta.bytes == real.bytes
+    # bfloat16 under CUDA's lists: predicted on 'meta' (a GPU that has it), refused on CuPy, saying what to use
+    bf16 = plan.Setup("bert-base-uncased", 2, 32, precision="bf16-mixed", overrides=SMALL["bert-base-uncased"])
+    assert "bfloat16" in plan.predict(bf16).profile.saved_bytes_by_dtype()
+    with pytest.raises(RuntimeError, match="switch dtype to float16"):
+        plan.predict(bf16, device="cuda")
+
+
+def test_mixed_precision_keeps_float32_weights_and_its_weight_copies():
+    fp32 = plan.predict(plan.Setup("gpt2", 2, 128))
+    for precision in ("fp16-mixed", "bf16-mixed"):
+        mixed = plan.predict(plan.Setup("gpt2", 2, 128, precision=precision))
+        assert {c: mixed.bytes[c] for c in ("parameters", "gradients", "optimizer")} == \
+            {c: fp32.bytes[c] for c in ("parameters", "gradients", "optimizer")}
+        assert mixed.profile.cast_weight_bytes() >= 2 * 85_000_000  # a 2-byte copy of every matrix (gpt2's 85 M)
+        scaled = precision == "fp16-mixed"  # the loss times the scale: one multiply forward, one backward
+        assert {k: mixed.flops[k] - fp32.flops[k] for k in fp32.flops} == \
+            {"forward": scaled, "backward": scaled, "recompute": 0}
+    fp16, bf16 = (plan.predict(plan.Setup("gpt2", 2, 128, precision=p)) for p in ("fp16-mixed", "bf16-mixed"))
+    assert fp16.bytes == bf16.bytes  # the same bytes: two per element either way; the scaler holds numbers
+    assert "float16" in fp16.profile.saved_bytes_by_dtype() and "bfloat16" in bf16.profile.saved_bytes_by_dtype()
+
+
+def test_each_optimizer_keeps_its_state():
+    setup = dict(model="bert-large-uncased", batch_size=1, seq_len=128)
+    params = 335_143_938
+    state = {o: plan.predict(plan.Setup(**setup, optimizer=o)).bytes["optimizer"] for o in plan.OPTIMIZERS}
+    assert state["adamw"] == 8 * params and state["sgd"] == 0
+    assert 2 * params < state["adamw8bit"] < 2.1 * params   # two uint8 codes, absmax per block, small ones in float32
+    assert 0 < state["adafactor"] < 0.01 * params           # rows and columns of the squared gradients
+
+
+@pytest.mark.parametrize("kwargs, message", [(dict(dtype="fp16", precision="fp16-mixed"), "--precision keeps float32"),
+                                             (dict(precision="fp8"), "fp16-mixed"),
+                                             (dict(optimizer="adam"), "adamw8bit")])
+def test_a_bad_precision_or_optimizer_says_what_to_do(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        plan.Setup("gpt2", 1, 32, **kwargs)
+
+
+def test_plan_searches_precision_and_optimizer(capsys):
+    fits, tried = plan.search("gpt2", 3 * 2**30, 8, 256, optimizer=["adamw", "adafactor"],
+                              precision=["fp32", "fp16-mixed"], strategies=("none",))
+    assert {(p.setup.optimizer, p.setup.precision) for p in tried} == \
+        {(o, pr) for o in ("adamw", "adafactor") for pr in ("fp32", "fp16-mixed")}
+    assert all(p.bytes["total"] <= 3 * 2**30 for p in fits)
+    best = {(p.setup.optimizer, p.setup.precision): p.setup.batch_size for p in fits}
+    assert best[("adafactor", "fp32")] >= best[("adamw", "fp32")]  # less state, room for a larger micro-batch
+    assert main(["plan", "--model", "gpt2", "--memory", "3GiB", "--batch-size", "8", "--seq-len", "256",
+                 "--optimizer", "any", "--precision", "fp32,bf16-mixed", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "precision" in out and "adamw8bit" in out and "bf16-mixed" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--precision", "fp16"], "choose from fp32, fp16-mixed, bf16-mixed"),
+    (["--optimizer", "adam8bit"], "did you mean adamw8bit?"),
+    (["--dtype", "fp16", "--precision", "bf16-mixed"], "choose one"),
+])
+def test_memory_says_what_precision_and_optimizer_to_write(argv, message, capsys):
+    try:
+        code = main(["memory", "--model", "gpt2", "--batch-size", "1", "--seq-len", "32"] + argv)
+    except SystemExit as e:
+        code = e.code
+    assert code != 0 and message in capsys.readouterr().err

@@ -34,3 +34,38 @@ def test_each_prediction_is_what_the_engine_predicts(row):
         share = flops["recompute"] / (flops["forward"] + flops["backward"])
         assert (f"{flops['recompute']:.3e}", f"{100 * share:.1f}") == (row["recompute"], row["share"]), \
             f"{row['row']}: the page says {row['recompute']} FLOPs ({row['share']}%)"
+
+
+BYTES_ROW = re.compile(r"^\| (?P<model>gpt2-xl|bert-large-uncased) \| (?P<n>[\d,]+) \| (?P<weights>[\d,]+) MiB \| "
+                       r"(?P<cast>[\d,]+) MiB \| (?P<grads>[\d,]+) MiB \| (?P<adamw>[\d,]+) MiB \| (?P<per>[\d.]+) \|$", re.M)
+
+
+def test_the_bytes_per_parameter_table_is_the_engines_count():
+    """18 (Hugging Face), 16 (ZeRO) and minigrad's exact count under fp16-mixed AdamW, every gradient alive."""
+    from minigrad import plan
+    rows = [m.groupdict() for m in BYTES_ROW.finditer(open(DOC).read())]
+    assert [r["model"] for r in rows] == ["gpt2-xl", "bert-large-uncased"]
+    for r in rows:
+        p = plan.predict(plan.Setup(r["model"], 1, 1024 if r["model"] == "gpt2-xl" else 512, precision="fp16-mixed",
+                                    software=plan.Software(zero_grad="zeros")))
+        n, cast = p.bytes["parameters"] // 4, p.profile.cast_weight_bytes()
+        mib = lambda b: f"{b / 2**20:,.0f}"  # noqa: E731
+        assert (r["n"], r["weights"], r["cast"], r["grads"], r["adamw"]) == \
+            (f"{n:,}", mib(p.bytes["parameters"]), mib(cast), mib(p.bytes["gradients"]), mib(p.bytes["optimizer"]))
+        per = (p.bytes["parameters"] + p.bytes["gradients"] + p.bytes["optimizer"] + cast) / n
+        assert r["per"] == f"{per:.2f}"
+
+
+DIFFERENCE = re.compile(r"^\| (?P<a>H\d+) - (?P<b>H\d+) \| [^|]+ \| [^|]+ \| (?P<pa>[\d,]+) - (?P<pb>[\d,]+) = "
+                        r"\+?(?P<d>[\d,]+) MiB", re.M)
+
+
+def test_the_differences_are_of_the_rows_predictions():
+    """Each difference of two H rows subtracts the two predictions the page's rows state (which the test above
+    checks against the engine)."""
+    total = {r["row"]: int(r["mib"].replace(",", "")) for r in ROWS if r["category"] == "total"}
+    pairs = [m.groupdict() for m in DIFFERENCE.finditer(open(DOC).read())]
+    assert {(p["a"], p["b"]) for p in pairs} >= {("H1", "H4"), ("H5", "H3"), ("H1", "H6"), ("H5", "H7")}
+    for p in pairs:
+        a, b, d = (int(p[k].replace(",", "")) for k in ("pa", "pb", "d"))
+        assert (a, b, a - b) == (total[p["a"]], total[p["b"]], d), p

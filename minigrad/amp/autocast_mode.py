@@ -91,6 +91,8 @@ class _Policy(Autocast):
             # stands for any: it predicts the run it mirrors); type promotion (promote) casts whatever differs
             if not promote and (t.dtype == FLOAT64 or t.device not in (self.device, "meta")):
                 continue
+            if t.device == "cuda" and dtype == BFLOAT16:
+                raise RuntimeError(_NO_CUDA_BFLOAT16)
             if out is None:
                 out = list(inputs)
             out[i] = self._cached(t, dtype) if cached else t.to(dtype)
@@ -126,12 +128,18 @@ def _low_dtype(device_type, dtype):
     if dt not in (FLOAT16, BFLOAT16):
         raise ValueError(f"autocast: dtype must be mg.bfloat16 or mg.float16 (the precision the matrix products run "
                          f"in; the weights stay float32), got {dt.name}")
-    if device_type == "cuda" and dt == BFLOAT16:
-        raise RuntimeError("autocast: bfloat16 on 'cuda' is not supported by minigrad: CuPy's bfloat16 (through "
-                           "ml_dtypes, CuPy 14) is experimental and cupyx.scipy.special, behind exact GELU, lacks it. "
-                           "Please switch dtype to float16: mg.autocast('cuda', dtype=mg.float16) (the default on "
-                           "'cuda'), with mg.amp.GradScaler for its gradients")
+    if device_type == "cuda" and dt == BFLOAT16 and backend.default_device() != "meta":
+        raise RuntimeError(_NO_CUDA_BFLOAT16)
     return dt
+
+
+# bfloat16 under the CUDA lists is refused where CuPy would run it; on 'meta' (a prediction of a GPU that has it, an
+# A100's) it is allowed: construct the region under `with mg.device('meta')`, and a 'cuda' tensor in it is refused
+_NO_CUDA_BFLOAT16 = (
+    "autocast: bfloat16 on 'cuda' is not supported by minigrad: CuPy's bfloat16 (through ml_dtypes, CuPy 14) is "
+    "experimental and cupyx.scipy.special, behind exact GELU, lacks it. Please switch dtype to float16: "
+    "mg.autocast('cuda', dtype=mg.float16) (the default on 'cuda'), with mg.amp.GradScaler for its gradients (on "
+    "'meta', to predict a GPU's bfloat16 step, construct it under `with mg.device('meta')`)")
 
 
 class autocast(autocasting):
