@@ -246,24 +246,24 @@ def part4(quick):
     if "precision" not in fields:
         print("  The planner's mixed precision is not there yet (plan.Setup has no precision field): skipped.\n")
         return {}
-    print(f"\n{'run':<44}{'measured':>10}{'predicted':>11}{'+ context':>11}{'difference':>12}")
+    print(f"\n{'run':<48}{'measured':>10}{'predicted':>11}{'+ context':>11}{'difference':>12}")
     found = {}
     for name, (kw, measured) in HF_ROWS.items():
         if quick and kw.get("grad_accum", 1) > 1:
             continue
         if kw["optimizer"] not in plan.OPTIMIZERS:
-            print(f"{name:<44}{measured:>10,}   (the planner has no optimizer {kw['optimizer']!r} yet)")
+            print(f"{name:<48}{measured:>10,}   (the planner has no optimizer {kw['optimizer']!r} yet)")
             continue
         p = plan.predict(plan.Setup(MODEL, seq_len=SEQ, software=HF_SOFTWARE, **kw))
         found[name] = predicted = p.bytes["total"] / MiB
         full = predicted + HF_CONTEXT_MIB
-        print(f"{name:<44}{measured:>10,}{predicted:>11,.0f}{full:>11,.0f}{measured - full:>+12,.0f}")
+        print(f"{name:<48}{measured:>10,}{predicted:>11,.0f}{full:>11,.0f}{measured - full:>+12,.0f}")
     base = "H1 batch 4, fp32, AdamW"
     if base in found:
-        print(f"\n{'what it saves at batch 4':<44}{'measured':>10}{'predicted':>11}")
+        print(f"\n{'what it saves at batch 4':<48}{'measured':>10}{'predicted':>11}")
         for name in found:
             if name != base and name.split()[1] == "batch":
-                print(f"{name[3:]:<44}{HF_ROWS[base][1] - HF_ROWS[name][1]:>10,}{found[base] - found[name]:>11,.0f}")
+                print(f"{name[3:]:<48}{HF_ROWS[base][1] - HF_ROWS[name][1]:>10,}{found[base] - found[name]:>11,.0f}")
     print("\n(docs/will_it_fit.md says, row by row, what the GPU holds beyond the tensors.)\n")
     return found
 
