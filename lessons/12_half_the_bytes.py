@@ -1,10 +1,7 @@
 """Lesson 12: half the bytes. Mixed precision (autocast, loss scaling) and the optimizer's share, by the ledger.
 
-    python lessons/12_half_the_bytes.py            # about 2 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-02)
-    python lessons/12_half_the_bytes.py --quick    # part 4's batch-4 rows only: about 2 s today, the same run
-(Part 4 was skipped in that run: the planner had no precision yet. With it, part 4 runs seven steps of bert-large
-on 'meta': a batch-4 step took 0.4 s here and an accumulated, checkpointed one 1.3 s in fp32, so about 5 s more,
-1.5 s more with --quick.)
+    python lessons/12_half_the_bytes.py            # about 5 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-02)
+    python lessons/12_half_the_bytes.py --quick    # part 4's batch-4 rows only: about 2 s
 
 Training in float32 keeps every number in 4 bytes. Mixed precision runs the matrix products in 2 (bfloat16 or
 float16) and keeps the rest where precision matters: the weights stay float32 (the "master" copy, which the
