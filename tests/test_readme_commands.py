@@ -84,7 +84,7 @@ def fresh_clone(tmp_path_factory):
     if sys.prefix == sys.base_prefix:
         pytest.skip(f"the README's commands use .venv/bin/python; these tests run on {sys.executable}, not in a "
                     f"venv (make test runs them in .venv)")
-    if shutil.which("git") is None or not os.path.isdir(os.path.join(ROOT, ".git")):
+    if shutil.which("git") is None or not os.path.exists(os.path.join(ROOT, ".git")):  # a worktree has a .git file
         pytest.skip("needs a git checkout (git ls-files says what a fresh clone holds)")
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
                            capture_output=True).stdout.decode().split("\0")
