@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from .. import backend
-from .optimizer import Optimizer, _cast, _check_number
+from .optimizer import Optimizer, _adam_update, _cast, _check_adam
 
 BLOCK_SIZE = 256
 
@@ -121,15 +121,7 @@ class AdamW8bit(Optimizer):
                                       min_8bit_size=min_8bit_size))
 
     def _check_hyperparameters(self, group, where):
-        for key in ("lr", "eps", "weight_decay"):
-            _check_number(where, key, group[key], low=0)
-        betas = group["betas"]
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise ValueError(f"{where}: betas must be a pair (beta1, beta2), got {betas!r}")
-        for i, beta in enumerate(betas):
-            _check_number(where, f"betas[{i}]", beta, low=0)
-            if not beta < 1:
-                raise ValueError(f"{where}: betas[{i}] must be in [0, 1), got {beta}")
+        _check_adam(group, where)
         size = group["min_8bit_size"]
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise TypeError(f"{where}: min_8bit_size must be a whole number of elements >= 0, got {size!r}")
@@ -182,36 +174,17 @@ class AdamW8bit(Optimizer):
                 state["step"] = t = state["step"] + 1
                 bias1, bias2 = 1 - b1 ** t, 1 - b2 ** t
                 g, xp = p.grad._data, backend.xp_of(p._data)
+                p._data *= 1 - lr * weight_decay
                 if "qmap1" not in state:  # full precision, in place, as AdamW.step
-                    _adamw(xp, p._data, g, state["state1"], state["state2"], lr, b1, b2, eps, weight_decay,
-                           bias1, bias2)
+                    p._data -= _adam_update(g, state["state1"], state["state2"], b1, b2, eps, lr / bias1,
+                                            math.sqrt(bias2))
                     continue
                 n = p.numel()
                 m = _dequantize(xp, state["state1"], state["absmax1"], state["qmap1"], n)
                 v = _dequantize(xp, state["state2"], state["absmax2"], state["qmap2"], n)
                 grad = xp.zeros(m.size, np.float32)
                 grad[:n] = g.reshape(-1)
-                update = _adamw(xp, None, grad.reshape(m.shape), m, v, lr, b1, b2, eps, weight_decay, bias1, bias2)
-                p._data *= 1 - lr * weight_decay
+                update = _adam_update(grad.reshape(m.shape), m, v, b1, b2, eps, lr / bias1, math.sqrt(bias2))
                 p._data -= update.reshape(-1)[:n].reshape(p.shape)
                 _quantize(xp, m, state["qmap1"], state["state1"], state["absmax1"], n)
                 _quantize(xp, v, state["qmap2"], state["state2"], state["absmax2"], n)
-
-
-def _adamw(xp, p, g, m, v, lr, b1, b2, eps, weight_decay, bias1, bias2):
-    """One AdamW step on the moments m and v, in place, with AdamW.step's arithmetic in its order; p (if given)
-    is decayed and stepped in place, else the update is returned."""
-    if p is not None:
-        p *= 1 - lr * weight_decay
-    m *= b1
-    m += g * (1 - b1)                                    # m = b1 m + (1 - b1) g
-    v *= b2
-    v += g * (1 - b2) * g                                # v = b2 v + (1 - b2) g g
-    denom = xp.sqrt(v)
-    denom /= math.sqrt(bias2)
-    denom += eps                                         # denom = sqrt(v) / sqrt(bias2) + eps
-    update = m * (lr / bias1)
-    update /= denom
-    if p is None:
-        return update
-    p -= update                                          # p -= (lr / bias1) m / denom

@@ -223,6 +223,41 @@ def _cast(value, p, what, shape=None, dtype=None):
     return array.astype(dtype or (p.dtype if backend.is_float(array.dtype) else array.dtype), copy=True)
 
 
+def _check_adam(group, where):
+    """Adam's hyperparameters in a group: lr, eps and weight_decay >= 0, betas a pair in [0, 1) (AdamW, AdamW8bit)."""
+    for key in ("lr", "eps", "weight_decay"):
+        _check_number(where, key, group[key], low=0)
+    betas = group["betas"]
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise ValueError(f"{where}: betas must be a pair (beta1, beta2), got {betas!r}")
+    for i, beta in enumerate(betas):
+        _check_number(where, f"betas[{i}]", beta, low=0)
+        if not beta < 1:
+            raise ValueError(f"{where}: betas[{i}] must be in [0, 1), got {beta}")
+
+
+def _adam_update(g, m, v, b1, b2, eps, step_size, sqrt_bias2, v_max=None):
+    """Adam's moments m and v moved in place by the gradient g, and the update (lr / bias1) m / denom returned in a
+    scratch array: PyTorch's arithmetic in its order, shared by AdamW and AdamW8bit. The scratch arrays come from
+    the pool (NOTE [host memory pool] in backend/pool.py); with v_max (amsgrad), the largest v so far divides."""
+    xp, tmp, update = backend.xp_of(v), backend.empty_like(g), backend.empty_like(g)
+    m *= b1
+    m += xp.multiply(g, 1 - b1, out=tmp)              # m = b1 m + (1 - b1) g
+    v *= b2
+    xp.multiply(g, 1 - b2, out=tmp)
+    tmp *= g
+    v += tmp                                          # v = b2 v + (1 - b2) g g
+    if v_max is not None:
+        xp.maximum(v_max, v, out=v_max)
+        v = v_max
+    denom = xp.sqrt(v, out=tmp)
+    denom /= sqrt_bias2
+    denom += eps                                      # denom = sqrt(v) / sqrt(bias2) + eps
+    xp.multiply(m, step_size, out=update)
+    update /= denom
+    return update                                     # p -= (lr / bias1) m / denom
+
+
 class SGD(Optimizer):
     """p -= lr * (g + weight_decay * p), with optional (PyTorch-style) momentum; maximize ascends."""
 
@@ -273,15 +308,7 @@ class AdamW(Optimizer):
                                       maximize=maximize))
 
     def _check_hyperparameters(self, group, where):
-        for key in ("lr", "eps", "weight_decay"):
-            _check_number(where, key, group[key], low=0)
-        betas = group["betas"]
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise ValueError(f"{where}: betas must be a pair (beta1, beta2), got {betas!r}")
-        for i, beta in enumerate(betas):
-            _check_number(where, f"betas[{i}]", beta, low=0)
-            if not beta < 1:
-                raise ValueError(f"{where}: betas[{i}] must be in [0, 1), got {beta}")
+        _check_adam(group, where)
         _check_flag(where, "amsgrad", group["amsgrad"])
         _check_flag(where, "maximize", group["maximize"])
 
@@ -299,21 +326,6 @@ class AdamW(Optimizer):
                 bias1, bias2 = 1 - b1 ** t, 1 - b2 ** t
                 # in place, with two scratch arrays from the pool (NOTE [host memory pool] in backend/pool.py), the same
                 # arithmetic in the same order as the formulas on the right
-                xp, tmp, update = backend.xp_of(v), backend.empty_like(g), backend.empty_like(g)
                 p._data *= 1 - lr * weight_decay
-                m *= b1
-                m += xp.multiply(g, 1 - b1, out=tmp)              # m = b1 m + (1 - b1) g
-                v *= b2
-                xp.multiply(g, 1 - b2, out=tmp)
-                tmp *= g
-                v += tmp                                          # v = b2 v + (1 - b2) g g
-                if group["amsgrad"]:
-                    v_max = self._state_buffer(p, "max_exp_avg_sq")
-                    xp.maximum(v_max, v, out=v_max)
-                    v = v_max
-                denom = xp.sqrt(v, out=tmp)
-                denom /= math.sqrt(bias2)
-                denom += eps                                      # denom = sqrt(v) / sqrt(bias2) + eps
-                xp.multiply(m, lr / bias1, out=update)
-                update /= denom
-                p._data -= update                                 # p -= (lr / bias1) m / denom
+                v_max = self._state_buffer(p, "max_exp_avg_sq") if group["amsgrad"] else None
+                p._data -= _adam_update(g, m, v, b1, b2, eps, lr / bias1, math.sqrt(bias2), v_max)
