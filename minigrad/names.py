@@ -7,14 +7,14 @@ to use instead, from a table beside that module's names, so that `nn.Conv2d` say
 
 Read next: functional.py.
 """
+import contextlib
 import difflib
-import functools
 import os
 
 from .tensor import Tensor, enable_grad, no_grad
 
 
-class inference_mode:
+class inference_mode(contextlib.ContextDecorator):
     """torch.inference_mode(mode=True): no recording inside, as no_grad (a context manager or a decorator, with
     or without parentheses); inference_mode(False) records again inside, as enable_grad (PyTorch's too).
     PyTorch's inference tensors, which refuse to enter autograd later, have no counterpart: a tensor made here is
@@ -44,13 +44,6 @@ class inference_mode:
     def __exit__(self, *exc):
         guard, inference_mode._depth = self._guards.pop()
         guard.__exit__(*exc)
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self:
-                return fn(*args, **kwargs)
-        return wrapper
 
 
 def is_inference_mode_enabled():

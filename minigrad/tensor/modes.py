@@ -3,7 +3,7 @@ of each tensor's storage. Nothing here records or runs an op; tape.py and tensor
 
 Read next: tape.py, the records and the backward walk.
 """
-import functools
+import contextlib
 import weakref
 
 from .. import backend
@@ -31,8 +31,9 @@ class _Switches:
 _on = _Switches()
 
 
-class _Mode:
-    """Sets one switch for a `with` block (or a decorated function) and restores it after, even on error."""
+class _Mode(contextlib.ContextDecorator):
+    """Sets one switch for a `with` block (or a decorated function: ContextDecorator runs it inside the block) and
+    restores it after, even on error."""
     switch = None
 
     def __init__(self, value):
@@ -45,13 +46,6 @@ class _Mode:
 
     def __exit__(self, *exc):
         setattr(_on, self.switch, self.prev.pop())
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self:
-                return fn(*args, **kwargs)
-        return wrapper
 
 
 class _GradMode(_Mode):
