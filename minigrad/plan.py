@@ -35,9 +35,9 @@ import re
 from dataclasses import dataclass, field
 
 from . import backend, models, optim, schedules
-from .amp import GradScaler, autocast
+from .amp import GradScaler, autocast, autocast_of
 from .checkpoint import checkpoint_policies, measure_chain
-from .profiler import profile
+from .profiler import CachingAllocator, profile
 from .backend.random import manual_seed
 from .tensor import no_grad, zeros_like
 
@@ -63,6 +63,7 @@ class Software:
     dropout_mask: str = "bool"         # 'bool': 1 byte per element (native_dropout); 'float': the input's dtype
     attention: str = "eager"           # 'eager': keeps its (B, heads, T, T) scores; 'sdpa': fused, recomputes them
     softmax_keeps_input: bool = False  # PyTorch < 1.11's softmax backward kept its input as well as its output
+    gelu_float32: bool = False         # PyTorch < 1.10's CUDA autocast ran GELU in float32 (amp/autocast_mode.py)
 
     def __post_init__(self):
         for name, allowed in (("zero_grad", ("none", "zeros")), ("dropout_mask", ("bool", "float")),
@@ -172,25 +173,8 @@ def predict(setup, exact_accumulation=True, device="meta", amp_device=None):
     With exact_accumulation=False, at most 2 of the grad_accum micro-batches run: from the second on, each finds
     the same state (the gradients of the ones before), so the peak is the same, and each adds the same FLOPs
     (they are scaled up). `search` uses it; tests check it against the full run."""
-    manual_seed(0)
-    model = models.build(setup.model, device=device, dtype=DTYPES[setup.dtype], **_software_config(setup.software, DTYPES[setup.dtype]),
-                         **setup.overrides)
-    batch = models.example_batch(setup.model, setup.batch_size, setup.seq_len, device=device, **setup.overrides)
-    segments = _checkpointing(model, setup.checkpointing, batch, setup.policy)
-    opt = OPTIMIZERS[setup.optimizer](list(model.parameters()))
-    set_to_none = setup.software.zero_grad == "none"
+    model, batch, segments, opt, set_to_none, region, scaler = _build(setup, device, amp_device)
     runs = setup.grad_accum if exact_accumulation else min(setup.grad_accum, 2)
-    low = PRECISIONS[setup.precision]
-    amp_device = amp_device or ("cpu" if device == "cpu" else "cuda")
-    scaler = GradScaler(device, enabled=low == "float16")
-
-    def region():
-        if low is None:
-            return contextlib.nullcontext()
-        with backend.device(device):  # bfloat16 under CUDA's lists is allowed on 'meta' only (amp/autocast_mode.py)
-            return autocast(amp_device, dtype=low)
-    region()  # an unsupported pair (bfloat16 on a real 'cuda') is refused before the step
-
     _warm_up(model, opt, set_to_none)
     with profile(model, opt) as prof:
         _step(model, opt, batch, runs, setup.grad_accum, set_to_none, region, scaler)
@@ -198,6 +182,55 @@ def predict(setup, exact_accumulation=True, device="meta", amp_device=None):
     flops = {phase: round(prof.flops(phase) * scale) for phase in ("forward", "backward", "recompute")}
     at_peak = prof.bytes_at_peak()
     return Prediction(setup, {**{c: at_peak[c] for c in ORDER}, "total": prof.peak_bytes()}, flops, segments, prof)
+
+
+def reserved(setup, steps=2, device="meta", amp_device=None):
+    """What PyTorch's caching allocator would reserve for `setup`'s training (profiler/allocator.py), from the run's
+    first byte: the model is built inside the profile, then `steps` whole steps run, the first making the gradients
+    and the optimizer's state as a run's first step does (predict's warm-up makes them unprofiled). Returns the
+    allocator after the run and its max_memory_reserved() after each step: what nvidia-smi would show, less the CUDA
+    context (docs/will_it_fit.md compares the two). A segment once taken is kept, so the list only grows; from the
+    second step on, each step finds the state the one before left, so the next adds nothing (tests/test_plan.py)."""
+    marks = []
+    with profile() as prof:
+        model, batch, _, opt, set_to_none, region, scaler = _build(setup, device, amp_device)
+        opt.zero_grad(set_to_none=set_to_none)  # the Trainer's model.zero_grad() before its first step
+        for _ in range(steps):
+            _step(model, opt, batch, setup.grad_accum, setup.grad_accum, set_to_none, region, scaler)
+            marks.append(len(prof.buffer_lifetimes()))
+    lifetimes, alloc, done, per_step = prof.buffer_lifetimes(), CachingAllocator(), 0, []
+    for mark in marks:  # the ledger's births and deaths, step by step, through the allocator's rules
+        for key, nbytes in lifetimes[done:mark]:
+            if nbytes is None:
+                alloc.free(key)
+            else:
+                alloc.malloc(key, nbytes)
+        done = mark
+        per_step.append(alloc.max_memory_reserved())
+    return alloc, per_step
+
+
+def _build(setup, device, amp_device):
+    """The model, its batch, the checkpointed segments, the optimizer and the step's switches for `setup`."""
+    manual_seed(0)
+    model = models.build(setup.model, device=device, dtype=DTYPES[setup.dtype],
+                         **_software_config(setup.software, DTYPES[setup.dtype]), **setup.overrides)
+    batch = models.example_batch(setup.model, setup.batch_size, setup.seq_len, device=device, **setup.overrides)
+    segments = _checkpointing(model, setup.checkpointing, batch, setup.policy)
+    opt = OPTIMIZERS[setup.optimizer](list(model.parameters()))
+    set_to_none = setup.software.zero_grad == "none"
+    low = PRECISIONS[setup.precision]
+    amp_device = amp_device or ("cpu" if device == "cpu" else "cuda")
+    scaler = GradScaler(device, enabled=low == "float16")
+    lists = "1.9" if setup.software.gelu_float32 else None
+
+    def region():
+        if low is None:
+            return contextlib.nullcontext()
+        with backend.device(device):  # bfloat16 under CUDA's lists is allowed on 'meta' only (amp/autocast_mode.py)
+            return autocast(amp_device, dtype=low) if lists is None else autocast_of(lists, amp_device, dtype=low)
+    region()  # an unsupported pair (bfloat16 on a real 'cuda') is refused before the step
+    return model, batch, segments, opt, set_to_none, region, scaler
 
 
 def _warm_up(model, opt, set_to_none):
@@ -344,7 +377,8 @@ def describe(setup, software=True):
         return step
     return (f"{step}\nsoftware: zero_grad {'set_to_none' if sw.zero_grad == 'none' else 'in place (zeros)'}, dropout mask "
             f"{'1 byte' if sw.dropout_mask == 'bool' else 'in the activations dtype'}, {sw.attention} attention"
-            + (", softmax keeps its input" if sw.softmax_keeps_input else ""))
+            + (", softmax keeps its input" if sw.softmax_keeps_input else "")
+            + (", GELU in float32 under autocast (PyTorch < 1.10)" if sw.gelu_float32 else ""))
 
 
 def table(prediction):

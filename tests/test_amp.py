@@ -461,3 +461,20 @@ def test_a_disabled_scaler_passes_everything_through():
     half.grad = mg.ones(2).half()
     with pytest.raises(ValueError, match="FP16 gradients"):
         mg.amp.GradScaler(DEVICE).unscale_(mg.optim.SGD([half], lr=1.0))
+
+
+def test_pytorch_1_9s_cuda_list_ran_gelu_in_float32():
+    """autocast_of('1.9', ...) is the planner's switch for a run of 2021 (plan.Software.gelu_float32): the same
+    region with GELU on CUDA's float32 list, which PyTorch 1.10 took it off."""
+    from minigrad.amp import autocast_of
+    with mg.device("meta"):
+        w = mg.randn(8, 8, requires_grad=True)
+        x = mg.randn(4, 8)
+        with mg.autocast("cuda"):
+            today = F.gelu(x @ w)
+        with autocast_of("1.9", "cuda"):
+            then = F.gelu(x @ w)
+            product = x @ w
+    assert (today.dtype, then.dtype, product.dtype) == (mg.float16, mg.float32, mg.float16)
+    with pytest.raises(ValueError, match="known: 1.9"):
+        autocast_of("1.8", "cuda")

@@ -6,7 +6,7 @@
 A capability on top of the tape, not inside it: the tape asks autocast's policy one question per op inside a region
 (NOTE [autocast asks first], tensor/modes.py) and none outside.
 """
-from .autocast_mode import autocast, cached_casts, get_autocast_dtype, is_autocast_enabled
+from .autocast_mode import autocast, autocast_of, cached_casts, get_autocast_dtype, is_autocast_enabled
 from .grad_scaler import GradScaler
 
-__all__ = ["autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype", "cached_casts"]
+__all__ = ["autocast", "autocast_of", "GradScaler", "is_autocast_enabled", "get_autocast_dtype", "cached_casts"]

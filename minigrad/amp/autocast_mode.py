@@ -38,6 +38,12 @@ TO_FLOAT32 = {"cpu": frozenset(_LOSSES),
               "cuda": frozenset(_LOSSES | {"softmax", "log_softmax", "layer_norm", "exp", "log", "pow", "sum",
                                            "cumsum"})}
 TO_INPUT_DTYPE = {"cpu": frozenset({"layer_norm"}), "cuda": frozenset()}
+# Older lists, for predicting a run of their day (plan.Software.gelu_float32, autocast_of): until PyTorch 1.9, CUDA's
+# float32 list had GELU too. PR #59639 took it out in June 2021, so 1.10 on run GELU in float16 (the 1.9-era
+# autocast_mode.cpp lists `gelu` under CUDA's fp32; the 1.10-era one, with AutocastCPU and before GELU's
+# `approximate` argument of 1.11, lists it under the CPU's fp32 only). Under it, the block's (B, T, 4h) GELU keeps a
+# float32 input, and the next linear a float16 copy of its float32 output.
+TO_FLOAT32_BEFORE = {"1.9": {"cpu": TO_FLOAT32["cpu"], "cuda": TO_FLOAT32["cuda"] | {"gelu"}}}
 DEFAULT_DTYPE = {"cpu": BFLOAT16, "cuda": FLOAT16}  # torch.autocast's defaults
 
 
@@ -62,9 +68,9 @@ _nesting = [0]  # how many autocast regions are open, enabled or not
 class _Policy(Autocast):
     """The answers to the tape's question (NOTE [autocast asks first]) for one device and one low dtype."""
 
-    def __init__(self, device_type, dtype, cache_enabled):
+    def __init__(self, device_type, dtype, cache_enabled, to_float32=TO_FLOAT32):
         self.device, self.dtype, self.cache_enabled = device_type, dtype, cache_enabled
-        self.to_float32, self.to_input = TO_FLOAT32[device_type], TO_INPUT_DTYPE[device_type]
+        self.to_float32, self.to_input = to_float32[device_type], TO_INPUT_DTYPE[device_type]
 
     def __repr__(self):
         return f"autocast policy ({self.device}, {self.dtype.name})"
@@ -170,6 +176,17 @@ class autocast(autocasting):
         _nesting[0] -= 1
         if not _nesting[0]:
             _cache.clear()  # the outermost region ended: the copies go (as torch.clear_autocast_cache)
+
+
+def autocast_of(version, device_type, dtype=None):
+    """mg.autocast with an older PyTorch's lists (TO_FLOAT32_BEFORE: '1.9'), for the planner's prediction of a run
+    made with it; PyTorch itself has no such switch."""
+    if version not in TO_FLOAT32_BEFORE:
+        raise ValueError(f"autocast_of: the lists of PyTorch {version!r} are not kept; known: "
+                         f"{', '.join(TO_FLOAT32_BEFORE)} (and mg.autocast, today's)")
+    region = autocast(device_type, dtype)
+    region.value = _Policy(device_type, region.fast_dtype, True, TO_FLOAT32_BEFORE[version])
+    return region
 
 
 def is_autocast_enabled(device_type=None):

@@ -17,6 +17,8 @@ block runs.
               colours every plot draws the categories and phases in (CATEGORY_COLORS, PHASE_COLORS)
   export.py   what opens elsewhere: prof.export_chrome_trace() for Perfetto and chrome://tracing (ops as spans by
               phase, memory by category as counters, collectives), prof.export_memory_timeline(), one HTML page
+  allocator.py  what a GPU would reserve for those bytes: PyTorch's caching allocator replayed over the buffers'
+              births and deaths; prof.caching_allocator().max_memory_reserved()
 This file puts the parts together and opens and closes the block. The package sits above the tape, which reports
 to it, and below nn and optim, which it counts without importing them (NOTE [marks, not imports], ledger.py).
 
@@ -28,8 +30,9 @@ from .clocks import PHASES, TIMED_PHASES, _Clocks, _now
 from .ledger import ACTIVATIONS, CATEGORIES, GRADIENTS, OPTIMIZER, PARAMETERS, TRANSIENT, _Ledger
 from .report import CATEGORY_COLORS, PHASE_COLORS, _Reports, format_bytes, format_flops, format_seconds
 from .export import _Exports
+from .allocator import CachingAllocator, replay
 
-__all__ = ["profile", "CATEGORIES", "PHASES", "TIMED_PHASES", "CATEGORY_COLORS", "PHASE_COLORS", "format_bytes",
+__all__ = ["profile", "CachingAllocator", "CATEGORIES", "PHASES", "TIMED_PHASES", "CATEGORY_COLORS", "PHASE_COLORS", "format_bytes",
            "format_flops", "format_seconds",
            "PARAMETERS", "OPTIMIZER", "GRADIENTS", "ACTIVATIONS", "TRANSIENT"]  # the last: indices into CATEGORIES
 
@@ -67,3 +70,10 @@ class profile(_Ledger, _Clocks, _Reports, _Exports, Listener):
         self._open = False
         self._refs.clear()  # weakrefs dropped: nothing calls back into a closed profile
         self._records.clear()
+
+    def caching_allocator(self):
+        """PyTorch's CUDA caching allocator after the block's buffers were born and freed in it, in their order
+        (allocator.py): .max_memory_reserved() is what it would have taken from the GPU, .max_memory_allocated()
+        the ledger's peak with each buffer rounded up to 512 bytes. Counted from the block's start: build the model
+        inside the block to replay a whole run."""
+        return replay(self.buffer_lifetimes())

@@ -88,6 +88,8 @@ class _Ledger:
         self._cast_now = self._cast_peak = 0
         self._events = []                  # [op name, phase, bytes per category after it]
         self._event_ns = []                # when each event was taken (NOTE [when, beside what])
+        self._lifetimes = []               # (key, bytes) as each buffer is born, (key, None) as it dies: the order
+                                           # a GPU's allocator would see them (prof.caching_allocator())
         self._peak_event = 0               # how many events there were when the total peaked: the next event
                                            # holds the peak, unless a buffer died before it was taken
         self._traffic = {}                 # collective's name -> [bytes sent, bytes received] by this process
@@ -170,10 +172,12 @@ class _Ledger:
         current = self._current
         if old is None:
             self._total += nbytes
+            self._lifetimes.append((key, nbytes))
         else:
             current[old] -= nbytes
         if new is None:
             self._total -= nbytes
+            self._lifetimes.append((key, None))
             del self._buffers[key]
             if key in self._cast_weights:
                 self._cast_now -= self._cast_weights.pop(key)
@@ -403,6 +407,11 @@ class _Ledger:
         """Live bytes in `category` now (at the end of the block, once it has ended)."""
         c = self._category(category)
         return sum(self._current) if c is None else self._current[c]
+
+    def buffer_lifetimes(self):
+        """[(key, bytes) as a buffer is born, (key, None) as it dies], in the order they came: what a GPU's allocator
+        would be asked (prof.caching_allocator() replays them; a key is an id, reused after its buffer's death)."""
+        return list(self._lifetimes)
 
     def saved_bytes_by_dtype(self):
         """{dtype name: bytes} that records saved for backward in the block, summed over them as the table's
