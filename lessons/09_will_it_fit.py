@@ -138,7 +138,13 @@ def part3(rows):
           f"python -m minigrad memory --help lists the switches.")
     print("\nThe rest is what a real GPU holds beyond the tensors: the caching allocator keeps freed blocks "
           "reserved and rounds each allocation up, cuBLAS keeps workspaces, and fragmentation leaves gaps; "
-          "differences of two runs cancel most of it. docs/will_it_fit.md explains each row.\n")
+          "differences of two runs cancel most of it. docs/will_it_fit.md explains each row.")
+    alloc, _ = plan.reserved(plan.Setup(MODEL, seq_len=SEQ, software=HF_SOFTWARE, **RUNS[names[0]]))
+    kept = alloc.max_memory_reserved() / MiB
+    print(f"The allocator's share can be predicted too: replayed through its rules (profiler/allocator.py; "
+          f"`memory --reserved`), the first run's buffers need {kept:,.0f} MiB of segments for a peak of "
+          f"{alloc.max_memory_allocated() / MiB:,.0f} MiB allocated; with the context, {kept + HF_CONTEXT_MIB:,.0f} "
+          f"MiB against the {HF_MIB[names[0]]:,} measured. Lesson 12 does it for every row.\n")
     return predicted
 
 

@@ -1,7 +1,7 @@
 """Lesson 12: half the bytes. Mixed precision (autocast, loss scaling) and the optimizer's share, by the ledger.
 
-    python lessons/12_half_the_bytes.py            # about 5 s (make tour, 1 BLAS thread, 2 busy cores, 2026-12-02)
-    python lessons/12_half_the_bytes.py --quick    # part 4's batch-4 rows only: about 2 s
+    python lessons/12_half_the_bytes.py            # about 17 s (1 BLAS thread, 2 cores, 2026-12-02)
+    python lessons/12_half_the_bytes.py --quick    # part 4's batch-4 rows only: about 4 s
 
 Training in float32 keeps every number in 4 bytes. Mixed precision runs the matrix products in 2 (bfloat16 or
 float16) and keeps the rest where precision matters: the weights stay float32 (the "master" copy, which the
@@ -17,7 +17,8 @@ Part 2: loss scaling, seen failing and working: float16 autocast on a regression
 Part 3: the optimizer's share: AdamW, Adafactor and AdamW8bit on the same GPT, the ledger's 'optimizer' category,
         in bytes and in bytes per parameter.
 Part 4: the write-up's mixed-precision and optimizer rows (Hugging Face, bert-large-uncased on a V100), predicted
-        on 'meta' by the planner where it has the settings (plan.Setup's precision), next to what they measured.
+        on 'meta' by the planner and replayed through PyTorch's caching allocator (plan.reserved), next to what
+        they measured.
 Plot: out/12_half_the_bytes.png.
 """
 # %%
@@ -63,6 +64,7 @@ HF_ROWS = {  # run: (settings of plan.Setup, measured MiB)
 }
 # The software of January 2022, as lesson 9 predicts the fp32 rows with
 HF_SOFTWARE = plan.Software(zero_grad="zeros", softmax_keeps_input=True)
+HF_SOFTWARE_FP16 = dataclasses.replace(HF_SOFTWARE, gelu_float32=True)  # PyTorch 1.9's CUDA autocast list
 PLOTS = {"12_half_the_bytes.png": "what a small GPT's records save for backward by dtype under float32 and bfloat16 "
                                   "autocast, with the weights' cast copies (KiB); the loss scale of a float16 run "
                                   "that starts too high, step by step; the optimizer's bytes per parameter under "
@@ -236,31 +238,29 @@ def part3():
 
 # %%
 def part4(quick):
-    fields = {f.name for f in dataclasses.fields(plan.Setup)}
     print(f"Part 4: Hugging Face's mixed-precision and optimizer rows ({MODEL}, seq {SEQ}, V100 16 GB, January "
-          f"2022; docs/will_it_fit.md), predicted on 'meta' with that day's software and their CUDA context "
-          f"({HF_CONTEXT_MIB} MiB) added, as lesson 9 does for the fp32 rows.")
-    if "precision" not in fields:
-        print("  The planner's mixed precision is not there yet (plan.Setup has no precision field): skipped.\n")
-        return {}
-    print(f"\n{'run':<48}{'measured':>10}{'predicted':>11}{'+ context':>11}{'difference':>12}")
+          f"2022; docs/will_it_fit.md), predicted on 'meta' with that day's software. NVML counted what PyTorch's "
+          f"caching allocator had reserved, plus the CUDA context ({HF_CONTEXT_MIB} MiB): so each run is replayed "
+          f"from the model's first byte through the allocator's rules (plan.reserved), as lesson 9 does for the "
+          f"fp32 rows. The fp16 rows use PyTorch 1.9's autocast list, GELU in float32 (the write-up does not say "
+          f"its version; docs/will_it_fit.md says why 1.9).")
+    print(f"\n{'run':<48}{'measured':>10}{'peak':>9}{'reserved':>10}{'+ context':>11}{'difference':>12}")
     found = {}
     for name, (kw, measured) in HF_ROWS.items():
         if quick and kw.get("grad_accum", 1) > 1:
             continue
-        if kw["optimizer"] not in plan.OPTIMIZERS:
-            print(f"{name:<48}{measured:>10,}   (the planner has no optimizer {kw['optimizer']!r} yet)")
-            continue
-        p = plan.predict(plan.Setup(MODEL, seq_len=SEQ, software=HF_SOFTWARE, **kw))
-        found[name] = predicted = p.bytes["total"] / MiB
-        full = predicted + HF_CONTEXT_MIB
-        print(f"{name:<48}{measured:>10,}{predicted:>11,.0f}{full:>11,.0f}{measured - full:>+12,.0f}")
+        software = HF_SOFTWARE_FP16 if kw["precision"] == "fp16-mixed" else HF_SOFTWARE
+        alloc, _ = plan.reserved(plan.Setup(MODEL, seq_len=SEQ, software=software, **kw))
+        peak, found[name] = alloc.max_memory_allocated() / MiB, alloc.max_memory_reserved() / MiB
+        full = found[name] + HF_CONTEXT_MIB
+        print(f"{name:<48}{measured:>10,}{peak:>9,.0f}{found[name]:>10,.0f}{full:>11,.0f}{measured - full:>+12,.0f}")
+    print("(peak: the most bytes allocated at once; reserved: the allocator's segments, peak plus the fragmentation "
+          "of freed blocks it keeps)")
     base = "H1 batch 4, fp32, AdamW"
-    if base in found:
-        print(f"\n{'what it saves at batch 4':<48}{'measured':>10}{'predicted':>11}")
-        for name in found:
-            if name != base and name.split()[1] == "batch":
-                print(f"{name[3:]:<48}{HF_ROWS[base][1] - HF_ROWS[name][1]:>10,}{found[base] - found[name]:>11,.0f}")
+    print(f"\n{'what it saves at batch 4':<48}{'measured':>10}{'predicted':>11}")
+    for name in found:
+        if name != base and name.split()[1] == "batch":
+            print(f"{name[3:]:<48}{HF_ROWS[base][1] - HF_ROWS[name][1]:>10,}{found[base] - found[name]:>11,.0f}")
     print("\n(docs/will_it_fit.md says, row by row, what the GPU holds beyond the tensors.)\n")
     return found
 

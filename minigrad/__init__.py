@@ -29,6 +29,7 @@ The floors, each file importing only the ones above it (the README's table; a te
     ledger.py       bytes by category, FLOPs by phase
     report.py       tables and a timeline
     export.py       a Chrome trace (Perfetto) and an HTML memory timeline
+    allocator.py    PyTorch's CUDA caching allocator, replayed: what a GPU would reserve for those bytes
   names.py        PyTorch's names: inference_mode, and the did-you-mean of a name minigrad does not have
   functional.py   softmax, cross_entropy, nll_loss, layer_norm, ... (imported as mg.functional)
   nn/             modules with PyTorch's names
@@ -62,6 +63,7 @@ The floors, each file importing only the ones above it (the README's table; a te
   testing.py      gradcheck: finite differences, explained
   grading.py      the exercises' grader (exercises/ beside the package)
   learner.py      learner mode: the engine on your own exercise pieces (lesson N --learner, MINIGRAD_LEARNER_ENGINE)
+  curve.py        the curve command's work: checkpointing's memory against recompute, measured and predicted
   __main__.py     the command: python -m minigrad tour | lesson N [--learner] | check [N] | curve | memory | plan
 """
 import numpy as _np
