@@ -1,14 +1,15 @@
 """Will it fit? One training step of a full-size model, run on the 'meta' device and counted by the ledger.
 
     predict(Setup("bert-large-uncased", batch_size=4, seq_len=512))   # bytes by category, FLOPs by phase
+    reserved(Setup("bert-large-uncased", batch_size=4, seq_len=512))  # what the caching allocator would hold
     search("gpt2-xl", memory=80e9, batch_size=64, seq_len=1024)       # what fits, cheapest first
 
 Nothing here estimates: `predict` builds the model on 'meta' (backend/meta.py: shapes, no data), runs the very
 step a real run would (forward, backward and the optimizer, with the accumulation and checkpointing
 asked for) under mg.profile, and reads the ledger. At sizes that fit in memory, the same step on 'cpu'
-gives the same numbers (tests/test_plan.py). What the ledger does not count (the CUDA context, the
-caching allocator's reserve, library workspaces) is in docs/will_it_fit.md, beside published
-measurements.
+gives the same numbers (tests/test_plan.py). `reserved` replays a whole run through PyTorch's caching
+allocator (profiler/allocator.py): what it would reserve, the peak plus fragmentation. What neither counts (the
+CUDA context, library workspaces) is in docs/will_it_fit.md, beside published measurements.
 
 The step, as a training loop runs it once it is under way (`Setup.software` says how the framework of
 the day behaves):
@@ -200,13 +201,8 @@ def reserved(setup, steps=2, device="meta", amp_device=None):
             marks.append(len(prof.buffer_lifetimes()))
     lifetimes, alloc, done, per_step = prof.buffer_lifetimes(), CachingAllocator(), 0, []
     for mark in marks:  # the ledger's births and deaths, step by step, through the allocator's rules
-        for key, nbytes in lifetimes[done:mark]:
-            if nbytes is None:
-                alloc.free(key)
-            else:
-                alloc.malloc(key, nbytes)
+        per_step.append(alloc.replay(lifetimes[done:mark]).max_memory_reserved())
         done = mark
-        per_step.append(alloc.max_memory_reserved())
     return alloc, per_step
 
 
@@ -387,8 +383,8 @@ def table(prediction):
     lines = [describe(p.setup), "", f"{'peak of the step':<16}{'GiB':>10}{'bytes':>18}"]
     for c in ORDER + ("total",):
         lines.append(f"{c:<16}{p.bytes[c] / 2**30:>10.2f}{p.bytes[c]:>18,}")
-    lines.append("(each category at the moment the total peaked; the CUDA context, the allocator's reserve and "
-                 "library workspaces come on top: docs/will_it_fit.md)")
+    lines.append("(each category at the moment the total peaked; the allocator's reserve (--reserved), the CUDA "
+                 "context and library workspaces come on top: docs/will_it_fit.md)")
     f = p.flops
     lines += ["", f"FLOPs: forward {f['forward']:.3e}, backward {f['backward']:.3e}, recompute {f['recompute']:.3e} "
                   f"({p.overhead:.0%} of forward + backward); {p.flops_per_sample:.3e} per sample"]

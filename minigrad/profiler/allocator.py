@@ -115,6 +115,16 @@ class CachingAllocator:
                 block = first
         bisect.insort(pool, (*block.key(), block))
 
+    def replay(self, lifetimes):
+        """Apply the births and deaths of `lifetimes`, in order: (key, nbytes) for a buffer born, (key, None) for one
+        freed (the ledger's record, prof.buffer_lifetimes()). Returns self."""
+        for key, nbytes in lifetimes:
+            if nbytes is None:
+                self.free(key)
+            else:
+                self.malloc(key, nbytes)
+        return self
+
     # torch.cuda's queries
     def memory_allocated(self):
         return self._allocated
@@ -130,12 +140,5 @@ class CachingAllocator:
 
 
 def replay(lifetimes):
-    """A CachingAllocator after the births and deaths of `lifetimes`, in order: (key, nbytes) for a buffer born,
-    (key, None) for one freed (the ledger's record: prof.caching_allocator())."""
-    alloc = CachingAllocator()
-    for key, nbytes in lifetimes:
-        if nbytes is None:
-            alloc.free(key)
-        else:
-            alloc.malloc(key, nbytes)
-    return alloc
+    """A CachingAllocator after `lifetimes` (CachingAllocator.replay)."""
+    return CachingAllocator().replay(lifetimes)
