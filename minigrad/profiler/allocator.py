@@ -75,6 +75,9 @@ class CachingAllocator:
     def malloc(self, key, nbytes):
         if key in self._live:
             raise ValueError(f"CachingAllocator.malloc: {key!r} is allocated already; free it first")
+        if nbytes == 0:  # an empty tensor: PyTorch's allocator hands out no block at all
+            self._live[key] = None
+            return
         size = round_size(nbytes)
         small = size <= SMALL_SIZE
         pool = self._pools[small]
@@ -101,6 +104,8 @@ class CachingAllocator:
 
     def free(self, key):
         block = self._live.pop(key)
+        if block is None:
+            return
         self._allocated -= block.size
         block.free = True
         pool = self._pools[block.small]
