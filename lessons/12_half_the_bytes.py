@@ -1,6 +1,6 @@
 """Lesson 12: half the bytes. Mixed precision (autocast, loss scaling) and the optimizer's share, by the ledger.
 
-    python lessons/12_half_the_bytes.py            # about 17 s (make tour, 1 BLAS thread, 2 cores, 2026-12-02)
+    python lessons/12_half_the_bytes.py            # about 12 s (make tour, 1 BLAS thread, 2 cores, 2026-12-02)
     python lessons/12_half_the_bytes.py --quick    # part 4's batch-4 rows only: about 4 s
 
 Training in float32 keeps every number in 4 bytes. Mixed precision runs the matrix products in 2 (bfloat16 or
