@@ -187,14 +187,15 @@ def predict(setup, exact_accumulation=True, device="meta", amp_device=None):
 
 def reserved(setup, steps=2, device="meta", amp_device=None):
     """What PyTorch's caching allocator would reserve for `setup`'s training (profiler/allocator.py), from the run's
-    first byte: the model is built inside the profile, then `steps` whole steps run, the first making the gradients
-    and the optimizer's state as a run's first step does (predict's warm-up makes them unprofiled). Returns the
+    first byte: the model's weights, then `steps` whole steps, the first making the gradients and the optimizer's
+    state as a run's first step does (predict's warm-up makes them unprofiled; what _checkpointing measures to cut
+    the chain, before, is no part of the run). Returns the
     allocator after the run and its max_memory_reserved() after each step: what nvidia-smi would show, less the CUDA
     context (docs/will_it_fit.md compares the two). A segment once taken is kept, so the list only grows; from the
-    second step on, each step finds the state the one before left, so the next adds nothing (tests/test_plan.py)."""
+    second step on, each step finds the state the one before left, so the next adds nothing (tests/test_allocator.py)."""
+    model, batch, _, opt, set_to_none, region, scaler = _build(setup, device, amp_device)
     marks = []
-    with profile() as prof:
-        model, batch, _, opt, set_to_none, region, scaler = _build(setup, device, amp_device)
+    with profile(model, opt) as prof:  # the weights first, in the model's order, as model.to('cuda') makes them
         opt.zero_grad(set_to_none=set_to_none)  # the Trainer's model.zero_grad() before its first step
         for _ in range(steps):
             _step(model, opt, batch, setup.grad_accum, setup.grad_accum, set_to_none, region, scaler)
