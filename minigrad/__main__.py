@@ -457,6 +457,8 @@ def main(argv=None):
           python -m minigrad memory --model bert-large-uncased --batch-size 1 --grad-accum 4 --seq-len 512 --checkpointing
           python -m minigrad memory --model gpt2-xl --batch-size 1 --seq-len 1024 --json
           python -m minigrad memory --model gpt2 --batch-size 2 --seq-len 128 --html out/step.html
+          python -m minigrad memory --model bert-large-uncased --batch-size 4 --seq-len 512 --reserved
+              (and what PyTorch's caching allocator would reserve for it: what nvidia-smi shows, less the context)
           python -m minigrad memory --model gpt2-xl --batch-size 4 --seq-len 1024 --checkpointing \
               --policy save_anything_except_core_attention     (recompute only attention's T x T arrays)"""))
     _step_arguments(p)
