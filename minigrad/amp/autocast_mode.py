@@ -38,11 +38,12 @@ TO_FLOAT32 = {"cpu": frozenset(_LOSSES),
               "cuda": frozenset(_LOSSES | {"softmax", "log_softmax", "layer_norm", "exp", "log", "pow", "sum",
                                            "cumsum"})}
 TO_INPUT_DTYPE = {"cpu": frozenset({"layer_norm"}), "cuda": frozenset()}
-# Older lists, for predicting a run of their day (plan.Software.gelu_float32, autocast_of): until PyTorch 1.9, CUDA's
-# float32 list had GELU too. PR #59639 took it out in June 2021, so 1.10 on run GELU in float16 (the 1.9-era
-# autocast_mode.cpp lists `gelu` under CUDA's fp32; the 1.10-era one, with AutocastCPU and before GELU's
-# `approximate` argument of 1.11, lists it under the CPU's fp32 only). Under it, the block's (B, T, 4h) GELU keeps a
-# float32 input, and the next linear a float16 copy of its float32 output.
+# Older lists, for predicting a run of their day (plan.Software.gelu_float32, autocast_of): until PyTorch 1.9,
+# CUDA's float32 list had GELU too; PR #59639 ("removed gelu from autocast fp32 list", June 2021, after 1.9's
+# release branch) took it out, and from 1.10 GELU runs in float16. Our evidence is two versions of the file more
+# than the PR's thread: an autocast_mode.cpp from before AutocastCPU lists `gelu` under CUDA's fp32; a 1.10-era one
+# (AutocastCPU, and before GELU's `approximate` argument of 1.11) lists it under the CPU's fp32 only. Under it, the
+# block's (B, T, 4h) GELU keeps a float32 input, and the next linear a float16 copy of its float32 output.
 TO_FLOAT32_BEFORE = {"1.9": {"cpu": TO_FLOAT32["cpu"], "cuda": TO_FLOAT32["cuda"] | {"gelu"}}}
 DEFAULT_DTYPE = {"cpu": BFLOAT16, "cuda": FLOAT16}  # torch.autocast's defaults
 
