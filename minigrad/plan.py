@@ -194,16 +194,14 @@ def reserved(setup, steps=2, device="meta", amp_device=None):
     context (docs/will_it_fit.md compares the two). A segment once taken is kept, so the list only grows; from the
     second step on, each step finds the state the one before left, so the next adds nothing (tests/test_allocator.py)."""
     model, batch, _, opt, set_to_none, region, scaler = _build(setup, device, amp_device)
-    marks = []
+    alloc, per_step, seen = CachingAllocator(), [], 0
     with profile(model, opt) as prof:  # the weights first, in the model's order, as model.to('cuda') makes them
         opt.zero_grad(set_to_none=set_to_none)  # the Trainer's model.zero_grad() before its first step
         for _ in range(steps):
             _step(model, opt, batch, setup.grad_accum, setup.grad_accum, set_to_none, region, scaler)
-            marks.append(len(prof.buffer_lifetimes()))
-    lifetimes, alloc, done, per_step = prof.buffer_lifetimes(), CachingAllocator(), 0, []
-    for mark in marks:  # the ledger's births and deaths, step by step, through the allocator's rules
-        per_step.append(alloc.replay(lifetimes[done:mark]).max_memory_reserved())
-        done = mark
+            new = prof.buffer_lifetimes(since=seen)  # this step's births and deaths, through the allocator's rules
+            seen += len(new)
+            per_step.append(alloc.replay(new).max_memory_reserved())
     return alloc, per_step
 
 

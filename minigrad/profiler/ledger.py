@@ -410,10 +410,11 @@ class _Ledger:
         c = self._category(category)
         return sum(self._current) if c is None else self._current[c]
 
-    def buffer_lifetimes(self):
-        """[(key, bytes) as a buffer is born, (key, None) as it dies], in the order they came: what a GPU's allocator
-        would be asked (prof.caching_allocator() replays them; a key is an id, reused after its buffer's death)."""
-        flat = self._lifetimes
+    def buffer_lifetimes(self, since=0):
+        """[(key, bytes) as a buffer is born, (key, None) as it dies], in the order they came, from the `since`-th on:
+        what a GPU's allocator would be asked (prof.caching_allocator() replays them; a key is an id, reused after
+        its buffer's death)."""
+        flat = self._lifetimes[2 * since:]
         return [(key, None if nbytes < 0 else nbytes) for key, nbytes in zip(flat[::2], flat[1::2])]
 
     def saved_bytes_by_dtype(self):
