@@ -199,6 +199,13 @@ def _report(op, sent, received, clock=None):
         profiler.on_communication(op, sent, received, clock)
 
 
+def _report_ring_gather(op, nbytes, clock):
+    """A ring all-gather of rank r's nbytes[r]: each rank sends all shares but the next rank's (which started
+    there) and receives all but its own."""
+    rank, world = get_rank(), get_world_size()
+    _report(op, sum(nbytes) - nbytes[(rank + 1) % world], sum(nbytes) - nbytes[rank], clock)
+
+
 # ----------------------------------------------------------------------------- collectives on tensors
 
 def all_reduce(tensor, op="sum"):
@@ -246,7 +253,9 @@ def _all_gather_objects(obj, what):
     sizes = _all_reduce_array(_one_hot(len(blob)), what)
     out = np.empty(int(sizes.sum()), np.uint8)
     counts = sizes.astype(int)
+    clock = _clock()
     _wait(comm.Iallgatherv(np.frombuffer(blob, np.uint8), [out, counts]), what)
+    _report_ring_gather(what, [int(c) for c in counts], clock)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     return [pickle.loads(out[s:s + c].tobytes()) for s, c in zip(starts, counts)]
 
@@ -421,9 +430,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         out = np.empty(sum(counts), dtype)
         clock = _clock()
         _wait(_comm().Iallgatherv(send, [out, counts]), "all_gather (parameters)")
-        nbytes = [c * dtype.itemsize for c in counts]  # a ring all-gather: all shares but one's own / the next's
-        _report("all_gather (parameters)", sum(nbytes) - nbytes[(rank + 1) % world], sum(nbytes) - nbytes[rank],
-                clock)
+        _report_ring_gather("all_gather (parameters)", [c * dtype.itemsize for c in counts], clock)
         start = np.concatenate([[0], np.cumsum(counts)[:-1]])
         at = {r: int(start[r]) for r in range(world)}
         with no_grad():

@@ -92,6 +92,26 @@ print("ok", worst, mine)
     assert all(out.startswith("ok") for out in r.stdout), r
 
 
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_all_gather_object_counts_the_bytes_it_moves(ranks):
+    r = run_ranks(ranks, COMMON + """
+import pickle
+mine = {"rank": rank, "payload": "x" * (100 * rank + 7)}  # a different size on each rank
+got = [None] * world
+with mg.profile() as prof:
+    dist.all_gather_object(got, mine)
+assert got == [{"rank": r, "payload": "x" * (100 * r + 7)} for r in range(world)], got
+# first the sizes (an all-reduce of one int64 a rank: a ring moves 2 (N-1)/N of it), then the pickles by a ring
+# all-gather: each rank sends all of them but the next rank's, and receives all but its own
+sizes = 2 * (world - 1) * (8 * world) // world
+blobs = [len(pickle.dumps(g)) for g in got]
+assert prof.communicated("sent") == sizes + sum(blobs) - blobs[(rank + 1) % world], prof.communicated("sent")
+assert prof.communicated("received") == sizes + sum(blobs) - blobs[rank], prof.communicated("received")
+print("ok")
+""", timeout=60).check()
+    assert all(out.startswith("ok") for out in r.stdout), r
+
+
 ZERO_HELPERS = COMMON + """
 import minigrad.nn as nn
 name = sys.argv[2]
