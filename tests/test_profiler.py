@@ -848,6 +848,16 @@ def test_timeline_forward_ramp_and_backward_drain():
     assert len(steps) == len(list(model.parameters())) and all(s["index"] > work[-1]["index"] for s in steps)
     assert steps[-1]["optimizer"] - at_start(prof, "optimizer") == nbytes(model.parameters())
 
+    # a steady step makes no state: it still has its place on the timeline, one event after its backward
+    opt.zero_grad()
+    with mg.profile(model, opt) as prof:
+        model(x).sum().backward()
+        opt.step()
+    tl = prof.timeline()
+    steps = [e for e in tl if e["phase"] == "step"]
+    assert [e["op"] for e in steps] == ["SGD.step"] and steps[0]["index"] == tl[-2]["index"]
+    assert steps[0]["optimizer"] == nbytes(model.parameters())  # the momentum, alive all along
+
 
 # ----------------------------------------------------------------------------- 10. table
 

@@ -357,9 +357,11 @@ class _Ledger:
         if not done:
             self._use(optimizer)
             return
-        for array in _state_arrays(optimizer):
-            if self._hold_new(array, OPTIMIZER, since_start=False):
-                self._event("optimizer_state", "step")
+        made = [array for array in _state_arrays(optimizer) if self._hold_new(array, OPTIMIZER, since_start=False)]
+        for _ in made:
+            self._event("optimizer_state", "step")
+        if not made:  # a steady step makes no state, and still took its place between the backward and the next
+            self._event(f"{type(optimizer).__name__}.step", "step")
 
     @_bookkeeping
     def on_communication(self, op, sent, received, clock=None):

@@ -48,7 +48,8 @@ class _Reports:
         """The events in order: [{'index', 'op', 'phase', bytes per category after it, 'total'}, ...].
 
         One event per op run (phase 'forward', 'backward' or 'recompute'), one per optimizer state
-        buffer made (phase 'step'), and 'start' and 'end'. It grows by one event per op for as long
+        buffer made (phase 'step'; a step that makes none, as every step after the first, has one of its
+        own, 'AdamW.step'), and 'start' and 'end'. It grows by one event per op for as long
         as the profile is open.
         """
         return [dict(index=i, op=op, phase=phase, **dict(zip(CATEGORIES, current)), total=sum(current))
