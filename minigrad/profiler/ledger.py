@@ -115,8 +115,8 @@ class _Ledger:
         elif getattr(x, "_is_optimizer", False):
             for p in x.params:
                 self._use(p, since_start)
-            for array in _state_arrays(x):
-                self._hold_new(array, OPTIMIZER, since_start)
+            for state in _state_arrays(x):
+                self._hold_new(state, OPTIMIZER, since_start)
         else:  # a tensor
             self._hold_new(x._data, PARAMETERS if getattr(x, "_is_parameter", False) else TRANSIENT, since_start)
             if x.grad is not None:
@@ -357,7 +357,7 @@ class _Ledger:
         if not done:
             self._use(optimizer)
             return
-        made = [array for array in _state_arrays(optimizer) if self._hold_new(array, OPTIMIZER, since_start=False)]
+        made = [s for s in _state_arrays(optimizer) if self._hold_new(s, OPTIMIZER, since_start=False)]
         for _ in made:
             self._event("optimizer_state", "step")
         if not made:  # a steady step makes no state, and still took its place between the backward and the next
