@@ -288,11 +288,11 @@ def test_a_missing_tensor_attribute_says_what_to_use_instead(name, says):
 
 def test_probes_and_private_names_get_a_plain_attribute_error():
     x = mg.randn(2)
-    for name in ("__array_interface__", "__cuda_array_interface__", "_is_parameter", "nothing_like_it_at_all"):
+    for name in ("__array_interface__", "__cuda_array_interface__", "_is_module", "nothing_like_it_at_all"):
         with pytest.raises(AttributeError) as e:
             getattr(x, name)
         assert str(e.value) == f"'Tensor' object has no attribute {name!r}"
-    assert getattr(x, "_is_parameter", False) is False
+    assert getattr(x, "_is_module", False) is False and x._is_parameter is False and nn.Parameter(x)._is_parameter
 
 
 @pytest.mark.parametrize("where, name, says", [

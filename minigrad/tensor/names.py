@@ -52,6 +52,9 @@ class Names:
     """PyTorch's method names for the Tensor's operators and methods, new tensors like this one, its sizes in bytes,
     and __getattr__, what a name it lacks says."""
     __slots__ = ()
+    # the ledger reads x._is_parameter for each input of every op (NOTE [marks, not imports], profiler/ledger.py):
+    # found here, a plain tensor's False costs a lookup; missing, it would cost __getattr__'s raise, 30 times more
+    _is_parameter = False
 
     def add(self, other, *, alpha=1):
         """self + alpha * other, as torch.add."""
@@ -173,7 +176,7 @@ class Names:
         """Only for a name the Tensor lacks (a PyTorch method minigrad does not offer, or a typo): an AttributeError
         that says what to use instead (_INSTEAD), or the nearest name it has."""
         msg = f"'Tensor' object has no attribute {name!r}"
-        if name.startswith("_"):  # Python's and minigrad's own probes (__array__, _is_parameter): no advice, no cost
+        if name.startswith("_"):  # Python's and minigrad's own probes (__array__, _is_module): no advice
             raise AttributeError(msg)
         if hasattr(type(self), name):  # a property that raised AttributeError itself: let its own error through
             return object.__getattribute__(self, name)
