@@ -456,7 +456,8 @@ _INSTEAD = {**{n: _NO_CONV for n in ("conv1d", "conv2d", "conv3d", "conv_transpo
             "elu": "compose it: mg.where(x > 0, x, alpha * (x.clamp(max=0).exp() - 1)) (the clamp: an exp that "
                    "overflows in the branch not taken would make its gradient nan)",
             "cosine_similarity": "compose it: (F.normalize(x1, dim=1) * F.normalize(x2, dim=1)).sum(1)",
-            "kl_div": "compose it: (target * (target.log() - input)).sum() / N on log-probabilities",
+            "kl_div": "compose it: (target * (target.log() - input)).sum() / N, for input log-probabilities of N "
+                      "rows (PyTorch's reduction='batchmean')",
             **{n: "compose it from tensor ops (abs, clamp, where), as l1_loss and mse_loss are"
                for n in ("smooth_l1_loss", "huber_loss")}}
 

@@ -270,7 +270,7 @@ def test_shape_errors_say_what_to_write():
     ("log1p", "(1 + x).log()"),
     ("erf", "F.gelu"),
     ("nan_to_num", "mg.where(x.isnan(), 0.0, x)"),
-    ("roll", "(mg.arange(n) - shift) % n"),
+    ("roll", "mg.cat([x[-shift:], x[:-shift]])"),
     ("softplus", "F.softplus(x)"),
     ("silu", "F.silu(x)"),
     ("exp_", "no in-place exp; write x = x.exp(...)"),
@@ -299,6 +299,7 @@ def test_probes_and_private_names_get_a_plain_attribute_error():
     (F, "elu", "x.clamp(max=0).exp() - 1"),
     (F, "pad", "x.new_zeros("),
     (F, "cosine_similarity", "F.normalize(x1, dim=1)"),
+    (F, "kl_div", "reduction='batchmean'"),
     (nn, "RMSNorm", ".rsqrt() * weight"),
     (nn, "Softplus", "F.softplus(x, beta, threshold)"),
     (nn, "MultiheadAttention", "F.scaled_dot_product_attention"),
@@ -310,3 +311,31 @@ def test_a_missing_module_name_says_what_to_use_instead(where, name, says):
     with pytest.raises(AttributeError) as e:
         getattr(where, name)
     assert says in str(e.value)
+
+
+@pytest.mark.torch
+def test_the_advice_computes_what_pytorch_computes():
+    """What the messages above tell a learner to write gives PyTorch's values (a promise in the docs is a test)."""
+    torch = torch_()
+    tf = torch.nn.functional
+    a, b = normal((3, 4)) * 3, normal((3, 4), 1)
+    x, y, tx, ty = T(a, False), T(b, False), torch.tensor(a), torch.tensor(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        holes = x / T([0.0, 1.0, 0.0, 2.0], False) * T([0.0, 1.0, 1.0, 1.0], False)  # nan, inf, -inf
+    shift, eps, alpha = 1, 1e-6, 1.5
+    cases = [
+        (mg.where(x > 0, x, alpha * (x.clamp(max=0).exp() - 1)), tf.elu(tx, alpha)),
+        ((F.normalize(x, dim=1) * F.normalize(y, dim=1)).sum(1), tf.cosine_similarity(tx, ty, dim=1)),
+        (x * (x.pow(2).mean(-1, keepdim=True) + eps).rsqrt() * mg.ones(4, dtype="float64"),
+         tf.rms_norm(tx, (4,), eps=eps)),
+        (mg.cat([x, x.new_zeros(*x.shape[:-1], 2)], dim=-1), tf.pad(tx, (0, 2))),
+        (mg.cat([x[-shift:], x[:-shift]]), tx.roll(shift, 0)),
+        (x.unsqueeze(0) @ y.t().unsqueeze(0), torch.einsum("bij,bjk->bik", tx.unsqueeze(0), ty.t().unsqueeze(0))),
+        ((1 + x.abs()).log(), tx.abs().log1p()),
+        ((y.softmax(1) * (y.softmax(1).log() - x.log_softmax(1))).sum() / 3,
+         tf.kl_div(tx.log_softmax(1), ty.softmax(1), reduction="batchmean")),
+        (mg.where(holes.isnan(), 0.0, holes), torch.tensor(to_host(holes)).nan_to_num(posinf=float("inf"),
+                                                                                      neginf=float("-inf"))),
+    ]
+    for i, (ours, theirs) in enumerate(cases):
+        np.testing.assert_allclose(to_host(ours), theirs.numpy(), rtol=1e-12, atol=1e-14, err_msg=f"case {i}")

@@ -43,7 +43,7 @@ _INSTEAD = {
     "expm1": "compose it: x.exp() - 1, which loses digits where |x| < 1e-8 (PyTorch's expm1 does not)",
     "erf": "minigrad has erf only inside exact GELU (F.gelu, backend/special.py), not as an op",
     "nan_to_num": "write mg.where(x.isnan(), 0.0, x) (and x.isinf() for the infinities)",
-    "roll": "index with the rolled positions: x[(mg.arange(n) - shift) % n] rolls dim 0 of size n",
+    "roll": "cut and join: mg.cat([x[-shift:], x[:-shift]]) rolls dim 0 by shift (0 < shift < its size)",
     **{n: _F.format(n) for n in ("softplus", "silu", "leaky_relu", "gelu", "normalize", "one_hot")},
 }
 
