@@ -22,6 +22,7 @@ The floors, each file importing only the ones above it (the README's table; a te
     tape.py         keep (the choke point for saved arrays), release, backward
     args.py         what a user passes, checked
     methods.py      composed methods and in-place writes
+    names.py        PyTorch's other names for them, and what a name the Tensor lacks says
     tensor.py       apply and the Tensor's face
     factories.py    tensor(), zeros, randn, cat, where, ...
   profiler/       mg.profile: the ledger
@@ -100,7 +101,9 @@ _INSTEAD = {"compile": "minigrad has no compiler: call the model itself", "jit":
             "cuda": "mg.cuda_is_available() is torch.cuda.is_available(); t.cuda() or t.to('cuda') moves a tensor",
             "set_grad_enabled": "use `with mg.no_grad():` (or mg.enable_grad() inside one)",
             "as_tensor": "mg.tensor(data) copies; mg.from_numpy(array) shares the NumPy array's memory",
-            "long": "the dtype is mg.int64", "bool": "the dtype is mg.bool_", "Size": "a shape is a plain tuple"}
+            "long": "the dtype is mg.int64", "bool": "the dtype is mg.bool_", "int": "the dtype is mg.int32",
+            "float": "the dtype is mg.float32", "double": "the dtype is mg.float64", "half": "the dtype is mg.float16",
+            "Size": "a shape is a plain tuple"}
 
 
 def __getattr__(name):

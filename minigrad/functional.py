@@ -45,6 +45,60 @@ def gelu(input, approximate="none"):
     return apply(ops.Gelu, input, approximate=approximate)
 
 
+def refuse_inplace(name, inplace):
+    """PyTorch's inplace=True, refused where minigrad's activation makes a new tensor."""
+    if inplace:
+        raise ValueError(f"{name}: inplace=True is not supported: minigrad's activations make a new tensor (its "
+                         f"in-place writes are the Tensor's add_, mul_, ...); leave inplace=False")
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x) (swish), composed: the sigmoid keeps its output, the product both its factors."""
+    refuse_inplace("silu", inplace)
+    return input * input.sigmoid()
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x where x > 0, else negative_slope * x; at 0 the gradient is negative_slope, as PyTorch's."""
+    refuse_inplace("leaky_relu", inplace)
+    return where(input > 0, input, input * negative_slope)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as PyTorch's. The exp is of beta x clamped
+    at threshold: in the branch where() does not take it would overflow to inf, and its gradient, 0 * inf, be nan."""
+    bx = input * beta if beta != 1 else input
+    soft = (bx.clamp(max=threshold).exp() + 1).log()
+    return where(bx > threshold, input, soft / beta if beta != 1 else soft)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(its p-norm along dim, eps), as PyTorch's: each row (dim=1) scaled to norm 1."""
+    if out is not None:
+        raise TypeError("normalize: out= is not supported; use the tensor it returns")
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
+
+
+def one_hot(tensor, num_classes=-1):
+    """(*, num_classes) int64: 1 at each index's class, 0 elsewhere, as PyTorch's; num_classes=-1 takes the largest
+    index + 1. Made outside the tape: an index has no gradient."""
+    _check_tensor(tensor, "one_hot")
+    if tensor.dtype != "int64":
+        raise TypeError(f"one_hot: the indices must be int64 (PyTorch's LongTensor), got {tensor.dtype}; convert "
+                        f"them with .long()")
+    idx = tensor.data
+    if not backend.is_meta(idx):  # on 'meta' the indices' values are unknown
+        lo, hi = (int(idx.min()), int(idx.max())) if idx.size else (0, -1)
+        if num_classes == -1:
+            if not idx.size:
+                raise RuntimeError("one_hot: cannot infer the number of classes from an empty tensor; give num_classes")
+            num_classes = hi + 1
+        if lo < 0 or hi >= num_classes:
+            raise RuntimeError(f"one_hot: class values must be in [0, num_classes={num_classes}), got [{lo}, {hi}]")
+    xp = backend.xp_of(idx)
+    return Tensor._from_array((idx[..., None] == xp.arange(num_classes)).astype("int64"))
+
+
 def softmax(input, dim, *, keep_input=False):
     """exp(x) / sum(exp(x)) along dim, computed stably (the max is subtracted first).
 
@@ -389,21 +443,21 @@ def embedding(input, weight, padding_idx=None):
     return where(learn, rows, rows.detach())  # the same values; no gradient flows through the detached side
 
 
-__all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax", "cross_entropy", "nll_loss",
-           "mse_loss", "l1_loss", "binary_cross_entropy_with_logits",
+__all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "silu", "leaky_relu", "softplus", "normalize", "one_hot",
+           "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits",
            "layer_norm", "dropout", "scaled_dot_product_attention", "embedding"]
 
 _NO_CONV = "minigrad has no convolutions or pooling: its models are MLPs and transformers (nn.Linear, attention)"
 _INSTEAD = {**{n: _NO_CONV for n in ("conv1d", "conv2d", "conv3d", "conv_transpose2d", "max_pool1d", "max_pool2d",
-                                      "avg_pool2d", "adaptive_avg_pool2d", "unfold", "fold", "interpolate", "pad")},
+                                      "avg_pool2d", "adaptive_avg_pool2d", "unfold", "fold", "interpolate")},
+            "pad": "write it with mg.cat: mg.cat([x, x.new_zeros(*x.shape[:-1], n)], dim=-1) pads the last dim by n",
             "binary_cross_entropy": "use binary_cross_entropy_with_logits on the logits (sigmoid inside, stable), as "
                                     "PyTorch advises",
-            "silu": "compose it: x * x.sigmoid()", "leaky_relu": "compose it: mg.where(x > 0, x, negative_slope * x)",
-            "softplus": "compose it: (x.exp() + 1).log() (for large x, x itself)",
-            "normalize": "compose it: x / x.norm(dim=-1, keepdim=True).clamp(min=1e-12)",
-            "one_hot": "cross_entropy and nll_loss take the class indices themselves; for a matrix, "
-                       "mg.tensor(numpy.eye(C)[indices])",
-            "kl_div": "compose it: (target * (target.log() - input)).sum() / N on log-probabilities",
+            "elu": "compose it: mg.where(x > 0, x, alpha * (x.clamp(max=0).exp() - 1)) (the clamp: an exp that "
+                   "overflows in the branch not taken would make its gradient nan)",
+            "cosine_similarity": "compose it: (F.normalize(x1, dim=1) * F.normalize(x2, dim=1)).sum(1)",
+            "kl_div": "compose it: (target * (target.log() - input)).sum() / N, for input log-probabilities of N "
+                      "rows (PyTorch's reduction='batchmean')",
             **{n: "compose it from tensor ops (abs, clamp, where), as l1_loss and mse_loss are"
                for n in ("smooth_l1_loss", "huber_loss")}}
 

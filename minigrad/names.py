@@ -3,15 +3,17 @@
 `inference_mode` is `no_grad` by PyTorch's other name (with `is_inference_mode_enabled`), and `not_offered` is what a missing name says: each of
 `mg`, `mg.nn`, `mg.optim`, `mg.functional` (and `nn.init`, `optim.lr_scheduler`, `mg.utils`) ends with a module
 `__getattr__` that raises it, naming the nearest name there is (difflib, as the command's model names do) or what
-to use instead, from a table beside that module's names, so that `nn.Conv2d` says why there is none.
+to use instead, from a table beside that module's names, so that `nn.Conv2d` says why there is none. A Tensor's
+missing attribute says the same, from the table beside its other names (tensor/names.py, whose `nearest` is the
+did-you-mean of both): `x.einsum` says how to write it.
 
 Read next: functional.py.
 """
 import contextlib
-import difflib
 import os
 
 from .tensor import Tensor, enable_grad, no_grad
+from .tensor.names import nearest
 
 
 class inference_mode(contextlib.ContextDecorator):
@@ -64,13 +66,10 @@ def not_offered(module, name, offered, instead=None, package_dir=None):
     if package_dir and os.path.exists(os.path.join(package_dir, name + ".py")):
         return AttributeError(f"{msg} yet: it is a module the package does not load on import; "
                               f"write `import {module}.{name}` first")
-    lower = {}
-    for n in offered:
-        lower.setdefault(n.lower(), []).append(n)
-    if name.lower() not in lower and not name.startswith("_") and callable(getattr(Tensor, name, None)):
+    if name.lower() not in {n.lower() for n in offered} and not name.startswith("_") and \
+            callable(getattr(Tensor, name, None)):
         return AttributeError(f"{msg}; minigrad has it as a Tensor method: x.{name}(...)")
-    close = lower.get(name.lower()) or difflib.get_close_matches(name, offered, n=3, cutoff=0.6) or \
-        [n for low in difflib.get_close_matches(name.lower(), list(lower), n=3, cutoff=0.6) for n in lower[low]]
+    close = nearest(name, offered)
     if close:
         return AttributeError(f"{msg}; did you mean {' or '.join(repr(n) for n in close)}?")
     return AttributeError(f"{msg}, and nothing close; it has: {', '.join(n for n in offered if not n.startswith('_'))}")

@@ -3,7 +3,8 @@
 
   module.py   Parameter, Module (its walk of parameters and children, state_dict, train/eval, ...), Sequential,
               ModuleList, ModuleDict
-  layers.py   Linear, ReLU, Tanh, Sigmoid, GELU, Dropout, LayerNorm, Embedding, BatchNorm1d
+  layers.py   Linear, Identity, Flatten, ReLU, Tanh, Sigmoid, GELU, SiLU, LeakyReLU, Softmax, LogSoftmax, Dropout,
+              LayerNorm, Embedding, BatchNorm1d
   losses.py   CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCEWithLogitsLoss
   utils.py    nn.utils.clip_grad_norm_
   init.py     nn.init: kaiming_*, xavier_*, trunc_normal_, normal_, uniform_, constant_, ..., calculate_gain
@@ -13,14 +14,15 @@ import sys
 from .. import functional
 from ..names import not_offered
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
-from .layers import GELU, BatchNorm1d, Dropout, Embedding, LayerNorm, Linear, ReLU, Sigmoid, Tanh
+from .layers import (GELU, BatchNorm1d, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU, Linear,
+                     LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh)
 from .losses import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .utils import utils
 from . import init
 
-__all__ = ["Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "Tanh", "Sigmoid", "GELU",
-           "Dropout", "LayerNorm", "Embedding", "BatchNorm1d", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
-           "BCEWithLogitsLoss", "utils", "init", "functional"]
+__all__ = ["Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Flatten", "ReLU",
+           "Tanh", "Sigmoid", "GELU", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Dropout", "LayerNorm", "Embedding",
+           "BatchNorm1d", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "utils", "init", "functional"]
 
 # `import minigrad.nn.functional as F`, PyTorch's line, finds mg.functional (there is no file nn/functional.py)
 sys.modules[__name__ + ".functional"] = functional
@@ -35,9 +37,9 @@ _INSTEAD = {**{n: _NO_CONV for n in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspos
                                   "minigrad.gpt)",
             **{n: "use minigrad.gpt.Block (GPT-2's) or minigrad.bert.BertLayer (import minigrad.gpt, minigrad.bert)"
                for n in ("Transformer", "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder")},
-            "Softmax": "call x.softmax(dim) (or F.softmax) in forward", "LogSoftmax": "call x.log_softmax(dim) in forward",
-            "Flatten": "call x.reshape(x.shape[0], -1) in forward", "Identity": _COMPOSE + ": forward returns x",
-            **{n: _COMPOSE + ", e.g. x * x.sigmoid() for SiLU" for n in ("SiLU", "LeakyReLU", "ELU", "Softplus", "Mish")},
+            **{n: _COMPOSE for n in ("ELU", "Mish")}, "Softplus": _COMPOSE + ": F.softplus(x, beta, threshold)",
+            "RMSNorm": _COMPOSE + ": x * (x.pow(2).mean(-1, keepdim=True) + eps).rsqrt() * weight, with weight an "
+                                  "nn.Parameter of ones",
             "BCELoss": "use nn.BCEWithLogitsLoss on the logits (the sigmoid inside, stable), as PyTorch advises",
             **{n: "minigrad has CrossEntropyLoss, NLLLoss, MSELoss, L1Loss and BCEWithLogitsLoss; " + _COMPOSE
                for n in ("KLDivLoss", "SmoothL1Loss", "HuberLoss", "CosineEmbeddingLoss", "MarginRankingLoss")},

@@ -1,9 +1,10 @@
-"""The layers: Linear, the activations, Dropout, LayerNorm, Embedding, BatchNorm1d, each a Module over functional's
-ops, with torch.nn's names, arguments and initialization.
+"""The layers: Linear, Identity, Flatten, the activations, Softmax, Dropout, LayerNorm, Embedding, BatchNorm1d, each a
+Module over functional's ops, with torch.nn's names, arguments and initialization.
 
 Read next: losses.py.
 """
 import math
+import warnings
 
 from .. import functional as F
 from .. import backend
@@ -29,6 +30,27 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class Identity(Module):
+    """forward returns its input; any arguments are taken and ignored, as PyTorch's."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def forward(self, input):
+        return input
+
+
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input):
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
 class ReLU(Module):
     def forward(self, x):
         return x.relu()
@@ -50,6 +72,56 @@ class GELU(Module):
 
     def forward(self, x):
         return F.gelu(x, self.approximate)
+
+
+class SiLU(Module):
+    def __init__(self, inplace=False):
+        F.refuse_inplace("SiLU", inplace)
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.silu(input)
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        F.refuse_inplace("LeakyReLU", inplace)
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, input):
+        return F.leaky_relu(input, self.negative_slope)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}"
+
+
+class Softmax(Module):
+    """F.softmax along dim. dim=None takes PyTorch's old implicit choice, with its warning: 0 for a 0-d, 1-d or 3-d
+    input, else 1."""
+
+    def __init__(self, dim=None):
+        self.dim = dim
+
+    def _dim(self, input):
+        if self.dim is not None:
+            return self.dim
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+        warnings.warn(f"Implicit dimension choice for {type(self).__name__.lower()} has been deprecated. Change the "
+                      f"call to include dim={dim} as an argument (PyTorch's warning)", UserWarning, stacklevel=3)
+        return dim
+
+    def forward(self, input):
+        return F.softmax(input, self._dim(input))
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """F.log_softmax along dim (dim=None as Softmax's)."""
+
+    def forward(self, input):
+        return F.log_softmax(input, self._dim(input))
 
 
 class Dropout(Module):

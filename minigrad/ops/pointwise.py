@@ -1,5 +1,5 @@
-"""The elementwise ops: binary (add, mul, pow, clamp, maximum, ...), unary (exp, tanh, gelu, ...), casts and
-moves, and the selections by a mask (where, masked_fill). Each counts its FLOPs per element, by its
+"""The elementwise ops: binary (add, mul, pow, clamp, maximum, ...), unary (exp, sin, tanh, gelu, ...), casts,
+copies and moves, and the selections by a mask (where, masked_fill). Each counts its FLOPs per element, by its
 `flops_per_element` (NOTE [FLOP convention] in base.py).
 
 Read next: shape.py, the reductions and the ops that reshape and index.
@@ -298,6 +298,32 @@ class Sqrt(Op):
             return (masked_fill(g / (2 * y), y == 0, 0),)
 
 
+class Sin(Op):
+    """d sin(x) = cos(x)."""
+    name = "sin"
+    flops_per_element = (1, (2,))  # g * cos(x)
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return xp_of(x).sin(x)
+
+    def backward(self, g):
+        return (g * xp_of(g).cos(self.saved[0]),)
+
+
+class Cos(Op):
+    """d cos(x) = -sin(x)."""
+    name = "cos"
+    flops_per_element = (1, (3,))  # g * -sin(x)
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return xp_of(x).cos(x)
+
+    def backward(self, g):
+        return (g * -xp_of(g).sin(self.saved[0]),)
+
+
 class Tanh(Op):
     """d tanh(x) = 1 - tanh(x)^2."""
     name = "tanh"
@@ -455,6 +481,19 @@ class Cast(Op):
 
     def backward(self, g):
         return (g.astype(self.in_dtype),)
+
+
+class Clone(Op):
+    """x.clone(): a new array of the same values, which the ledger counts as any op's output; the gradient passes
+    through unchanged. Its own op, not x * 1 or x + 0: those would count FLOPs, save a constant and promote a bool."""
+    name = "clone"
+    flops_per_element = (0, (0,))
+
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, g):
+        return (g,)
 
 
 class ToDevice(Op):

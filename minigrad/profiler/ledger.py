@@ -44,7 +44,7 @@ PARAMETERS, OPTIMIZER, GRADIENTS, ACTIVATIONS, TRANSIENT = range(5)
 # parameters, buffers and state), without importing nn or optim, which sit above it: each of those classes says
 # what it is with a class attribute, `_is_parameter = True` (nn.Parameter), `_is_module` (nn.Module),
 # `_is_optimizer` (optim.Optimizer), as PyTorch flags a custom tensor made a Parameter with `_is_param`. The
-# ledger reads it with getattr(x, "_is_parameter", False): a plain tensor has none. on_inputs reads it for each
+# ledger reads it with getattr(x, "_is_parameter", False): a plain tensor's is False. on_inputs reads it for each
 # input of every op; it costs what isinstance did (about 25 ns on CPython 3.11, a little less for a plain tensor).
 def _check_scope(x):
     if not (getattr(x, "_is_module", False) or getattr(x, "_is_optimizer", False) or isinstance(x, Tensor)):

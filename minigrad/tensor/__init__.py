@@ -21,12 +21,14 @@ Then, beside the path:
   args.py       what a user passes, checked: dtypes, .to()'s arguments, a new tensor's data, index keys, masks
   methods.py    the methods composed of others (var, norm, topk, split, gather, ...), the comparisons, and the
                 in-place writes (NOTE [in-place]), as classes the Tensor inherits
+  names.py      PyTorch's other names for them (x.add, x.mm, x.t(), x.new_zeros, x.nbytes, ...), and what a name
+                the Tensor lacks says (x.einsum: how to write it; a typo: the nearest name)
   factories.py  tensor(), zeros, ones, randn, arange, ..., cat, stack, where, maximum, minimum
 
-Imports go one way: modes.py, tape.py, args.py, methods.py, tensor.py, factories.py, each importing only files
-before it. Every name is re-exported here, so `from minigrad.tensor import apply, no_grad, records_since` works as
-it did when this was one file. (`minigrad.tensor` as an attribute is mg.tensor, the function; as is this package's
-`tensor` attribute: importlib.import_module("minigrad.tensor") is the package.)
+Imports go one way: modes.py, tape.py, args.py, methods.py, names.py, tensor.py, factories.py, each importing only
+files before it. Every name is re-exported here, so `from minigrad.tensor import apply, no_grad, records_since`
+works as it did when this was one file. (`minigrad.tensor` as an attribute is mg.tensor, the function; as is this
+package's `tensor` attribute: importlib.import_module("minigrad.tensor") is the package.)
 
 Read next: functional.py (softmax, cross_entropy, ...), then nn/ and optim/.
 """

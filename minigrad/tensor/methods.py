@@ -22,10 +22,10 @@ from ..backend.random import draw_categories
 from .modes import _on, _version_counter
 from .tape import Variable, _before_write, _values
 from .args import dim_alias
-from .args import _array_of, _check_in_range, _index_key, _integer_index, _is_number, _shape
+from .args import _array_of, _bool_array, _check_in_range, _index_key, _integer_index, _is_number, _shape
 
 # (values, indices), as torch.return_types: `values, indices = x.max(1)` and `x.max(1).values` both work
-_VALUES_INDICES = {name: collections.namedtuple(name, ["values", "indices"]) for name in ("max", "min", "topk")}
+_VALUES_INDICES = {name: collections.namedtuple(name, ["values", "indices"]) for name in ("max", "min", "topk", "sort")}
 
 
 def _root(s, p):
@@ -258,6 +258,48 @@ class Composed:
         picks = draw_categories(w, num_samples, replacement)
         return self._new(_array_of(picks.reshape(self.shape[:-1] + (num_samples,)), "int64", self.device))
 
+    def sort(self, dim=-1, descending=False, stable=False):
+        """(values, indices) along dim, ascending (or descending), as torch.sort: topk of every element, so always
+        stable (equal values keep their order) and nan sorts as the largest; the values carry the gradient."""
+        n = self.shape[ops.normalize_dims("sort", dim, self.ndim, self.shape)[0]] if self.ndim else 1
+        return _VALUES_INDICES["sort"](*self.topk(n, dim, largest=descending))
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return self.detach().sort(dim, descending).indices
+
+    def narrow(self, dim, start, length):
+        """The `length` entries from `start` along dim: a view, as torch.narrow."""
+        d = self._dim("narrow", dim)
+        n = self.shape[d]
+        start = start + n if start < 0 else start
+        if not 0 <= start <= start + length <= n:
+            raise IndexError(f"narrow: start {start} and length {length} fall outside dim {dim} of size {n} "
+                             f"(shape {self.shape})")
+        return self._slice(d, slice(start, start + length))
+
+    def unflatten(self, dim, sizes):
+        """Split dim into several of `sizes` (one of them may be -1), as torch.unflatten."""
+        d = self._dim("unflatten", dim)
+        return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
+
+    def masked_select(self, mask):
+        """The elements where mask (bool, broadcast with this tensor) is True, as a 1-d copy."""
+        m = _bool_array(mask, self, "masked_select")
+        shape = ops.broadcast_shapes(self.shape, m.shape)
+        if shape is None:
+            raise ShapeError(f"masked_select: mask of shape {m.shape} does not broadcast with the shape {self.shape}")
+        return self._apply(ops.Index, self.expand(shape), key=backend.xp_of(m).broadcast_to(m, shape).nonzero())
+
+    def sin(self):
+        return self._apply(ops.Sin, self._floating())
+
+    def cos(self):
+        return self._apply(ops.Cos, self._floating())
+
+    def clone(self, *, memory_format=None):
+        """A copy in a new array, whose gradient flows back to this tensor (its own op, so the ledger counts it)."""
+        return self._apply(ops.Clone, self)
+
     def _clamp_by_tensors(self, lo, hi):
         """self.clamp(lo, hi) where a bound is a tensor (a number beside it is a constant one): self and the bounds in
         one dtype by NOTE [type promotion], their shapes broadcast, one ops.ClampTensor."""
@@ -302,8 +344,40 @@ class Comparisons:
     def __ne__(self, other):
         return self._compare(other, operator.ne)
 
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
     def __invert__(self):
         return self._new(~_values(self, "invert"))
+
+    def _read(self, name, fn):
+        return self._new(backend.as_array(fn(backend.xp_of(self._data), _values(self, name))))
+
+    def isnan(self):
+        return self._read("isnan", lambda xp, a: xp.isnan(a))
+
+    def isinf(self):
+        return self._read("isinf", lambda xp, a: xp.isinf(a))
+
+    def isfinite(self):
+        return self._read("isfinite", lambda xp, a: xp.isfinite(a))
+
+    def sign(self):
+        """-1, 0 or 1: a new leaf, as PyTorch's sign, whose gradient is 0 everywhere (so x.sign() * x still gets
+        the gradient of |x| through its other factor)."""
+        return self._read("sign", lambda xp, a: xp.sign(a))
+
+    def round(self, *, decimals=0):
+        """To the nearest (even at a half, as PyTorch) at `decimals` places: a new leaf, as sign."""
+        return self._read("round", lambda xp, a: xp.round(a, decimals))
+
+    def equal(self, other):
+        """True if other has this shape and the same values (a Python bool, as torch.equal)."""
+        return self.shape == other.shape and bool((self == other).all())
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """|self - other| <= atol + rtol * |other| everywhere (a Python bool), as torch.allclose."""
+        xp = backend.xp_of(self._data)
+        return bool(xp.allclose(_values(self, "allclose"), _values(other, "allclose"), rtol, atol, equal_nan))
 
     __hash__ = object.__hash__  # tensors are dict keys by identity (optimizer state)
 
@@ -451,6 +525,16 @@ class InPlace:
             array[...] = src._data
         everywhere = backend.xp_of(self._data).ones(self.shape, dtype=bool)
         return self._write("copy_", lambda: self._where(everywhere, src, self), (src,), numpy_write)
+
+    def masked_fill_(self, mask, value):
+        m = _bool_array(mask, self, "masked_fill_")
+        if ops.broadcast_shapes(m.shape, self.shape) != self.shape:
+            raise ShapeError(f"masked_fill_: mask of shape {m.shape} does not broadcast to this tensor's shape "
+                             f"{self.shape}")
+
+        def numpy_write(array):
+            array[...] = backend.masked_fill(array, m, value)
+        return self._write("masked_fill_", lambda: self.masked_fill(mask, value), (), numpy_write)
 
     def clamp_(self, min=None, max=None):
         bounds = tuple(b for b in (min, max) if isinstance(b, Variable))

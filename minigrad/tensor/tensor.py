@@ -8,8 +8,8 @@ and `release` frees it. Follow one gradient: Tensor.backward -> `backward` (tape
 reverse -> Tensor._accumulate of each leaf.
 
 Read next, on the reading path: optim/optimizer.py's SGD, where the gradient meets the weights. Beside the path:
-methods.py (the methods composed of these, and the in-place writes), factories.py (tensor(), zeros, randn, cat, where, ...),
-then functional.py, nn/ and optim/.
+methods.py (the methods composed of these, and the in-place writes), names.py (PyTorch's other names),
+factories.py (tensor(), zeros, randn, cat, where, ...), then functional.py, nn/ and optim/.
 """
 import operator
 import sys
@@ -24,6 +24,7 @@ from .tape import Variable, _check_real, _check_same_device_and_dtype, _placehol
 from .args import FLOAT_DTYPES, _array_of, _bool_array, _index_key, _is_number, _shape, check_cuda_device, parse_to_args
 from .args import dim_alias
 from .methods import Comparisons, Composed, InPlace
+from .names import Names
 
 # ----------------------------------------------------------------------------- apply: the one place a record is made
 
@@ -174,9 +175,9 @@ def _where(condition, input, other):
 
 # ----------------------------------------------------------------------------- the Tensor
 
-class Tensor(Composed, Comparisons, InPlace, Variable):
-    """An n-dimensional array that can record the ops applied to it, for backward. The methods composed of others,
-    the comparisons and the in-place writes are methods.py's; Variable (tape.py) names what the tape reads."""
+class Tensor(Composed, Comparisons, InPlace, Names, Variable):
+    """An n-dimensional array that can record the ops applied to it, for backward. methods.py has its composed methods,
+    comparisons and in-place writes, names.py PyTorch's other names; Variable (tape.py) names what the tape reads."""
     __slots__ = ("_data", "_requires_grad", "_grad", "_ctx", "_vc", "__weakref__")
 
     # what methods.py, which sits below this file, reaches through self: this file's functions, unchanged
