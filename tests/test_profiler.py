@@ -253,8 +253,9 @@ def test_what_was_alive_counts_only_when_the_block_uses_it():
         opt.step()
     assert at_start(prof, "parameters") == params and at_start(prof, "optimizer") == 2 * params
     assert at_start(prof, "gradients") == params
-    assert prof.peak_bytes() == 4 * params and prof.bytes_at_peak()["optimizer"] == 2 * params
-    assert all(e["total"] == 4 * params for e in prof.timeline())
+    largest = max(p.data.nbytes for p in model.parameters())  # AdamW's two temporaries, for its largest parameter
+    assert prof.peak_bytes() == 4 * params + 2 * largest and prof.bytes_at_peak()["optimizer"] == 2 * params
+    assert all(e["total"] == 4 * params for e in prof.timeline())  # after each event, the temporaries are gone
     del unrelated
 
 

@@ -12,6 +12,9 @@ memory (Adafactor and AdamW8bit keep arrays of other shapes and dtypes: adafacto
 subclass's step() is wrapped (`__init_subclass__`) so that an active mg.profile
 sees the optimizer before and after each step: no subclass can forget to tell the ledger.
 
+A step computes on raw arrays, outside the tape, so the ledger sees its temporaries only where the step says so:
+NOTE [a step's temporaries].
+
 Read next: profiler/ledger.py, the ledger that counts what these hold.
 """
 import copy
@@ -142,7 +145,7 @@ class Optimizer:
         """A zero array shaped like parameter p, kept as optimizer state."""
         state = self.state.setdefault(p, {})
         if name not in state:
-            state[name] = backend.xp_of(p._data).zeros_like(p._data)
+            state[name] = _transient(backend.xp_of(p._data).zeros_like(p._data), state=True)
         return state[name]
 
     def state_bytes(self):
@@ -236,11 +239,31 @@ def _check_adam(group, where):
             raise ValueError(f"{where}: betas[{i}] must be in [0, 1), got {beta}")
 
 
+# NOTE [a step's temporaries]: NumPy (or CuPy) makes a new array for each operation that has no out=, and a
+# step's arithmetic on a parameter-sized array makes parameter-sized temporaries: AdamW holds two at once, so its
+# step peaks at its state, the parameters, their gradients and twice the largest parameter. The ledger counts
+# them, as transient, because each one is made by _scratch (an empty array from the pool) or passed through
+# _transient (the result of one operation) as it is made: one operation each, since `a + b * c` would hold
+# b * c unseen while the sum is made. tests/test_profiler.py holds each optimizer's step to tracemalloc's peak.
+def _scratch(like):
+    """A temporary array shaped like `like`, of its dtype, from the pool, counted by the ledger."""
+    return _transient(backend.empty_like(like))
+
+
+def _transient(array, state=False):
+    """array, the result of one operation of a step, counted by the active profile as transient while it lives;
+    with state=True, new optimizer state, counted as such from now rather than once the step is over."""
+    profiler = active_profiler()
+    if profiler is not None:
+        profiler.on_step_array(array, state)
+    return array
+
+
 def _adam_update(g, m, v, b1, b2, eps, step_size, sqrt_bias2, v_max=None):
     """Adam's moments m and v moved in place by the gradient g, and the update (lr / bias1) m / denom returned in a
     scratch array: PyTorch's arithmetic in its order, shared by AdamW and AdamW8bit. The scratch arrays come from
     the pool (NOTE [host memory pool] in backend/pool.py); with v_max (amsgrad), the largest v so far divides."""
-    xp, tmp, update = backend.xp_of(v), backend.empty_like(g), backend.empty_like(g)
+    xp, tmp, update = backend.xp_of(v), _scratch(g), _scratch(g)
     m *= b1
     m += xp.multiply(g, 1 - b1, out=tmp)              # m = b1 m + (1 - b1) g
     v *= b2
@@ -283,9 +306,12 @@ class SGD(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                d = -p.grad._data if group["maximize"] else p.grad._data
+                # one operation at a time, each temporary counted (NOTE [a step's temporaries])
+                d = _transient(-p.grad._data) if group["maximize"] else p.grad._data
                 if weight_decay:
-                    d = d + weight_decay * p._data
+                    decayed = _transient(weight_decay * p._data)
+                    decayed += d                                 # d = g + weight_decay p
+                    d = decayed
                 if momentum:
                     first = "momentum_buffer" not in self.state.get(p, {})
                     buf = self._state_buffer(p, "momentum_buffer")
@@ -293,9 +319,14 @@ class SGD(Optimizer):
                         buf[...] = d
                     else:
                         buf *= momentum
-                        buf += (1 - dampening) * d
-                    d = d + momentum * buf if nesterov else buf
-                p._data -= lr * d
+                        buf += _transient((1 - dampening) * d)   # buf = momentum buf + (1 - dampening) d
+                    if nesterov:
+                        ahead = _transient(momentum * buf)
+                        ahead += d                               # d = d + momentum buf
+                        d = ahead
+                    else:
+                        d = buf
+                p._data -= _transient(lr * d)
 
 
 class AdamW(Optimizer):
@@ -318,7 +349,7 @@ class AdamW(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g = -p.grad._data if group["maximize"] else p.grad._data
+                g = _transient(-p.grad._data) if group["maximize"] else p.grad._data
                 m = self._state_buffer(p, "exp_avg")
                 v = self._state_buffer(p, "exp_avg_sq")
                 state = self.state[p]

@@ -8,7 +8,7 @@ Bytes are counted by category, one buffer in one category (NOTE [one buffer, one
   activations  arrays that a record on the tape saved for its backward
   transient    everything else the engine made that is still alive: op outputs nobody saved,
                gradients in flight during backward, tensors made by factories (the data batch),
-               module buffers (BatchNorm's running statistics)
+               module buffers (BatchNorm's running statistics), an optimizer step's temporaries
 NOTE [what a profile counts]: what the block makes, it counts, through the tape's few doors
 (an op's output, a record's saved arrays, a new tensor, a .grad set, an optimizer's step). Of
 what was alive before the block, it counts what the block uses, as alive since the start: the
@@ -94,6 +94,7 @@ class _Ledger:
                                            # an entry, where a list of tuples took about 120
         self._peak_event = 0               # how many events there were when the total peaked: the next event
                                            # holds the peak, unless a buffer died before it was taken
+        self._step_from = 0                # how many events there were as the last optimizer step began
         self._traffic = {}                 # collective's name -> [bytes sent, bytes received] by this process
         self._comms = []                   # [(collective's name, start ns, end ns, bytes sent, bytes received)]
         self._used = {}                    # id -> weakref of each parameter, module, optimizer counted (NOTE [what
@@ -356,12 +357,23 @@ class _Ledger:
         before, what it holds was alive all along; after, the state it made is new."""
         if not done:
             self._use(optimizer)
+            self._step_from = len(self._events)
             return
-        made = [s for s in _state_arrays(optimizer) if self._hold_new(s, OPTIMIZER, since_start=False)]
-        for _ in made:
-            self._event("optimizer_state", "step")
-        if not made:  # a steady step makes no state, and still took its place between the backward and the next
+        for s in _state_arrays(optimizer):  # what the step did not report as it made it (on_step_array)
+            if self._hold_new(s, OPTIMIZER, since_start=False):
+                self._event("optimizer_state", "step")
+        if len(self._events) == self._step_from:  # a steady step makes no state, and still has its place
             self._event(f"{type(optimizer).__name__}.step", "step")
+
+    @_bookkeeping
+    def on_step_array(self, array, state):
+        """An optimizer's step made an array (optim/optimizer.py, NOTE [a step's temporaries]): its new state,
+        counted from now, or a temporary, transient while it lives; so the step's peak holds the state it made
+        as well as the temporaries it makes after."""
+        if not state:
+            self._hold(array, TRANSIENT)
+        elif self._hold_new(array, OPTIMIZER, since_start=False):
+            self._event("optimizer_state", "step")
 
     @_bookkeeping
     def on_communication(self, op, sent, received, clock=None):

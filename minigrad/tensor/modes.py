@@ -116,7 +116,8 @@ class Listener:
       release       on_release: a record frees its saved arrays
       _set_grad     on_grad: a .grad comes into being
       _new          on_new_tensor: a tensor that is no op's output (factories, comparisons, .data = ...)
-      optim/        on_step (before and after an optimizer's step), start_clock and stop_clock around it
+      optim/        on_step (before and after an optimizer's step), start_clock and stop_clock around it;
+                    on_step_array: each array the step makes (new state, or a temporary of its arithmetic)
       distributed   on_communication: bytes sent and received by a collective
 
     The tape reads `_on.profiler` once per op and calls only when a listener is active: without one, none of
@@ -154,6 +155,9 @@ class Listener:
 
     def on_step(self, optimizer, done):
         """optimizer's step is about to run (done False) or has run (done True)."""
+
+    def on_step_array(self, array, state):
+        """An optimizer's step made array: new state (state True), or a temporary of its arithmetic."""
 
     def on_communication(self, op, sent, received, clock=None):
         """A collective op sent and received these many bytes; clock: start_clock's, taken as it began."""
