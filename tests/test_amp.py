@@ -482,7 +482,7 @@ def test_pytorch_1_9s_cuda_list_ran_gelu_in_float32():
 
 
 @pytest.mark.torch
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(steps=st.lists(st.tuples(st.integers(1, 3), st.sets(st.integers(0, 5), max_size=2), st.booleans()),
                       min_size=1, max_size=8),
        interval=st.integers(1, 3), seed=st.integers(0, 2 ** 16))
