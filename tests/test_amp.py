@@ -14,6 +14,7 @@
 """
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import minigrad as mg
 import minigrad.functional as F
@@ -478,3 +479,51 @@ def test_pytorch_1_9s_cuda_list_ran_gelu_in_float32():
     assert (today.dtype, then.dtype, product.dtype) == (mg.float16, mg.float32, mg.float16)
     with pytest.raises(ValueError, match="known: 1.9"):
         autocast_of("1.8", "cuda")
+
+
+@pytest.mark.torch
+@settings(max_examples=8, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(1, 3), st.sets(st.integers(0, 5), max_size=2), st.booleans()),
+                      min_size=1, max_size=8),
+       interval=st.integers(1, 3), seed=st.integers(0, 2 ** 16))
+def test_accumulated_micro_batches_two_optimizers_and_infs_step_as_torchs_scaler(steps, interval, seed):
+    """Generated runs: each step accumulates k scaled micro-batch losses into two optimizers' gradients; an inf
+    or nan in one micro-batch of one optimizer's parameters (the set names micro-batch * 2 + optimizer) skips that
+    optimizer's step only, and the scale backs off; some steps unscale_ by hand first (to clip). The scales, which
+    steps ran, the unscaled gradients and the weights are torch.amp.GradScaler's and torch.optim.SGD's, bit for bit."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    w = [rng.standard_normal(4).astype(np.float32) for _ in range(2)]
+    ours = [mg.nn.Parameter(mg.tensor(a)) for a in w]
+    theirs = [torch.nn.Parameter(torch.tensor(a)) for a in w]
+    opts = [mg.optim.SGD([p], lr=0.5) for p in ours]
+    t_opts = [torch.optim.SGD([p], lr=0.5) for p in theirs]
+    kw = dict(init_scale=2.0 ** 8, growth_factor=2.0, backoff_factor=0.5, growth_interval=interval)
+    scaler, t_scaler = mg.amp.GradScaler(DEVICE, **kw), torch.amp.GradScaler("cpu", **kw)
+    for k, infs, by_hand in steps:
+        for opt, t_opt in zip(opts, t_opts):
+            opt.zero_grad()
+            t_opt.zero_grad()
+        for j in range(k):
+            cs = [(rng.standard_normal(4) * 10 ** rng.uniform(-4, 1)).astype(np.float32) for _ in range(2)]
+            for i in range(2):
+                if j * 2 + i in infs:
+                    cs[i][j] = np.inf if j % 2 else np.nan
+            scaler.scale(sum((p * mg.tensor(c)).sum() for p, c in zip(ours, cs))).backward()
+            t_scaler.scale(sum((p * torch.tensor(c)).sum() for p, c in zip(theirs, cs))).backward()
+        if by_hand:
+            scaler.unscale_(opts[0])
+            t_scaler.unscale_(t_opts[0])
+        for i, (opt, t_opt) in enumerate(zip(opts, t_opts)):
+            before, t_before = to_host(ours[i]).copy(), theirs[i].detach().numpy().copy()
+            scaler.step(opt)
+            t_scaler.step(t_opt)
+            if any(j * 2 + i in infs for j in range(k)):  # skipped, in both
+                assert np.array_equal(before, to_host(ours[i])) and np.array_equal(t_before, theirs[i].detach().numpy())
+        scaler.update()
+        t_scaler.update()
+        assert scaler.get_scale() == t_scaler.get_scale()
+        for p, q in zip(ours, theirs):
+            np.testing.assert_array_equal(to_host(p.grad), q.grad.numpy())  # unscaled to the bit
+            np.testing.assert_allclose(to_host(p), q.detach().numpy(), rtol=1e-6)  # SGD rounds its own way
+    assert scaler.state_dict() == t_scaler.state_dict()

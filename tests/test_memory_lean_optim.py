@@ -14,8 +14,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import minigrad as mg
+from minigrad import backend
 import minigrad.functional as F
 from minigrad.optim.adamw8bit import BLOCK_SIZE, create_dynamic_map, quantization_error_bound
 
@@ -519,3 +521,48 @@ def test_a_schedule_drives_a_fixed_lr_and_refuses_the_relative_step():
         opt.step()
         sched.step()
     np.testing.assert_allclose(to_host(p), [-0.15] * 3, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- float16 and bfloat16 parameters
+
+LOW_PRECISION = {
+    "Adafactor": lambda ps, wd: mg.optim.Adafactor(ps, weight_decay=wd),
+    "Adafactor_beta1_fixed_lr": lambda ps, wd: mg.optim.Adafactor(ps, lr=1e-2, relative_step=False, beta1=0.9,
+                                                                  weight_decay=wd),
+    "AdamW8bit": lambda ps, wd: mg.optim.AdamW8bit(ps, lr=1e-2, weight_decay=wd),            # 64 elements: 32-bit
+    "AdamW8bit_quantized": lambda ps, wd: mg.optim.AdamW8bit(ps, lr=1e-2, weight_decay=wd, min_8bit_size=1),
+}
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(sorted(LOW_PRECISION)), dtype=st.sampled_from(["float16", "bfloat16"]),
+       shape=st.sampled_from([(8, 8), (64,), (2, 4, 8)]), scale=st.sampled_from([1.0, 1e-2, 1e-4, 1e-6]),
+       wd=st.sampled_from([0.0, 0.1]), seed=st.integers(0, 2 ** 16))
+def test_a_low_precision_parameter_steps_as_its_float32_copy_rounded_once(name, dtype, shape, scale, wd, seed):
+    """Hugging Face's Adafactor upcasts a float16 or bfloat16 parameter and its gradient to float32, steps with
+    float32 state and copies the result back; bitsandbytes' kernels load both as float and keep float32 state. So a
+    low-precision parameter ends each step as its float32 twin would, rounded once. Computed in float16 instead,
+    a gradient of 1e-4 squared (1e-8) and eps (1e-30, 1e-8) underflow to 0: Adafactor's 0 / 0 and AdamW's m / 0
+    made the whole parameter NaN."""
+    rng = np.random.default_rng(seed)
+    start = rng.standard_normal(shape).astype(np.float32)
+    low = mg.nn.Parameter(mg.tensor(start, dtype=dtype))
+    twin = mg.nn.Parameter(mg.tensor(to_host(low).astype(np.float32)))  # the same values, in float32
+    opt, ref = LOW_PRECISION[name]([low], wd), LOW_PRECISION[name]([twin], wd)
+    for _ in range(3):
+        g = mg.tensor((rng.standard_normal(shape) * scale).astype(np.float32), dtype=dtype)
+        low.grad, twin.grad = g, g.float()
+        opt.step()
+        ref.step()
+        with mg.no_grad():
+            twin.copy_(twin.to(dtype).float())  # rounded once, as the step writes the low-precision parameter
+        np.testing.assert_array_equal(to_host(low).astype(np.float32), to_host(twin))
+    assert np.all(np.isfinite(to_host(low).astype(np.float32)))
+    for key, value in opt.state[low].items():  # the state is float32 (or uint8 codes), the twin's to the bit
+        if backend.is_array(value):
+            assert value.dtype == ref.state[twin][key].dtype and value.dtype != np.dtype(dtype), key
+            np.testing.assert_array_equal(to_host(value), to_host(ref.state[twin][key]), err_msg=key)
+    other = LOW_PRECISION[name]([mg.nn.Parameter(mg.tensor(start, dtype=dtype))], wd)
+    other.load_state_dict(opt.state_dict())  # loading keeps the float32 state float32
+    assert all(v.dtype == ref.state[twin][k].dtype for k, v in other.state[other.params[0]].items()
+               if backend.is_array(v))

@@ -7,6 +7,7 @@ import copy
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import minigrad as mg
 from minigrad import nn
@@ -385,3 +386,48 @@ def test_loaded_hyperparameters_are_checked():
     with pytest.raises(ValueError, match=r"AdamW.load_state_dict: param group 0: eps must be >= 0, got -1.0"):
         opt.load_state_dict(saved)
     assert opt.param_groups[0]["eps"] == 1e-8
+
+
+# ----------------------------------------------------------------------------- clip_grad_norm_'s scaling
+
+def torch_clip_coefficient(total, max_norm):
+    """torch.nn.utils.clip_grad_norm_'s factor from the total norm, as PyTorch computes it: in the norm's dtype,
+    max_norm / (total + 1e-6) as Tensor.__rtruediv__ does it (reciprocal, then times max_norm), clamped at 1."""
+    t = np.asarray(total)
+    return np.minimum(np.reciprocal(t + t.dtype.type(1e-6)) * t.dtype.type(max_norm), t.dtype.type(1.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(dtype=st.sampled_from(["float32", "float64"]), sizes=st.lists(st.integers(1, 12), min_size=1, max_size=4),
+       log_scale=st.floats(-3, 3), log_max=st.floats(-2, 2), norm_type=st.sampled_from([2.0, 1.0, "inf"]),
+       seed=st.integers(0, 2 ** 16))
+def test_clip_grad_norm_scales_by_torchs_factor_bit_for_bit(dtype, sizes, log_scale, log_max, norm_type, seed):
+    """After accumulation, clipping: each gradient is multiplied by PyTorch's factor, computed as PyTorch computes
+    it in the norm's dtype (one float64 division rounded to float32 gave another last bit in a third of the cases)."""
+    rng = np.random.default_rng(seed)
+    grads = [(rng.standard_normal(n) * 10 ** log_scale).astype(dtype) for n in sizes]
+    ps = [nn.Parameter(mg.tensor(np.zeros(n), dtype=dtype)) for n in sizes]
+    for p, g in zip(ps, grads):
+        p.grad = mg.tensor(g)
+    max_norm = 10 ** log_max
+    total = nn.utils.clip_grad_norm_(ps, max_norm, norm_type)
+    coef = torch_clip_coefficient(to_host(total), max_norm)
+    for p, g in zip(ps, grads):
+        np.testing.assert_array_equal(to_host(p.grad), g * coef)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_clip_grad_norm_gives_torchs_gradients_where_the_norms_agree(dtype):
+    """One gradient of one element: its norm is exact in both, so the clipped gradients must agree to the bit."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        g = (rng.standard_normal(1) * 10 ** rng.uniform(-3, 3)).astype(dtype)
+        max_norm = float(10 ** rng.uniform(-2, 2))
+        p, q = nn.Parameter(mg.tensor(np.zeros(1), dtype=dtype)), torch.nn.Parameter(torch.zeros(1, dtype=getattr(
+            torch, dtype)))
+        p.grad, q.grad = mg.tensor(g), torch.tensor(g)
+        total, want = nn.utils.clip_grad_norm_([p], max_norm), torch.nn.utils.clip_grad_norm_([q], max_norm)
+        assert to_host(total) == want.numpy()
+        np.testing.assert_array_equal(to_host(p.grad), q.grad.numpy())

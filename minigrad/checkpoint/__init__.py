@@ -12,7 +12,7 @@ The package, each module importing only the ones above it:
                  backward reads])
     segment.py   one checkpointed segment: mg.checkpoint, the Checkpoint record that stands for it and the
                  recompute in its backward (NOTE [checkpoint], NOTE [checkpoint outputs], NOTE [checkpoint
-                 sums]); set_checkpoint_early_stop
+                 sums], NOTE [retain_grad inside a checkpoint]); set_checkpoint_early_stop
     chains.py    chains of functions: mg.checkpoint_sequential, checkpoint_segments (runs a schedules.Plan),
                  checkpoint_blocks (a model's transformer blocks), measure_chain (the schedules.Chain a plan
                  is made for)

@@ -133,6 +133,23 @@ class caching(_Mode):
     switch = "cache"
 
 
+class NestedReads(Cache):
+    """The cache of a checkpoint whose forward runs inside another's forward, which keeps nothing: that one
+    recomputes this one whole, so its ops are not noted and keep nothing (the defaults). But what they read may be
+    the outer's values (its argument; a tensor taken by closure; with no record made, nothing else tells), and the
+    outer's recompute must make those for real: each is told to the outer as a read outside its ops."""
+
+    def __init__(self, outer):
+        self.outer = outer
+
+    def ran(self, op, record, arrays, t, attrs):
+        for a in arrays:
+            self.read_outside(a)
+
+    def read_outside(self, array):
+        self.outer.read_outside(array)
+
+
 class OpCache(Cache):
     """What a checkpoint's forward notes for its recompute (NOTE [selective checkpoint], NOTE [recompute
     what backward reads]).

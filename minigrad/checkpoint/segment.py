@@ -22,13 +22,15 @@ Read next: policies.py, what the forward notes for the recompute, op by op; then
 import contextlib
 import hashlib
 import warnings
+import weakref
 
 from .. import backend, ops
 from ..backend.random import get_rng_state, set_rng_state
-from ..tensor import (Tensor, active_autocast, apply, autocasting, backward_within, enable_grad, hand_over,
-                      is_grad_enabled, is_keeping_saved, keep_saved, mark, noting_reads, records_since, recomputing)
+from ..tensor import (Tensor, active_autocast, active_cache, apply, autocasting, backward_within, enable_grad,
+                      hand_over, is_grad_enabled, is_keeping_saved, keep_saved, mark, noting_reads, records_since,
+                      recomputing)
 from ..tensor import _version_counter, _wrap  # NOTE [version counters], NOTE [an old array, a new tensor]
-from .policies import OpCache, caching, checkpoint_policies, nothing_saveable
+from .policies import NestedReads, OpCache, caching, checkpoint_policies, nothing_saveable
 
 DETERMINISM_CHECKS = ("default", "values", "none")
 _NOT_IMPLEMENTED = ("context_fn", "debug", "early_stop")  # options of PyTorch's checkpoint that minigrad lacks
@@ -137,8 +139,9 @@ class Checkpoint(ops.Op):
     counts_flops = False  # the segment's own ops count their forward FLOPs as they run, the recompute's theirs
 
     def forward(self, *arrays, out, function, nest, n_inputs, rng_state, determinism_check, outputs, saved, cache,
-                remembered, inside_versions, autocast):
+                remembered, inside_versions, autocast, inside):
         self.function, self.nest, self.rng_state, self.n_inputs = function, nest, rng_state, n_inputs
+        self.inside = inside  # the segment's records, for retain_grad() (NOTE [retain_grad inside a checkpoint])
         self.autocast = autocast  # the forward's autocast policy (or None): the recompute casts as it did
         self.inside_versions = inside_versions  # NOTE [writes the tape does not record], policies.py
         self.determinism_check = determinism_check
@@ -167,6 +170,9 @@ class Checkpoint(ops.Op):
             # the outputs it kept go to the recompute's records, which keep them only as long as they need them
             cache.start(hand_over(self, self.n_inputs))
             cache.checks = self.determinism_check != "none"
+        # the recompute's stand-ins for the inputs point at the inputs' records: a retain_grad() on one must not take
+        # the record from the tensor that asked in the forward (NOTE [retain_grad inside a checkpoint])
+        retained = [(node, node.retained) for node in self.next if isinstance(node, ops.Op)]
         outer_rng = get_rng_state()
         if self.rng_state is not None:
             set_rng_state(self.rng_state)  # dropout draws the same masks again
@@ -177,11 +183,14 @@ class Checkpoint(ops.Op):
                 outputs = _made_inside(self.function(*args, **kwargs), start)
         finally:
             set_rng_state(outer_rng)
+            for node, r in retained:
+                node.retained = r
             if cache is not None:
                 cache.close()
         if cache is not None:
             cache.finish()
         self._check_determinism(outputs, start, cache)
+        _retain_as_in_forward(self.inside, outputs, start)
         slots = sorted(grads)
         roots, gradients = [outputs[i] for i in slots], [grads[i] for i in slots]
         for r, gr in zip(roots, gradients):
@@ -240,6 +249,37 @@ class Checkpoint(ops.Op):
                                f"forward (determinism_check='values'). Does it draw random numbers from "
                                f"something other than minigrad's generator (mg.manual_seed), or read state that "
                                f"changed in between?")
+
+
+# NOTE [retain_grad inside a checkpoint]: h.retain_grad() on a tensor made inside a checkpointed function (before
+# or after the checkpoint returned) asks its forward record for h's gradient; but that record never runs, its
+# recompute's twin does, and the twin's retain_grad() named the recompute's own tensor. So the Checkpoint record
+# notes the segment's records in order (weakly: h keeps its own alive), and after the recompute, which makes the
+# same records in the same order, each twin reports to the tensor the forward's record names, as a plain run
+# and PyTorch's checkpoint do. A nested checkpoint's list goes to its twin, which does the same one level down.
+# The function's retain_grad() on an argument (a stand-in in the recompute, on the argument's own record) is
+# undone after the recompute: the record reports to the tensor that asked before.
+
+
+def _inside(records):
+    """[(weakref to each record, its own list if it is a checkpoint's)], in the order the records were made."""
+    return [(weakref.ref(r), getattr(r, "inside", None)) for r in sorted(records, key=lambda r: r.seq)]
+
+
+def _retain_as_in_forward(inside, outputs, start):
+    """NOTE [retain_grad inside a checkpoint]: the recompute's records (after `start`) report to the forward's
+    retained tensors."""
+    forward = [(ref(), nested) for ref, nested in inside]
+    if not any(nested is not None or (r is not None and r.retained is not None) for r, nested in forward):
+        return
+    twins = sorted(records_since(outputs, start), key=lambda r: r.seq)
+    if len(twins) != len(forward):
+        return  # a recompute that differs (determinism_check='none'): nothing to match by
+    for (r, nested), twin in zip(forward, twins):
+        if r is not None and r.retained is not None and r.name == twin.name:
+            twin.retained = r.retained
+        if nested is not None and isinstance(twin, Checkpoint):
+            twin.inside = nested
 
 
 class CheckpointOutput(ops.Op):
@@ -340,7 +380,8 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     rng_state = get_rng_state()
     start = mark()
     # NOTE [checkpoint]: the segment's records are made, but keep nothing (but what a policy saves)
-    with keep_saved(False), caching(cache), noting_reads(cache):
+    outer = active_cache()
+    with keep_saved(False), caching(cache or (outer and NestedReads(outer))), noting_reads(cache):
         result = function(*args, **kwargs)
     outputs = _made_inside(result, start)
     if not outputs:
@@ -362,6 +403,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
                  determinism_check=determinism_check, outputs=[o._data for o in outputs],
                  saved=_saved_by(records) if determinism_check != "none" else None, cache=cache, remembered=remembered,
                  autocast=active_autocast(),  # as PyTorch's checkpoint saves the autocast state for its recompute
+                 inside=_inside(records),
                  inside_versions=[(r.name, vc, n, k) for r in records for vc, n, _, k in r.versions] +
                  [v for r in records if isinstance(r, Checkpoint) for v in r.inside_versions])  # nested: theirs too
     if len(outputs) == 1:

@@ -22,6 +22,14 @@ def _norm_type(norm_type):
     return p
 
 
+def _clip_coefficient(total, max_norm):
+    """min(max_norm / (total + 1e-6), 1) as PyTorch computes it: in the norm's dtype (a 0-d array), the division as
+    Tensor.__rtruediv__ does it, a reciprocal times max_norm. In float64 and rounded once it differed in the last bit
+    of a third of the clipped float32 gradients."""
+    xp, number = backend.xp_of(total), total.dtype.type
+    return xp.minimum(xp.reciprocal(total + number(1e-6)) * number(max_norm), number(1.0))
+
+
 class utils:
     """torch.nn.utils' clip_grad_norm_ (a namespace, as torch.nn.utils is a module: nothing to instantiate)."""
 
@@ -50,7 +58,7 @@ class utils:
                 if error_if_nonfinite and not math.isfinite(norm):
                     raise RuntimeError(f"clip_grad_norm_: the total norm of the gradients is {norm}; pass "
                                        f"error_if_nonfinite=False to clip anyway")
-                scale = min(max_norm / (norm + 1e-6), 1.0)
+                scale = float(_clip_coefficient(total._data, max_norm))
             for g in grads:
                 g.mul_(scale)
         return total

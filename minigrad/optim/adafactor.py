@@ -19,14 +19,16 @@ eps[0]=1e-30 to the squared gradient; its weight decay multiplies by lr, this on
 is no first moment in torch's. tests/test_memory_lean_optim.py runs both on the same gradients in float64.
 
 Hugging Face's state also holds "RMS", the parameter's RMS, a 0-d tensor recomputed at every step before it is
-read: minigrad does not keep it, so the state is exactly the arrays above (and the step count).
+read: minigrad does not keep it, so the state is exactly the arrays above (and the step count). As Hugging Face's,
+a float16 or bfloat16 parameter and its gradient are upcast: the state is float32, and the parameter is written
+back once per step.
 
 Read next: adamw8bit.py, the other way to shrink the optimizer's share: keep AdamW's two moments, in 8 bits.
 """
 import math
 
 from .. import backend
-from .optimizer import Optimizer, _cast, _check_flag, _check_number
+from .optimizer import Optimizer, _cast, _check_flag, _check_number, _float32_math
 
 
 def _rms(xp, x):
@@ -117,7 +119,7 @@ class Adafactor(Optimizer):
 
     def _loaded(self, key, value, p, what):
         shapes = {**self._shapes(p), "exp_avg": tuple(p.shape)}
-        return _cast(value, p, what, shapes.get(key))
+        return _cast(value, p, what, shapes.get(key), float_dtype=_float32_math(p))
 
     def step(self):
         for group in self.param_groups:
@@ -126,7 +128,9 @@ class Adafactor(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g = p.grad._data
+                # a float16 or bfloat16 parameter steps in float32, written back once at the end (_float32_math)
+                dtype = _float32_math(p)
+                g, w = p.grad._data.astype(dtype, copy=False), p._data.astype(dtype, copy=False)
                 xp = backend.xp_of(g)
                 state = self.state.setdefault(p, {})
                 if not state:  # the first step makes the state, as Hugging Face's does
@@ -136,7 +140,7 @@ class Adafactor(Optimizer):
                     for name, shape in self._shapes(p).items():
                         state[name] = xp.zeros(shape, g.dtype)
                 state["step"] = t = state["step"] + 1
-                lr = self._get_lr(xp, group, t, p._data)
+                lr = self._get_lr(xp, group, t, w)
                 beta2t = 1.0 - t ** group["decay_rate"]
                 update = g * g + eps1
                 if "exp_avg_sq_row" in state:
@@ -161,5 +165,7 @@ class Adafactor(Optimizer):
                     m += (1 - beta1) * update
                     update = m
                 if weight_decay != 0:
-                    p._data -= p._data * (weight_decay * lr)
-                p._data -= update
+                    w -= w * (weight_decay * lr)
+                w -= update
+                if w is not p._data:
+                    p._data[...] = w

@@ -23,7 +23,9 @@ these numbers from the maps themselves, and tests/test_memory_lean_optim.py chec
 float32 ones run alongside, within the bound accumulated step by step.
 
 Parameters with fewer than min_8bit_size elements (4096, bitsandbytes' default: biases, LayerNorms) keep full
-precision moments, named as bitsandbytes names them (state1, state2), and step exactly as mg.optim.AdamW does.
+precision moments, named as bitsandbytes names them (state1, state2), and step exactly as mg.optim.AdamW does. A
+float16 or bfloat16 parameter steps as bitsandbytes' kernels step it: upcast, with float32 moments, written back
+once (where mg.optim.AdamW, as PyTorch's, keeps float16 moments, whose eps underflows to 0).
 
 Two details differ from bitsandbytes' CUDA kernel: the weight decay comes first, as in PyTorch's AdamW (the kernel
 multiplies by 1 - lr wd after the update: a difference of lr wd times the update, second order), and a value
@@ -36,7 +38,7 @@ import math
 import numpy as np
 
 from .. import backend
-from .optimizer import Optimizer, _adam_update, _cast, _check_adam
+from .optimizer import Optimizer, _adam_update, _cast, _check_adam, _float32_math
 
 BLOCK_SIZE = 256
 
@@ -139,7 +141,8 @@ class AdamW8bit(Optimizer):
     def _init_state(self, p, group):
         xp, n = backend.xp_of(p._data), p.numel()
         if not self._quantized(p, group):
-            return {"step": 0, "state1": xp.zeros_like(p._data), "state2": xp.zeros_like(p._data)}
+            dtype = _float32_math(p)
+            return {"step": 0, "state1": xp.zeros(p.shape, dtype), "state2": xp.zeros(p.shape, dtype)}
         signed, unsigned = self.code_maps(p.device)
         return {"step": 0, "state1": xp.zeros(p.shape, np.uint8), "qmap1": signed,
                 "absmax1": xp.zeros(_blocks(n), np.float32), "state2": xp.zeros(p.shape, np.uint8),
@@ -151,7 +154,7 @@ class AdamW8bit(Optimizer):
             return self.code_maps(p.device)[0 if key == "qmap1" else 1]
         if key.startswith("absmax"):
             return _cast(value, p, what, (_blocks(p.numel()),), np.float32)
-        return _cast(value, p, what)
+        return _cast(value, p, what, float_dtype=_float32_math(p))
 
     def dequantized(self, p):
         """Parameter p's two moments as float32 arrays shaped like p (what the next step starts from)."""
@@ -173,18 +176,22 @@ class AdamW8bit(Optimizer):
                 state = self.state[p]
                 state["step"] = t = state["step"] + 1
                 bias1, bias2 = 1 - b1 ** t, 1 - b2 ** t
-                g, xp = p.grad._data, backend.xp_of(p._data)
-                p._data *= 1 - lr * weight_decay
+                # a float16 or bfloat16 parameter steps in float32, written back once at the end (_float32_math)
+                dtype = _float32_math(p)
+                g, w = p.grad._data.astype(dtype, copy=False), p._data.astype(dtype, copy=False)
+                xp = backend.xp_of(w)
+                w *= 1 - lr * weight_decay
                 if "qmap1" not in state:  # full precision, in place, as AdamW.step
-                    p._data -= _adam_update(g, state["state1"], state["state2"], b1, b2, eps, lr / bias1,
-                                            math.sqrt(bias2))
-                    continue
-                n = p.numel()
-                m = _dequantize(xp, state["state1"], state["absmax1"], state["qmap1"], n)
-                v = _dequantize(xp, state["state2"], state["absmax2"], state["qmap2"], n)
-                grad = xp.zeros(m.size, np.float32)
-                grad[:n] = g.reshape(-1)
-                update = _adam_update(grad.reshape(m.shape), m, v, b1, b2, eps, lr / bias1, math.sqrt(bias2))
-                p._data -= update.reshape(-1)[:n].reshape(p.shape)
-                _quantize(xp, m, state["qmap1"], state["state1"], state["absmax1"], n)
-                _quantize(xp, v, state["qmap2"], state["state2"], state["absmax2"], n)
+                    w -= _adam_update(g, state["state1"], state["state2"], b1, b2, eps, lr / bias1, math.sqrt(bias2))
+                else:
+                    n = p.numel()
+                    m = _dequantize(xp, state["state1"], state["absmax1"], state["qmap1"], n)
+                    v = _dequantize(xp, state["state2"], state["absmax2"], state["qmap2"], n)
+                    grad = xp.zeros(m.size, np.float32)
+                    grad[:n] = g.reshape(-1)
+                    update = _adam_update(grad.reshape(m.shape), m, v, b1, b2, eps, lr / bias1, math.sqrt(bias2))
+                    w -= update.reshape(-1)[:n].reshape(p.shape)
+                    _quantize(xp, m, state["qmap1"], state["state1"], state["absmax1"], n)
+                    _quantize(xp, v, state["qmap2"], state["state2"], state["absmax2"], n)
+                if w is not p._data:
+                    p._data[...] = w

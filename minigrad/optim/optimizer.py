@@ -22,6 +22,8 @@ import functools
 import math
 import numbers
 
+import numpy as np
+
 from .. import backend
 from ..tensor import Tensor, active_profiler, mark_written, zero_grads
 
@@ -212,9 +214,18 @@ def _copied(value):
     return value.copy() if backend.is_array(value) else copy.deepcopy(value)
 
 
-def _cast(value, p, what, shape=None, dtype=None):
+def _float32_math(p):
+    """The dtype of parameter p's float state and arithmetic in Adafactor and AdamW8bit: float32 for a float16 or
+    bfloat16 parameter, which is upcast, stepped and written back once, as Hugging Face's Adafactor and
+    bitsandbytes' kernels do (in float16, 1e-4 squared and eps underflow to 0, and 0 / 0 made the parameter NaN);
+    else p's own. PyTorch's SGD and AdamW step in the parameter's dtype, and so do minigrad's."""
+    dtype = p._data.dtype
+    return np.dtype(np.float32) if backend.is_float(dtype) and dtype.itemsize < 4 else dtype
+
+
+def _cast(value, p, what, shape=None, dtype=None, float_dtype=None):
     """A saved state value for parameter p: an array becomes a copy on p's device, of `shape` (p's by default) and
-    of `dtype` (by default p's if it is a float array, else its own)."""
+    of `dtype` (by default float_dtype, or p's, if it is a float array, else its own)."""
     if not backend.is_array(value):
         return copy.deepcopy(value)
     wanted = p.shape if shape is None else tuple(shape)
@@ -223,7 +234,8 @@ def _cast(value, p, what, shape=None, dtype=None):
         raise ValueError(f"{what} has shape {value.shape} but {expected} {p.shape}; "
                          "was this state saved for another model?")
     array = backend.to_device(value, p.device)
-    return array.astype(dtype or (p.dtype if backend.is_float(array.dtype) else array.dtype), copy=True)
+    return array.astype(dtype or ((float_dtype or p.dtype) if backend.is_float(array.dtype) else array.dtype),
+                        copy=True)
 
 
 def _check_adam(group, where):
