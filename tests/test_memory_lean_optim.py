@@ -351,6 +351,29 @@ def test_below_min_8bit_size_it_is_adamw_bit_for_bit():
     assert all(set(s) == {"step", "state1", "state2"} for s in opt.state.values())
 
 
+
+@pytest.mark.parametrize("shape", [(10 * BLOCK_SIZE + 17,), (37, 91)])
+def test_a_chunk_at_a_time_gives_the_whole_parameters_step_bit_for_bit(shape, monkeypatch):
+    """NOTE [a chunk at a time]: chunks of 3 blocks (the last block of the last chunk short) against one chunk."""
+    from minigrad.optim import adamw8bit
+
+    def run(chunk_blocks):
+        monkeypatch.setattr(adamw8bit, "CHUNK_BLOCKS", chunk_blocks)
+        mg.manual_seed(0)
+        w = mg.nn.Parameter(mg.randn(*shape))
+        opt = mg.optim.AdamW8bit([w], lr=1e-2, weight_decay=0.1, min_8bit_size=0)
+        for step in range(3):
+            w.grad = mg.randn(*shape) * (step + 1)
+            opt.step()
+        return to_host(w.data), {k: to_host(v) for k, v in opt.state[w].items() if backend.is_array(v)}
+
+    (w3, s3), (w_all, s_all) = run(3), run(10 ** 6)
+    np.testing.assert_array_equal(w3, w_all)
+    assert s3.keys() == s_all.keys()
+    for key in s3:
+        np.testing.assert_array_equal(s3[key], s_all[key], err_msg=key)
+
+
 # ----------------------------------------------------------------------------- the ledger counts them exactly
 
 def profiled(make_opt, device, steps=2):

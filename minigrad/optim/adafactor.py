@@ -28,19 +28,20 @@ Read next: adamw8bit.py, the other way to shrink the optimizer's share: keep Ada
 import math
 
 from .. import backend
-from .optimizer import Optimizer, _cast, _check_flag, _check_number, _float32_math
+from .optimizer import Optimizer, _cast, _check_flag, _check_number, _float32_math, _in_dtype, _transient
 
 
 def _rms(xp, x):
     """Root mean square, as a 0-d array (no value leaves the device: the same code runs on 'meta')."""
-    return xp.sqrt(xp.mean(x * x))
+    return xp.sqrt(xp.mean(_transient(x * x)))
 
 
 def _approx_sq_grad(xp, row, col):
-    """V ~ row col^T / mean(row), returned as its inverse square root (Hugging Face's _approx_sq_grad)."""
+    """V ~ row col^T / mean(row), returned as its inverse square root (Hugging Face's _approx_sq_grad). What a
+    row's or a column's size is made on the way is not counted (NOTE [a step's temporaries]), their product is."""
     r_factor = (1.0 / xp.sqrt(row / row.mean(axis=-1, keepdims=True)))[..., None]
     c_factor = (1.0 / xp.sqrt(col))[..., None, :]
-    return r_factor * c_factor
+    return _transient(r_factor * c_factor)
 
 
 class Adafactor(Optimizer):
@@ -130,19 +131,21 @@ class Adafactor(Optimizer):
                     continue
                 # a float16 or bfloat16 parameter steps in float32, written back once at the end (_float32_math)
                 dtype = _float32_math(p)
-                g, w = p.grad._data.astype(dtype, copy=False), p._data.astype(dtype, copy=False)
+                g, w = _in_dtype(p.grad._data, dtype), _in_dtype(p._data, dtype)
                 xp = backend.xp_of(g)
                 state = self.state.setdefault(p, {})
                 if not state:  # the first step makes the state, as Hugging Face's does
                     state["step"] = 0
                     if beta1 is not None:
-                        state["exp_avg"] = xp.zeros_like(g)
+                        state["exp_avg"] = _transient(xp.zeros_like(g), state=True)
                     for name, shape in self._shapes(p).items():
-                        state[name] = xp.zeros(shape, g.dtype)
+                        state[name] = _transient(xp.zeros(shape, g.dtype), state=True)
                 state["step"] = t = state["step"] + 1
                 lr = self._get_lr(xp, group, t, w)
                 beta2t = 1.0 - t ** group["decay_rate"]
-                update = g * g + eps1
+                # one operation at a time, each parameter-sized temporary counted (NOTE [a step's temporaries])
+                update = _transient(g * g)
+                update += eps1                                   # update = g g + eps1
                 if "exp_avg_sq_row" in state:
                     row, col = state["exp_avg_sq_row"], state["exp_avg_sq_col"]
                     row *= beta2t
@@ -154,18 +157,19 @@ class Adafactor(Optimizer):
                 else:
                     v = state["exp_avg_sq"]
                     v *= beta2t
-                    v += (1.0 - beta2t) * update
-                    update = g / xp.sqrt(v)
+                    v += _transient((1.0 - beta2t) * update)
+                    update = _transient(xp.sqrt(v))
+                    xp.divide(g, update, out=update)             # update = g / sqrt(v)
                 # clipping and scaling by 0-d arrays, not Python numbers: no value leaves the device (or 'meta')
                 update /= xp.maximum(_rms(xp, update) / clip, 1.0)
                 update *= lr
                 if beta1 is not None:
                     m = state["exp_avg"]
                     m *= beta1
-                    m += (1 - beta1) * update
+                    m += _transient((1 - beta1) * update)
                     update = m
                 if weight_decay != 0:
-                    w -= w * (weight_decay * lr)
+                    w -= _transient(w * (weight_decay * lr))
                 w -= update
                 if w is not p._data:
                     p._data[...] = w

@@ -38,9 +38,10 @@ import math
 import numpy as np
 
 from .. import backend
-from .optimizer import Optimizer, _adam_update, _cast, _check_adam, _float32_math
+from .optimizer import Optimizer, _adam_update, _cast, _check_adam, _float32_math, _in_dtype, _transient
 
 BLOCK_SIZE = 256
+CHUNK_BLOCKS = 1024  # NOTE [a chunk at a time]: the blocks a step dequantizes, updates and requantizes at once
 
 
 def _linspace(start, stop, steps):
@@ -93,8 +94,8 @@ def _blocks(n):
 
 def _dequantize(xp, codes, absmax, code_map, n):
     """The moment as float32 blocks (blocks, 256), the last one padded with zeros: code_map[code] * absmax."""
-    values = xp.zeros(_blocks(n) * BLOCK_SIZE, np.float32)
-    values[:n] = code_map[codes.reshape(-1)]
+    values = _transient(xp.zeros(_blocks(n) * BLOCK_SIZE, np.float32))
+    values[:n] = _transient(code_map[codes.reshape(-1)])  # each temporary counted: NOTE [a step's temporaries]
     values = values.reshape(-1, BLOCK_SIZE)
     values *= absmax[:, None]
     return values
@@ -102,11 +103,12 @@ def _dequantize(xp, codes, absmax, code_map, n):
 
 def _quantize(xp, values, code_map, codes, absmax, n):
     """Write float32 blocks into their codes and absmax, in place: the nearest map entry to each x / absmax."""
-    absmax[...] = xp.abs(values).max(axis=1)
+    absmax[...] = _transient(xp.abs(values)).max(axis=1)
     scale = xp.where(absmax > 0, absmax, 1.0)  # an all-zero block has absmax 0 and stays all zero
-    normalized = (values / scale[:, None]).reshape(-1)[:n]
+    normalized = _transient(values / scale[:, None]).reshape(-1)[:n]
     midpoints = (code_map[1:] + code_map[:-1]) / 2
-    codes[...] = xp.searchsorted(midpoints, normalized).astype(np.uint8).reshape(codes.shape)
+    nearest = _transient(xp.searchsorted(midpoints, normalized))  # int64, alive (and counted) while it is cast
+    codes[...] = _transient(nearest.astype(np.uint8)).reshape(codes.shape)
 
 
 class AdamW8bit(Optimizer):
@@ -173,25 +175,43 @@ class AdamW8bit(Optimizer):
                     continue
                 if p not in self.state:
                     self.state[p] = self._init_state(p, group)
+                    for value in self.state[p].values():  # counted as it is made, before the step's temporaries
+                        if backend.is_array(value):
+                            _transient(value, state=True)
                 state = self.state[p]
                 state["step"] = t = state["step"] + 1
                 bias1, bias2 = 1 - b1 ** t, 1 - b2 ** t
                 # a float16 or bfloat16 parameter steps in float32, written back once at the end (_float32_math)
                 dtype = _float32_math(p)
-                g, w = p.grad._data.astype(dtype, copy=False), p._data.astype(dtype, copy=False)
+                g, w = _in_dtype(p.grad._data, dtype), _in_dtype(p._data, dtype)
                 xp = backend.xp_of(w)
                 w *= 1 - lr * weight_decay
                 if "qmap1" not in state:  # full precision, in place, as AdamW.step
                     w -= _adam_update(g, state["state1"], state["state2"], b1, b2, eps, lr / bias1, math.sqrt(bias2))
                 else:
-                    n = p.numel()
-                    m = _dequantize(xp, state["state1"], state["absmax1"], state["qmap1"], n)
-                    v = _dequantize(xp, state["state2"], state["absmax2"], state["qmap2"], n)
-                    grad = xp.zeros(m.size, np.float32)
-                    grad[:n] = g.reshape(-1)
-                    update = _adam_update(grad.reshape(m.shape), m, v, b1, b2, eps, lr / bias1, math.sqrt(bias2))
-                    w -= update.reshape(-1)[:n].reshape(p.shape)
-                    _quantize(xp, m, state["qmap1"], state["state1"], state["absmax1"], n)
-                    _quantize(xp, v, state["qmap2"], state["state2"], state["absmax2"], n)
+                    flat, grad = w.reshape(-1), g.reshape(-1)  # views where contiguous, as a parameter is
+                    for start in range(0, p.numel(), CHUNK_BLOCKS * BLOCK_SIZE):
+                        self._step_chunk(state, grad, flat, start, b1, b2, eps, lr / bias1, bias2)
+                    if backend.owner(flat) is not backend.owner(w):  # reshape copied: write the copy back
+                        w[...] = flat.reshape(w.shape)
                 if w is not p._data:
                     p._data[...] = w
+
+    # NOTE [a chunk at a time]: the step's float32 moments, padded gradient, Adam's two scratch arrays, the
+    # requantization's int64 indices: 7.25 times the parameter's float32 bytes, if a step made them for a whole
+    # parameter at once (its temporaries: NOTE [a step's temporaries], optimizer.py), where bitsandbytes' fused
+    # kernel makes none. Blocks are independent (each has its own absmax, and Adam is elementwise), so the step
+    # goes CHUNK_BLOCKS blocks at a time: the same numbers bit for bit, and at most 7.25 MiB of temporaries.
+    @staticmethod
+    def _step_chunk(state, g, w, start, b1, b2, eps, step_size, bias2):
+        """Adam on the elements start ... start + CHUNK_BLOCKS * BLOCK_SIZE of a quantized parameter (flat g, w)."""
+        xp, end = backend.xp_of(w), min(start + CHUNK_BLOCKS * BLOCK_SIZE, w.size)
+        n, blocks = end - start, slice(start // BLOCK_SIZE, _blocks(end))
+        codes = {i: state[f"state{i}"].reshape(-1)[start:end] for i in (1, 2)}
+        m, v = (_dequantize(xp, codes[i], state[f"absmax{i}"][blocks], state[f"qmap{i}"], n) for i in (1, 2))
+        grad = _transient(xp.zeros(m.size, np.float32))
+        grad[:n] = g[start:end]
+        update = _adam_update(grad.reshape(m.shape), m, v, b1, b2, eps, step_size, math.sqrt(bias2))
+        w[start:end] -= update.reshape(-1)[:n]
+        _quantize(xp, m, state["qmap1"], codes[1], state["absmax1"][blocks], n)
+        _quantize(xp, v, state["qmap2"], codes[2], state["absmax2"][blocks], n)

@@ -223,6 +223,11 @@ def _float32_math(p):
     return np.dtype(np.float32) if backend.is_float(dtype) and dtype.itemsize < 4 else dtype
 
 
+def _in_dtype(array, dtype):
+    """array itself if it is of dtype, else a counted copy in dtype (NOTE [a step's temporaries])."""
+    return array if array.dtype == dtype else _transient(array.astype(dtype))
+
+
 def _cast(value, p, what, shape=None, dtype=None, float_dtype=None):
     """A saved state value for parameter p: an array becomes a copy on p's device, of `shape` (p's by default) and
     of `dtype` (by default float_dtype, or p's, if it is a float array, else its own)."""
@@ -256,7 +261,9 @@ def _check_adam(group, where):
 # step peaks at its state, the parameters, their gradients and twice the largest parameter. The ledger counts
 # them, as transient, because each one is made by _scratch (an empty array from the pool) or passed through
 # _transient (the result of one operation) as it is made: one operation each, since `a + b * c` would hold
-# b * c unseen while the sum is made. tests/test_profiler.py holds each optimizer's step to tracemalloc's peak.
+# b * c unseen while the sum is made, and a temporary that the next operation reads is named, so that it is
+# still alive (and counted) when that operation's result is. tests/test_profiler.py holds each optimizer's step
+# to tracemalloc's peak.
 def _scratch(like):
     """A temporary array shaped like `like`, of its dtype, from the pool, counted by the ledger."""
     return _transient(backend.empty_like(like))
