@@ -79,13 +79,13 @@ CONTEXT_MIB = 1343  # H0, the CUDA context alone
 
 def test_the_summary_the_readme_and_the_page_give_holds():
     """What README's Status and "The mixed-precision rows" say of these rows: each H row's reserve plus the context
-    within 3% of what was measured (the fp32 rows, H1-H3, within 1%), and each difference of two rows within 15%."""
+    within 2% of what was measured, and each difference of two rows within 15%."""
     text = open(DOC).read()
     rows = {m["row"]: m.groupdict() for m in H_ROW.finditer(text)}
     assert sorted(rows) == [f"H{i}" for i in range(1, 10)]
     for name, r in rows.items():
         published, predicted = int(r["published"]), int(r["mib"].replace(",", "")) + CONTEXT_MIB
-        assert abs(predicted - published) < (0.01 if name in ("H1", "H2", "H3") else 0.03) * published, r
+        assert abs(predicted - published) < 0.02 * published, r
     pairs = [m.groupdict() for m in PUBLISHED_DIFFERENCE.finditer(text)]
     assert {(p["a"], p["b"]) for p in pairs} >= {("H1", "H4"), ("H1", "H6"), ("H5", "H7"), ("H1", "H8"), ("H5", "H9")}
     for p in pairs:
