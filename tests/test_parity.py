@@ -157,6 +157,34 @@ def test_in_place_writes_through_views_and_detach_without_recording():
     assert x._version == row._version == alias._version == 3
 
 
+def test_an_element_picked_by_integers_is_a_view_as_in_pytorch():
+    """x[1, 0], x[2] of a 1-d x, unbind's pieces of one: every dim taken by an int gives a 0-d view, as in PyTorch
+    (and CuPy), not NumPy's scalar, a copy: writes through it reach x, writes to x show in it, and a saved
+    array written so is refused rather than silently used at its old values (or the write silently lost)."""
+    x = mg.zeros(2, 3)
+    b = mg.zeros(3)
+    with mg.no_grad():
+        x[1, 0].fill_(5.0)
+        b[-1].add_(2.0)
+        b.unbind(0)[0].copy_(mg.tensor(7.0))
+        e = x[0, 2]
+        x.add_(1.0)
+    assert x.tolist() == [[1, 1, 1], [6, 1, 1]] and b.tolist() == [7, 0, 2] and e.item() == 1.0
+    assert e._version == x._version == 2
+
+    w = mg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = w.exp()                      # exp saves its output
+    with mg.no_grad():
+        y[0].zero_()
+    with pytest.raises(RuntimeError, match=r"'exp' saved its output"):
+        y.sum().backward()
+    h = w * 1.0
+    with pytest.raises(RuntimeError, match=r"add_: in place on a view"):
+        h[0].add_(1.0)               # recorded: refused as any view's write, never a write into a copy
+    x = mg.tensor(5.0, requires_grad=True) * 1.0
+    assert x[()]._version == x._version == 0 and x[...].shape == x[()].shape == ()
+
+
 def test_recorded_in_place_on_a_view_or_a_tensor_with_views_is_refused_clearly():
     h = mg.randn(2, 3, requires_grad=True) * 1.0
     with pytest.raises(RuntimeError, match=r"add_: in place on a view.*y = y"):

@@ -260,6 +260,8 @@ class Index(Op):
         self.shape, self.dtype = x.shape, x.dtype
         self.key, self.arrays_at, arrays = split_key(key)
         self.basic = not arrays
+        if self.basic and Ellipsis not in key:  # NumPy's x[1, 0] is a scalar, a copy; x[1, 0, ...] a 0-d view, as
+            key = self.key = key + (Ellipsis,)  # torch's and CuPy's, through which writes reach x
         self.save_for_backward(*arrays)
         try:
             return x[key]
