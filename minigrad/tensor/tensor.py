@@ -253,7 +253,7 @@ class Tensor(Composed, Comparisons, InPlace, Variable):
             # so k micro-batches need one gradient buffer, not k.
             self._grad._data += g
         else:
-            self.grad = _wrap(self._grad._data + g)
+            self.grad = _wrap(backend.as_array(self._grad._data + g))  # NumPy's 0-d sum is a scalar
 
     @staticmethod
     def _from_array(array, requires_grad=False):
