@@ -185,6 +185,20 @@ def test_an_element_picked_by_integers_is_a_view_as_in_pytorch():
     assert x[()]._version == x._version == 0 and x[...].shape == x[()].shape == ()
 
 
+def test_a_0d_transpose_is_a_view_that_shares_the_version_counter():
+    """transpose of a 0-d tensor handed back its input's very array, with a version counter of its own: a write
+    through it changed an array that mul had saved, unseen, and the gradient came from the new value."""
+    w, w2 = mg.tensor(1.0, requires_grad=True), mg.tensor(3.0, requires_grad=True)
+    y = w * 2
+    z = y * w2                       # mul saves y, for w2's gradient
+    t = y.transpose(0, -1)
+    with mg.no_grad():
+        t.add_(10.0)
+    assert y.item() == 12.0 and t._version == y._version == 1
+    with pytest.raises(RuntimeError, match=r"'mul' saved its input 0"):
+        z.backward()
+
+
 def test_recorded_in_place_on_a_view_or_a_tensor_with_views_is_refused_clearly():
     h = mg.randn(2, 3, requires_grad=True) * 1.0
     with pytest.raises(RuntimeError, match=r"add_: in place on a view.*y = y"):
