@@ -199,6 +199,21 @@ def test_a_0d_transpose_is_a_view_that_shares_the_version_counter():
         z.backward()
 
 
+def test_a_parameter_made_of_a_tensor_shares_its_version_counter():
+    """nn.Parameter(t) holds t's very array, as in PyTorch; its version counter must be t's too, else an update
+    of the parameter (an optimizer's step) changes an array that a record saved through t, unseen."""
+    x, a = mg.tensor([1.0, 2.0]), mg.tensor([3.0, 4.0], requires_grad=True)
+    y = (x * a).sum()                # mul saves x, for a's gradient
+    p = nn.Parameter(x)
+    with mg.no_grad():
+        p.add_(10.0)
+    assert x.tolist() == [11.0, 12.0] and x._version == p._version == 1
+    with pytest.raises(RuntimeError, match=r"'mul' saved its input 0"):
+        y.backward()
+    with pytest.raises(RuntimeError, match=r"in place on a view, or on a tensor that has views"):
+        x.mul_(a)                    # recorded: x would get a new array, and p keep the old one
+
+
 def test_recorded_in_place_on_a_view_or_a_tensor_with_views_is_refused_clearly():
     h = mg.randn(2, 3, requires_grad=True) * 1.0
     with pytest.raises(RuntimeError, match=r"add_: in place on a view.*y = y"):
