@@ -297,7 +297,11 @@ def test_type_promotion_follows_pytorch():
              lambda m: m.arange(3).exp(), lambda m: m.tensor([1, 2]) / m.tensor([2, 4]),
              lambda m: m.tensor([True, False]) + 1, lambda m: m.tensor([1, 2]) * m.tensor([1, 0], dtype=m.int32),
              lambda m: m.tensor([1, 2]).float() * m.tensor([True, False]), lambda m: m.arange(4).mean(),
-             lambda m: 2 ** m.arange(3), lambda m: m.tensor([1, 2]) ** 2]
+             lambda m: 2 ** m.arange(3), lambda m: m.tensor([1, 2]) ** 2,
+             # a float bound makes an integer tensor float32 (it was truncated: [1, 2, 3].clamp(min=1.5) gave 1 first)
+             lambda m: m.tensor([1, 2, 3]).clamp(min=1.5), lambda m: m.tensor([1, 2, 3]).clamp(0.5, 2),
+             lambda m: m.tensor([1, 2, 3], dtype=m.int32).clamp(0, 2), lambda m: m.tensor([True, False]).clamp(max=2),
+             lambda m: m.tensor([True, False]).clamp(min=0.5)]
     for k, case in enumerate(cases):
         mine = case(mg)  # torch refuses the mean of integers (case 7); minigrad computes it in float32
         theirs = torch.arange(4).float().mean() if k == 7 else case(torch)

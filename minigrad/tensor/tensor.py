@@ -519,10 +519,10 @@ class Tensor(Composed, Comparisons, InPlace, Variable):
     def clamp(self, min=None, max=None):
         """Values below min become min, above max become max; the gradient passes where neither applies. min and max
         may be tensors (broadcasting), as in PyTorch: each then gets the gradient where it was chosen
-        (ops.ClampTensor has the rules, ties included)."""
+        (ops.ClampTensor has the rules, ties included). Bounds promote an integer tensor (NOTE [type promotion])."""
         if min is None and max is None:
             raise ValueError("clamp: give min, max or both")
-        if isinstance(min, Tensor) or isinstance(max, Tensor):
+        if isinstance(min, Tensor) or isinstance(max, Tensor) or self._data.dtype.kind in "biu":
             return self._clamp_by_tensors(min, max)
         return apply(ops.Clamp, self, lo=min, hi=max)
 
