@@ -301,7 +301,9 @@ def test_type_promotion_follows_pytorch():
              # a float bound makes an integer tensor float32 (it was truncated: [1, 2, 3].clamp(min=1.5) gave 1 first)
              lambda m: m.tensor([1, 2, 3]).clamp(min=1.5), lambda m: m.tensor([1, 2, 3]).clamp(0.5, 2),
              lambda m: m.tensor([1, 2, 3], dtype=m.int32).clamp(0, 2), lambda m: m.tensor([True, False]).clamp(max=2),
-             lambda m: m.tensor([True, False]).clamp(min=0.5)]
+             lambda m: m.tensor([True, False]).clamp(min=0.5),
+             # full's dtype follows its value (it was float32 always: full((2,), -100) made float targets)
+             lambda m: m.full((2,), -100), lambda m: m.full((2,), True), lambda m: m.full((2,), 1.5)]
     for k, case in enumerate(cases):
         mine = case(mg)  # torch refuses the mean of integers (case 7); minigrad computes it in float32
         theirs = torch.arange(4).float().mean() if k == 7 else case(torch)
@@ -393,8 +395,11 @@ def test_max_over_a_non_empty_dim_of_an_empty_tensor():
 
 def test_backward_with_a_number_as_gradient_says_what_to_write():
     x = mg.randn(3, requires_grad=True)
-    with pytest.raises(TypeError, match=r"backward: gradient must be a Tensor of the output's shape \(3,\)"):
-        (x * 2).backward(gradient=2.0)
+    with pytest.raises(TypeError, match=r"backward: gradient must be a Tensor of the output's shape \(3,\)") as info:
+        (x * 2).backward(gradient=2)
+    hint = str(info.value).split("gradient=")[-1]
+    (x * 2).backward(gradient=eval(hint, {"mg": mg}))  # the hint runs as written: float32, as the output, not int64
+    assert x.grad.tolist() == [4.0, 4.0, 4.0]
 
 
 # ----------------------------------------------------------------------------- accumulation
