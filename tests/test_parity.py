@@ -225,6 +225,17 @@ def test_recorded_in_place_on_a_view_or_a_tensor_with_views_is_refused_clearly()
     h.mul_(2.0)  # no view left: fine
 
 
+def test_an_empty_tensor_is_not_an_expanded_view():
+    """NumPy gives an empty array zero strides: that is no sign of an expand(), and writing nothing is fine, as in
+    PyTorch (fill_ raised 'an expand()ed view')."""
+    x = mg.zeros(3, 0)
+    x.fill_(1.0)
+    x += 1.0
+    h = mg.zeros(3, 0, requires_grad=True) * 1.0
+    h.add_(mg.ones(3, 0, requires_grad=True))
+    assert x.shape == h.shape == (3, 0) and x._version == 2
+
+
 def test_in_place_cannot_change_dtype_or_shape():
     i = mg.tensor([1, 2, 3])
     with pytest.raises(RuntimeError, match=r"\+=: the result would be float32, but this tensor is int64"):
