@@ -10,9 +10,10 @@ over two backward calls.
                it as in PyTorch, and a backward through an op that saved the base refuses as PyTorch's does
   promotion    NOTE [type promotion]: dtypes and Python numbers on either side, the result's dtype and values
 
-Found by them (each fixed, with its own test beside the fix): an element picked by integers was a copy, not a view
-(test_parity.py); a 0-d transpose had its own version counter; a 0-d leaf used twice raised in backward; clamp
-truncated a float bound for an integer tensor; full(..., int) was float32.
+Found by them or by their first drafts (each fixed, with its own test beside the fix): an element picked by integers
+was a copy, not a view, and a 0-d transpose had a version counter of its own (test_parity.py); a 0-d leaf used twice
+raised in backward (test_gradcheck_ops.py); clamp truncated a float bound for an integer tensor; softmax of an empty
+tensor raised (test_edge_cases_vs_torch.py).
 """
 import functools
 import operator
