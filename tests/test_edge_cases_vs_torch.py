@@ -94,6 +94,19 @@ def test_matmul_of_an_empty_batch_gives_zero_gradients():
 
 
 @pytest.mark.torch
+@pytest.mark.parametrize("shape, dim", [((0, 3), 0), ((3, 0), -1), ((0, 0), 1), ((0,), 0), ((2, 0, 3), 1)], ids=str)
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_along_or_beside_an_empty_dim_matches_torch(name, shape, dim):
+    """Empty in, empty out, as PyTorch's (NumPy's max of nothing raised a ShapeError)."""
+    torch = torch_()
+    (x,), (tx,) = both(torch, np.zeros(shape))
+    out, tout = getattr(x, name)(dim), getattr(tx, name)(dim)
+    same(out.detach().numpy(), tout.detach().numpy())
+    backward_both(out, tout, torch)
+    same(x.grad.numpy(), tx.grad.numpy())
+
+
+@pytest.mark.torch
 @pytest.mark.parametrize("sx, sw", [((0, 3), (4, 3)), ((2, 0, 3), (4, 3)), ((2, 3, 0), (4, 0)), ((2, 5, 3), (0, 3))],
                          ids=str)
 def test_linear_with_a_zero_size_dim_matches_torch(sx, sw):

@@ -771,6 +771,15 @@ def test_leaf_grad_aliasing_a_pending_gradient():
     assert gradcheck(fn, [a, c], name="leaf aliasing")
 
 
+def test_a_0d_leaf_used_twice_sums_its_gradients():
+    """A scalar parameter used twice, whose first gradient array is still another record's: its .grad is summed out of
+    place, and NumPy's 0-d sum is a scalar, which must still become a 0-d .grad (it raised a ShapeError)."""
+    w = T(0.7)
+    assert gradcheck(lambda w: (w * 3 + w).tanh(), [w], name="0-d fan-out")
+    (w * 3 + w).tanh().backward()
+    assert w.grad.shape == () and type(w.grad.data) is type(w.data)
+
+
 # ----------------------------------------------------------------------------- gradcheck itself
 
 def test_gradcheck_catches_wrong_gradient(monkeypatch):

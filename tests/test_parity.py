@@ -157,6 +157,63 @@ def test_in_place_writes_through_views_and_detach_without_recording():
     assert x._version == row._version == alias._version == 3
 
 
+def test_an_element_picked_by_integers_is_a_view_as_in_pytorch():
+    """x[1, 0], x[2] of a 1-d x, unbind's pieces of one: every dim taken by an int gives a 0-d view, as in PyTorch
+    (and CuPy), not NumPy's scalar, a copy: writes through it reach x, writes to x show in it, and a saved
+    array written so is refused rather than silently used at its old values (or the write silently lost)."""
+    x = mg.zeros(2, 3)
+    b = mg.zeros(3)
+    with mg.no_grad():
+        x[1, 0].fill_(5.0)
+        b[-1].add_(2.0)
+        b.unbind(0)[0].copy_(mg.tensor(7.0))
+        e = x[0, 2]
+        x.add_(1.0)
+    assert x.tolist() == [[1, 1, 1], [6, 1, 1]] and b.tolist() == [7, 0, 2] and e.item() == 1.0
+    assert e._version == x._version == 2
+
+    w = mg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = w.exp()                      # exp saves its output
+    with mg.no_grad():
+        y[0].zero_()
+    with pytest.raises(RuntimeError, match=r"'exp' saved its output"):
+        y.sum().backward()
+    h = w * 1.0
+    with pytest.raises(RuntimeError, match=r"add_: in place on a view"):
+        h[0].add_(1.0)               # recorded: refused as any view's write, never a write into a copy
+    x = mg.tensor(5.0, requires_grad=True) * 1.0
+    assert x[()]._version == x._version == 0 and x[...].shape == x[()].shape == ()
+
+
+def test_a_0d_transpose_is_a_view_that_shares_the_version_counter():
+    """transpose of a 0-d tensor handed back its input's very array, with a version counter of its own: a write
+    through it changed an array that mul had saved, unseen, and the gradient came from the new value."""
+    w, w2 = mg.tensor(1.0, requires_grad=True), mg.tensor(3.0, requires_grad=True)
+    y = w * 2
+    z = y * w2                       # mul saves y, for w2's gradient
+    t = y.transpose(0, -1)
+    with mg.no_grad():
+        t.add_(10.0)
+    assert y.item() == 12.0 and t._version == y._version == 1
+    with pytest.raises(RuntimeError, match=r"'mul' saved its input 0"):
+        z.backward()
+
+
+def test_a_parameter_made_of_a_tensor_shares_its_version_counter():
+    """nn.Parameter(t) holds t's very array, as in PyTorch; its version counter must be t's too, else an update
+    of the parameter (an optimizer's step) changes an array that a record saved through t, unseen."""
+    x, a = mg.tensor([1.0, 2.0]), mg.tensor([3.0, 4.0], requires_grad=True)
+    y = (x * a).sum()                # mul saves x, for a's gradient
+    p = nn.Parameter(x)
+    with mg.no_grad():
+        p.add_(10.0)
+    assert x.tolist() == [11.0, 12.0] and x._version == p._version == 1
+    with pytest.raises(RuntimeError, match=r"'mul' saved its input 0"):
+        y.backward()
+    with pytest.raises(RuntimeError, match=r"in place on a view, or on a tensor that has views"):
+        x.mul_(a)                    # recorded: x would get a new array, and p keep the old one
+
+
 def test_recorded_in_place_on_a_view_or_a_tensor_with_views_is_refused_clearly():
     h = mg.randn(2, 3, requires_grad=True) * 1.0
     with pytest.raises(RuntimeError, match=r"add_: in place on a view.*y = y"):
@@ -166,6 +223,17 @@ def test_recorded_in_place_on_a_view_or_a_tensor_with_views_is_refused_clearly()
         h.mul_(2.0)
     del row
     h.mul_(2.0)  # no view left: fine
+
+
+def test_an_empty_tensor_is_not_an_expanded_view():
+    """NumPy gives an empty array zero strides: that is no sign of an expand(), and writing nothing is fine, as in
+    PyTorch (fill_ raised 'an expand()ed view')."""
+    x = mg.zeros(3, 0)
+    x.fill_(1.0)
+    x += 1.0
+    h = mg.zeros(3, 0, requires_grad=True) * 1.0
+    h.add_(mg.ones(3, 0, requires_grad=True))
+    assert x.shape == h.shape == (3, 0) and x._version == 2
 
 
 def test_in_place_cannot_change_dtype_or_shape():
@@ -240,7 +308,13 @@ def test_type_promotion_follows_pytorch():
              lambda m: m.arange(3).exp(), lambda m: m.tensor([1, 2]) / m.tensor([2, 4]),
              lambda m: m.tensor([True, False]) + 1, lambda m: m.tensor([1, 2]) * m.tensor([1, 0], dtype=m.int32),
              lambda m: m.tensor([1, 2]).float() * m.tensor([True, False]), lambda m: m.arange(4).mean(),
-             lambda m: 2 ** m.arange(3), lambda m: m.tensor([1, 2]) ** 2]
+             lambda m: 2 ** m.arange(3), lambda m: m.tensor([1, 2]) ** 2,
+             # a float bound makes an integer tensor float32 (it was truncated: [1, 2, 3].clamp(min=1.5) gave 1 first)
+             lambda m: m.tensor([1, 2, 3]).clamp(min=1.5), lambda m: m.tensor([1, 2, 3]).clamp(0.5, 2),
+             lambda m: m.tensor([1, 2, 3], dtype=m.int32).clamp(0, 2), lambda m: m.tensor([True, False]).clamp(max=2),
+             lambda m: m.tensor([True, False]).clamp(min=0.5),
+             # full's dtype follows its value (it was float32 always: full((2,), -100) made float targets)
+             lambda m: m.full((2,), -100), lambda m: m.full((2,), True), lambda m: m.full((2,), 1.5)]
     for k, case in enumerate(cases):
         mine = case(mg)  # torch refuses the mean of integers (case 7); minigrad computes it in float32
         theirs = torch.arange(4).float().mean() if k == 7 else case(torch)
@@ -332,8 +406,11 @@ def test_max_over_a_non_empty_dim_of_an_empty_tensor():
 
 def test_backward_with_a_number_as_gradient_says_what_to_write():
     x = mg.randn(3, requires_grad=True)
-    with pytest.raises(TypeError, match=r"backward: gradient must be a Tensor of the output's shape \(3,\)"):
-        (x * 2).backward(gradient=2.0)
+    with pytest.raises(TypeError, match=r"backward: gradient must be a Tensor of the output's shape \(3,\)") as info:
+        (x * 2).backward(gradient=2)
+    hint = str(info.value).split("gradient=")[-1]
+    (x * 2).backward(gradient=eval(hint, {"mg": mg}))  # the hint runs as written: float32, as the output, not int64
+    assert x.grad.tolist() == [4.0, 4.0, 4.0]
 
 
 # ----------------------------------------------------------------------------- accumulation

@@ -13,11 +13,14 @@ import numpy as np
 from ..backend import (device_of, empty_like, max_rows, mean_rows, pooled, reduce_sum, sum_leading, sum_rows,
                        to_device, xp_for, xp_of)
 from ..backend.random import generator, get_rng_state
-from .base import Op, normalize_dims, unbroadcast
+from .base import Op, keepdim_shape, normalize_dims, unbroadcast
 
 
 def _max(x, axis):
-    """x.max(axis, keepdims=True); along rows (NOTE [along rows], backend/rows.py) when axis is the last one."""
+    """x.max(axis, keepdims=True); along rows (NOTE [along rows], backend/rows.py) when axis is the last one. Zeros
+    for an empty x, whose softmax is empty (NumPy has no max of nothing)."""
+    if not x.size:
+        return xp_of(x).zeros(keepdim_shape(x.shape, axis), x.dtype)
     return max_rows(x) if axis == (x.ndim - 1,) else x.max(axis=axis, keepdims=True)
 
 
@@ -64,7 +67,8 @@ class LogSoftmax(Op):
         xp = xp_of(x)
         self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
         y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))  # NOTE [host memory pool]
-        y -= xp.log(_sum(xp.exp(y, out=empty_like(y)), self.axis))  # x - max - log sum exp
+        with np.errstate(divide="ignore"):  # along an empty dim: log 0, subtracted from no element
+            y -= xp.log(_sum(xp.exp(y, out=empty_like(y)), self.axis))  # x - max - log sum exp
         self.save_for_backward(y)
         return y
 

@@ -177,7 +177,7 @@ class Transpose(Op):
             for d in (dim0, dim1):
                 normalize_dims(self.name, d, 0, x.shape)  # only checks the dims
             self.dims = ()
-            return x
+            return x[...]  # a view, which shares x's version counter (x itself would not)
         d0, d1 = (normalize_dims(self.name, d, x.ndim, x.shape)[0] for d in (dim0, dim1))
         self.dims = d0, d1
         return x.swapaxes(d0, d1)
@@ -260,6 +260,8 @@ class Index(Op):
         self.shape, self.dtype = x.shape, x.dtype
         self.key, self.arrays_at, arrays = split_key(key)
         self.basic = not arrays
+        if self.basic and Ellipsis not in key:  # NumPy's x[1, 0] is a scalar, a copy; x[1, 0, ...] a 0-d view, as
+            key = self.key = key + (Ellipsis,)  # torch's and CuPy's, through which writes reach x
         self.save_for_backward(*arrays)
         try:
             return x[key]

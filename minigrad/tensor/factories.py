@@ -56,6 +56,9 @@ def ones(*shape, dtype=None, device=None, requires_grad=False):
 
 
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
+    """fill_value everywhere; without a dtype, fill_value's: bool, int64 for an int, float32 for a float (torch.full)."""
+    if dtype is None and isinstance(fill_value, (bool, int, np.bool_, np.integer)):
+        dtype = "bool" if isinstance(fill_value, (bool, np.bool_)) else "int64"
     return _filled(fill_value, shape, dtype, device, requires_grad)
 
 

@@ -155,7 +155,8 @@ def backward(root, gradient=None, retain_graph=False):
     else:
         if not backend.is_array(gradient):
             raise TypeError(f"backward: gradient must be a Tensor of the output's shape {root.shape}, got "
-                            f"{type(gradient).__name__}; for example gradient=mg.full({root.shape}, {gradient!r})")
+                            f"{type(gradient).__name__}; for example gradient=mg.full({root.shape}, {gradient!r}, "
+                            f"dtype='{root.dtype.name}')")
         g = gradient
         if g.shape != root.shape:
             raise ShapeError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")

@@ -254,7 +254,7 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
             # so k micro-batches need one gradient buffer, not k.
             self._grad._data += g
         else:
-            self.grad = _wrap(self._grad._data + g)
+            self.grad = _wrap(backend.as_array(self._grad._data + g))  # NumPy's 0-d sum is a scalar
 
     @staticmethod
     def _from_array(array, requires_grad=False):
@@ -520,10 +520,10 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
     def clamp(self, min=None, max=None):
         """Values below min become min, above max become max; the gradient passes where neither applies. min and max
         may be tensors (broadcasting), as in PyTorch: each then gets the gradient where it was chosen
-        (ops.ClampTensor has the rules, ties included)."""
+        (ops.ClampTensor has the rules, ties included). Bounds promote an integer tensor (NOTE [type promotion])."""
         if min is None and max is None:
             raise ValueError("clamp: give min, max or both")
-        if isinstance(min, Tensor) or isinstance(max, Tensor):
+        if isinstance(min, Tensor) or isinstance(max, Tensor) or self._data.dtype.kind in "biu":
             return self._clamp_by_tensors(min, max)
         return apply(ops.Clamp, self, lo=min, hi=max)
 
