@@ -74,7 +74,12 @@ def part1():
           f"one batch of 4 computes the same gradient in {acc.bytes['total'] / rows['batch 4'].bytes['total']:.0%} "
           f"of the memory, for the same FLOPs; checkpointing every layer takes it to "
           f"{ckpt.bytes['total'] / rows['batch 4'].bytes['total']:.0%} for {ckpt.overhead:.0%} more FLOPs (one "
-          f"more forward of each layer).\n")
+          f"more forward of each layer).")
+    if ckpt.bytes["activations"] == 0:  # NOTE [a step's temporaries], minigrad/optim/optimizer.py
+        print(f"Checkpointed, the peak is no longer in backward but in the optimizer's step: every gradient, the "
+              f"moments, and {ckpt.bytes['transient'] / GiB:.2f} GiB of AdamW's temporaries (its arithmetic's "
+              f"arrays, two of the largest parameter's size) on top of the weights.")
+    print()
     return rows
 
 
