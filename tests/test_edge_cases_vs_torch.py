@@ -28,6 +28,7 @@ from minigrad import ops, plan
 from minigrad.checkpoint import dots_saveable, everything_saveable, set_checkpoint_early_stop
 from minigrad.backend.meta import MetaError
 from minigrad.testing import gradcheck
+from on_device import to_host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RTOL = 1e-12
@@ -555,3 +556,23 @@ def test_plan_with_a_budget_too_large_is_an_argparse_error(memory):
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and "usage:" in r.stderr
     assert f"error: argument --memory: memory '{memory}' is too large to be a number of bytes" in r.stderr
+
+
+# ----------------------------------------------------------------------------- 12. sign and round: a zero gradient
+
+@pytest.mark.torch
+@pytest.mark.parametrize("method, kwargs", [("sign", {}), ("round", {}), ("round", {"decimals": 1})])
+def test_sign_and_round_give_a_zero_gradient_as_torch(method, kwargs):
+    """The only path from the leaf to the loss: zeros, as PyTorch (before: backward's 'does not require grad')."""
+    torch = torch_()
+    a = np.array([1.26, -2.5, 0.0, 0.5, 3.0])
+    (x,), (tx,) = both(torch, a)
+    y, ty = getattr(x, method)(**kwargs), getattr(tx, method)(**kwargs)
+    assert y.requires_grad and ty.requires_grad
+    same(to_host(y), ty.detach().numpy())
+    backward_both(y, ty, torch)
+    same(to_host(x.grad), tx.grad.numpy())
+    (x,), (tx,) = both(torch, a)  # beside another path: still the other path's gradient, sign's adding 0
+    (getattr(x, method)(**kwargs) * x).sum().backward()
+    (getattr(tx, method)(**kwargs) * tx).sum().backward()
+    same(to_host(x.grad), tx.grad.numpy())

@@ -319,7 +319,8 @@ class Composed:
 
 class Comparisons:
     """Not differentiable: comparisons (bool tensors), any, all, argmax, argmin. Each reads the values outside the
-    tape (NOTE [reads outside the tape], tape.py) and returns a new leaf."""
+    tape (NOTE [reads outside the tape], tape.py) and returns a new leaf. (sign and round, here too, are ops: their
+    gradient is 0, as PyTorch's.)"""
     __slots__ = ()
 
     def _compare(self, other, fn):
@@ -362,13 +363,13 @@ class Comparisons:
         return self._read("isfinite", lambda xp, a: xp.isfinite(a))
 
     def sign(self):
-        """-1, 0 or 1: a new leaf, as PyTorch's sign, whose gradient is 0 everywhere (so x.sign() * x still gets
-        the gradient of |x| through its other factor)."""
-        return self._read("sign", lambda xp, a: xp.sign(a))
+        """-1, 0 or 1, with a gradient of 0 everywhere, as PyTorch's (so x.sign() * x still gets the gradient of |x|
+        through its other factor, and x.grad is zeros, not None, where sign is the only path)."""
+        return self._apply(ops.Sign, self)
 
     def round(self, *, decimals=0):
-        """To the nearest (even at a half, as PyTorch) at `decimals` places: a new leaf, as sign."""
-        return self._read("round", lambda xp, a: xp.round(a, decimals))
+        """To the nearest (even at a half, as PyTorch) at `decimals` places; a gradient of 0, as sign."""
+        return self._apply(ops.Round, self, decimals=decimals)
 
     def equal(self, other):
         """True if other has this shape and the same values (a Python bool, as torch.equal)."""
