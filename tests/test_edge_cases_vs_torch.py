@@ -27,6 +27,7 @@ import minigrad.functional as F
 from minigrad import ops, plan
 from minigrad.checkpoint import dots_saveable, everything_saveable, set_checkpoint_early_stop
 from minigrad.backend.meta import MetaError
+from minigrad.ops import ShapeError
 from minigrad.testing import gradcheck
 from on_device import to_host
 
@@ -576,3 +577,36 @@ def test_sign_and_round_give_a_zero_gradient_as_torch(method, kwargs):
     (getattr(x, method)(**kwargs) * x).sum().backward()
     (getattr(tx, method)(**kwargs) * tx).sum().backward()
     same(to_host(x.grad), tx.grad.numpy())
+
+
+# ----------------------------------------------------------------------------- 13. masked_fill with a 0-d tensor value
+
+@pytest.mark.torch
+@pytest.mark.parametrize("inplace", [False, True], ids=["masked_fill", "masked_fill_"])
+def test_masked_fill_with_a_0d_tensor_value_matches_torch(inplace):
+    """The value's dtype is cast to the input's, and its gradient is the sum where the mask is set, as PyTorch's
+    (before: NumPy's "Cannot cast scalar from dtype('O')")."""
+    torch = torch_()
+    rng = np.random.default_rng(0)
+    a, mask = rng.standard_normal((3, 4)), rng.random(4) < 0.5
+    (x,), (tx,) = both(torch, a)
+    v = mg.tensor(2.5, dtype="float32", requires_grad=True)  # a float32 value into a float64 input: float64
+    tv = torch.tensor(2.5, dtype=torch.float32, requires_grad=True)
+    if inplace:
+        y, ty = (x * 1).masked_fill_(mg.tensor(mask), v), (tx * 1).masked_fill_(torch.tensor(mask), tv)
+    else:
+        y, ty = x.masked_fill(mg.tensor(mask), v), tx.masked_fill(torch.tensor(mask), tv)
+    assert y.dtype == "float64" and ty.dtype == torch.float64
+    same(to_host(y), ty.detach().numpy())
+    backward_both(y, ty, torch)
+    same(to_host(x.grad), tx.grad.numpy(), exact=False)
+    same(to_host(v.grad), tv.grad.numpy(), exact=False)
+
+
+def test_masked_fill_with_a_tensor_of_several_values_says_what_to_write():
+    x = mg.zeros(2, 3)
+    with pytest.raises(ShapeError, match=r"masked_fill: value must be a number or a 0-d tensor, got a tensor of "
+                                         r"shape \(3,\); .*mg.where\(mask, value, x\)"):
+        x.masked_fill(mg.tensor([True, False, True]), mg.ones(3))
+    with pytest.raises(ShapeError, match=r"masked_fill: mask of shape \(2,\) does not broadcast"):
+        x.masked_fill(mg.tensor([True, False]), mg.tensor(1.0))

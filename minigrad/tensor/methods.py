@@ -533,6 +533,8 @@ class InPlace:
         if ops.broadcast_shapes(m.shape, self.shape) != self.shape:
             raise ShapeError(f"masked_fill_: mask of shape {m.shape} does not broadcast to this tensor's shape "
                              f"{self.shape}")
+        if isinstance(value, Variable):  # a 0-d tensor: masked_fill checks it
+            return self._write("masked_fill_", lambda: self.masked_fill(mask, value), (value,))
 
         def numpy_write(array):
             array[...] = backend.masked_fill(array, m, value)
