@@ -610,3 +610,25 @@ def test_masked_fill_with_a_tensor_of_several_values_says_what_to_write():
         x.masked_fill(mg.tensor([True, False, True]), mg.ones(3))
     with pytest.raises(ShapeError, match=r"masked_fill: mask of shape \(2,\) does not broadcast"):
         x.masked_fill(mg.tensor([True, False]), mg.tensor(1.0))
+
+
+# ----------------------------------------------------------------------------- 14. a 0-d bool mask as an index
+
+@pytest.mark.torch
+@pytest.mark.parametrize("flag", [True, False])
+@pytest.mark.parametrize("where", ["alone", "after", "before", "ellipsis"])
+def test_a_0d_bool_mask_index_matches_torch(flag, where):
+    """x[mg.tensor(True)] is x with a new dim of size 1 (0 for False), as a Python bool, as PyTorch's (before: NumPy's
+    "Calling nonzero on 0d arrays"); values and gradients, and t[mask] = v."""
+    torch = torch_()
+    keys = {"alone": lambda m: m, "after": lambda m: (1, m), "before": lambda m: (m, slice(0, 2)),
+            "ellipsis": lambda m: (Ellipsis, m, 0)}[where]
+    (x,), (tx,) = both(torch, np.arange(12.0).reshape(3, 4))
+    y, ty = x[keys(mg.tensor(flag))], tx[keys(torch.tensor(flag))]
+    same(to_host(y), ty.detach().numpy())
+    backward_both(y, ty, torch)
+    same(to_host(x.grad), tx.grad.numpy())
+    z, tz = mg.zeros(3, 4), torch.zeros(3, 4)
+    z[keys(mg.tensor(flag))] = 5.0
+    tz[keys(torch.tensor(flag))] = 5.0
+    same(to_host(z), tz.numpy())
