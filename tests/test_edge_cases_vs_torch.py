@@ -632,3 +632,26 @@ def test_a_0d_bool_mask_index_matches_torch(flag, where):
     z[keys(mg.tensor(flag))] = 5.0
     tz[keys(torch.tensor(flag))] = 5.0
     same(to_host(z), tz.numpy())
+
+
+# ----------------------------------------------------------------------------- 15. sdpa with an empty L, S or E
+
+SDPA_EMPTY = [((2, 0, 4), (2, 3, 4), (2, 3, 4)), ((2, 3, 0), (2, 5, 0), (2, 5, 4)), ((2, 3, 4), (2, 0, 4), (2, 0, 5)),
+              ((2, 3, 4), (2, 5, 4), (2, 5, 0)), ((0, 3, 4), (0, 5, 4), (0, 5, 4))]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("sq, sk, sv", SDPA_EMPTY, ids=str)
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpa_with_an_empty_dim_matches_torch(sq, sk, sv, is_causal):
+    """Empty L or Ev: an empty result; S = 0: zeros (no key to attend to); E = 0: every score 0, so the mean of the
+    values: as PyTorch's, values and gradients (before: ZeroDivisionError for E = 0, NumPy's max of nothing for S = 0)."""
+    torch = torch_()
+    rng = np.random.default_rng(0)
+    (q, k, v), (tq, tk, tv) = both(torch, *(rng.standard_normal(s) for s in (sq, sk, sv)))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    tout = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=is_causal)
+    same(to_host(out), tout.detach().numpy(), exact=False)
+    backward_both(out, tout, torch)
+    for t, tt in ((q, tq), (k, tk), (v, tv)):
+        same(to_host(t.grad), tt.grad.numpy(), exact=False)
