@@ -655,3 +655,24 @@ def test_sdpa_with_an_empty_dim_matches_torch(sq, sk, sv, is_causal):
     backward_both(out, tout, torch)
     for t, tt in ((q, tq), (k, tk), (v, tv)):
         same(to_host(t.grad), tt.grad.numpy(), exact=False)
+
+
+# ----------------------------------------------------------------------------- 16. var / std with n <= correction
+
+@pytest.mark.torch
+@pytest.mark.parametrize("method", ["var", "std"])
+@pytest.mark.parametrize("n, correction", [(1, 1), (2, 2), (2, 3), (3, 1)])
+def test_var_and_std_with_no_degrees_of_freedom_warn_as_torch(method, n, correction):
+    """n <= correction: inf or nan, and PyTorch's UserWarning word for word (before: no warning); n > correction:
+    none. (The gradient there is nan or inf in both, not compared.)"""
+    torch = torch_()
+    a = np.random.default_rng(0).standard_normal((4, n))
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        y = getattr(T(a), method)(dim=1, correction=correction)
+    with warnings.catch_warnings(record=True) as want:
+        warnings.simplefilter("always")
+        ty = getattr(torch.tensor(a), method)(dim=1, correction=correction)
+    same(to_host(y), ty.numpy(), exact=False)
+    assert [str(w.message) for w in got] == [str(w.message).split(" (Triggered internally")[0] for w in want]
+    assert all(w.category is UserWarning and w.filename == __file__ for w in got)

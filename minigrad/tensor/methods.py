@@ -12,6 +12,7 @@ import collections
 import itertools
 import math
 import operator
+import warnings
 import weakref
 
 import numpy as np
@@ -48,14 +49,20 @@ class Composed:
         """The variance over dim (every element by default): the sum of squared deviations from the mean
         divided by n - correction, n - 1 by default (Bessel's correction); unbiased=False or correction=0
         divides by n. As torch.var, including its old form x.var(False)."""
+        return self._var("var", dim, unbiased, keepdim, correction)
+
+    def _var(self, name, dim, unbiased, keepdim, correction):
         if isinstance(dim, bool):  # torch's var(unbiased) overload
             dim, unbiased = None, dim
         if unbiased is not None and correction is not None:
-            raise TypeError("var: give unbiased or correction, not both (unbiased=False is correction=0)")
+            raise TypeError(f"{name}: give unbiased or correction, not both (unbiased=False is correction=0)")
         if correction is None:
             correction = 0 if unbiased is False else 1
         x = self._floating()
-        n = math.prod(x.shape[a] for a in ops.normalize_dims("var", dim, x.ndim, x.shape))
+        n = math.prod(x.shape[a] for a in ops.normalize_dims(name, dim, x.ndim, x.shape))
+        if n <= correction:  # PyTorch's warning, word for word
+            warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+                          f"reduction factor (input numel divided by output numel).", UserWarning, stacklevel=4)
         deviation = x - x.mean(dim, keepdim=True)
         squares = (deviation * deviation).sum(dim, keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction: inf or nan, as in PyTorch
@@ -65,7 +72,7 @@ class Composed:
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         """The square root of var(...), with the same arguments. Where the std is 0 (a constant row) the gradient
         is 0, as in PyTorch, not the nan that d sqrt(v) at v = 0 would give (_root, as norm's)."""
-        return _root(self.var(dim, unbiased, keepdim, correction=correction), 2)
+        return _root(self._var("std", dim, unbiased, keepdim, correction), 2)
 
     @dim_alias
     def logsumexp(self, dim, keepdim=False):
