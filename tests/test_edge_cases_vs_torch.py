@@ -676,3 +676,24 @@ def test_var_and_std_with_no_degrees_of_freedom_warn_as_torch(method, n, correct
     same(to_host(y), ty.numpy(), exact=False)
     assert [str(w.message) for w in got] == [str(w.message).split(" (Triggered internally")[0] for w in want]
     assert all(w.category is UserWarning and w.filename == __file__ for w in got)
+
+
+# ----------------------------------------------------------------------------- 17. a recorded write into from_numpy
+
+def test_a_recorded_in_place_write_into_a_from_numpy_tensor_is_refused():
+    """PyTorch writes into the array; minigrad's recorded write gives the tensor a new array (NOTE [in-place]), which
+    ended the sharing unseen (before: `a` kept its old values). Refused now, naming what to do; unrecorded writes
+    still go into the array."""
+    a = np.zeros(3)
+    t, w = mg.from_numpy(a), mg.ones(3, dtype="float64", device="cpu", requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"add_: in place on a view.*from_numpy tensor.*mg.no_grad\(\)"):
+        t.add_(w)
+    with pytest.raises(RuntimeError, match=r"copy_: in place on a view.*from_numpy"):
+        t.copy_(w)
+    with pytest.raises(RuntimeError, match=r"in place on a view.*from_numpy"):
+        t[0] = w[1]
+    assert not t.requires_grad and t.grad_fn is None
+    with mg.no_grad():
+        t.add_(w)
+    t[1] = 5.0
+    np.testing.assert_array_equal(a, [1.0, 5.0, 1.0])

@@ -440,8 +440,8 @@ class InPlace:
         aliased = backend.is_view(self._data) or (self._vc is not None and self._vc.shared(self))
         if recording and not replay and aliased:
             raise RuntimeError(f"{name}: in place on a view, or on a tensor that has views or detached copies, while "
-                               f"grad mode records it: minigrad does not support that; write y = y ... instead, or "
-                               f"do it under mg.no_grad()")
+                               f"grad mode records it (a from_numpy tensor is a view of its array): minigrad does not "
+                               f"support that; write y = y ... instead, or do it under mg.no_grad()")
         if not recording:  # the write reads the old values, and the other operands' (NOTE [reads outside the tape])
             for o in others:
                 if isinstance(o, Variable):
