@@ -12,6 +12,12 @@ before its fix, and compares with PyTorch where PyTorch runs it (skipped cleanly
   copy_        a source that does not broadcast: copy_'s own error in every grad mode
   sdpa         enable_gqa=True (grouped-query attention) against PyTorch; clear errors otherwise
   command      plan --memory 5e400GB: an argparse error, not an OverflowError traceback
+  sign, round  a gradient of 0, as PyTorch's, also where one is the only path to the loss
+  masked_fill  a 0-d tensor value: cast to the input's dtype, with a gradient; several values: a clear error
+  index        a 0-d bool mask: a new dim of size 1 or 0, as a Python bool
+  sdpa         an empty L, S or E: PyTorch's results and gradients
+  var / std    n <= correction: PyTorch's warning
+  from_numpy   a recorded in-place write: refused, not a silent end to the sharing
 """
 import math
 import os
