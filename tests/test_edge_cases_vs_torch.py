@@ -12,6 +12,12 @@ before its fix, and compares with PyTorch where PyTorch runs it (skipped cleanly
   copy_        a source that does not broadcast: copy_'s own error in every grad mode
   sdpa         enable_gqa=True (grouped-query attention) against PyTorch; clear errors otherwise
   command      plan --memory 5e400GB: an argparse error, not an OverflowError traceback
+  sign, round  a gradient of 0, as PyTorch's, also where one is the only path to the loss
+  masked_fill  a 0-d tensor value: cast to the input's dtype, with a gradient; several values: a clear error
+  index        a 0-d bool mask: a new dim of size 1 or 0, as a Python bool
+  sdpa         an empty L, S or E: PyTorch's results and gradients
+  var / std    n <= correction: PyTorch's warning
+  from_numpy   a recorded in-place write: refused, not a silent end to the sharing
 """
 import math
 import os
@@ -27,7 +33,9 @@ import minigrad.functional as F
 from minigrad import ops, plan
 from minigrad.checkpoint import dots_saveable, everything_saveable, set_checkpoint_early_stop
 from minigrad.backend.meta import MetaError
+from minigrad.ops import ShapeError
 from minigrad.testing import gradcheck
+from on_device import to_host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RTOL = 1e-12
@@ -555,3 +563,143 @@ def test_plan_with_a_budget_too_large_is_an_argparse_error(memory):
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and "usage:" in r.stderr
     assert f"error: argument --memory: memory '{memory}' is too large to be a number of bytes" in r.stderr
+
+
+# ----------------------------------------------------------------------------- 12. sign and round: a zero gradient
+
+@pytest.mark.torch
+@pytest.mark.parametrize("method, kwargs", [("sign", {}), ("round", {}), ("round", {"decimals": 1})])
+def test_sign_and_round_give_a_zero_gradient_as_torch(method, kwargs):
+    """The only path from the leaf to the loss: zeros, as PyTorch (before: backward's 'does not require grad')."""
+    torch = torch_()
+    a = np.array([1.26, -2.5, 0.0, 0.5, 3.0])
+    (x,), (tx,) = both(torch, a)
+    y, ty = getattr(x, method)(**kwargs), getattr(tx, method)(**kwargs)
+    assert y.requires_grad and ty.requires_grad
+    same(to_host(y), ty.detach().numpy())
+    backward_both(y, ty, torch)
+    same(to_host(x.grad), tx.grad.numpy())
+    (x,), (tx,) = both(torch, a)  # beside another path: still the other path's gradient, sign's adding 0
+    (getattr(x, method)(**kwargs) * x).sum().backward()
+    (getattr(tx, method)(**kwargs) * tx).sum().backward()
+    same(to_host(x.grad), tx.grad.numpy())
+
+
+# ----------------------------------------------------------------------------- 13. masked_fill with a 0-d tensor value
+
+@pytest.mark.torch
+@pytest.mark.parametrize("inplace", [False, True], ids=["masked_fill", "masked_fill_"])
+def test_masked_fill_with_a_0d_tensor_value_matches_torch(inplace):
+    """The value's dtype is cast to the input's, and its gradient is the sum where the mask is set, as PyTorch's
+    (before: NumPy's "Cannot cast scalar from dtype('O')")."""
+    torch = torch_()
+    rng = np.random.default_rng(0)
+    a, mask = rng.standard_normal((3, 4)), rng.random(4) < 0.5
+    (x,), (tx,) = both(torch, a)
+    v = mg.tensor(2.5, dtype="float32", requires_grad=True)  # a float32 value into a float64 input: float64
+    tv = torch.tensor(2.5, dtype=torch.float32, requires_grad=True)
+    if inplace:
+        y, ty = (x * 1).masked_fill_(mg.tensor(mask), v), (tx * 1).masked_fill_(torch.tensor(mask), tv)
+    else:
+        y, ty = x.masked_fill(mg.tensor(mask), v), tx.masked_fill(torch.tensor(mask), tv)
+    assert y.dtype == "float64" and ty.dtype == torch.float64
+    same(to_host(y), ty.detach().numpy())
+    backward_both(y, ty, torch)
+    same(to_host(x.grad), tx.grad.numpy(), exact=False)
+    same(to_host(v.grad), tv.grad.numpy(), exact=False)
+
+
+def test_masked_fill_with_a_tensor_of_several_values_says_what_to_write():
+    x = mg.zeros(2, 3)
+    with pytest.raises(ShapeError, match=r"masked_fill: value must be a number or a 0-d tensor, got a tensor of "
+                                         r"shape \(3,\); .*mg.where\(mask, value, x\)"):
+        x.masked_fill(mg.tensor([True, False, True]), mg.ones(3))
+    with pytest.raises(ShapeError, match=r"masked_fill: mask of shape \(2,\) does not broadcast"):
+        x.masked_fill(mg.tensor([True, False]), mg.tensor(1.0))
+
+
+# ----------------------------------------------------------------------------- 14. a 0-d bool mask as an index
+
+@pytest.mark.torch
+@pytest.mark.parametrize("flag", [True, False])
+@pytest.mark.parametrize("where", ["alone", "after", "before", "ellipsis"])
+def test_a_0d_bool_mask_index_matches_torch(flag, where):
+    """x[mg.tensor(True)] is x with a new dim of size 1 (0 for False), as a Python bool, as PyTorch's (before: NumPy's
+    "Calling nonzero on 0d arrays"); values and gradients, and t[mask] = v."""
+    torch = torch_()
+    keys = {"alone": lambda m: m, "after": lambda m: (1, m), "before": lambda m: (m, slice(0, 2)),
+            "ellipsis": lambda m: (Ellipsis, m, 0)}[where]
+    (x,), (tx,) = both(torch, np.arange(12.0).reshape(3, 4))
+    y, ty = x[keys(mg.tensor(flag))], tx[keys(torch.tensor(flag))]
+    same(to_host(y), ty.detach().numpy())
+    backward_both(y, ty, torch)
+    same(to_host(x.grad), tx.grad.numpy())
+    z, tz = mg.zeros(3, 4), torch.zeros(3, 4)
+    z[keys(mg.tensor(flag))] = 5.0
+    tz[keys(torch.tensor(flag))] = 5.0
+    same(to_host(z), tz.numpy())
+
+
+# ----------------------------------------------------------------------------- 15. sdpa with an empty L, S or E
+
+SDPA_EMPTY = [((2, 0, 4), (2, 3, 4), (2, 3, 4)), ((2, 3, 0), (2, 5, 0), (2, 5, 4)), ((2, 3, 4), (2, 0, 4), (2, 0, 5)),
+              ((2, 3, 4), (2, 5, 4), (2, 5, 0)), ((0, 3, 4), (0, 5, 4), (0, 5, 4))]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("sq, sk, sv", SDPA_EMPTY, ids=str)
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpa_with_an_empty_dim_matches_torch(sq, sk, sv, is_causal):
+    """Empty L or Ev: an empty result; S = 0: zeros (no key to attend to); E = 0: every score 0, so the mean of the
+    values: as PyTorch's, values and gradients (before: ZeroDivisionError for E = 0, NumPy's max of nothing for S = 0)."""
+    torch = torch_()
+    rng = np.random.default_rng(0)
+    (q, k, v), (tq, tk, tv) = both(torch, *(rng.standard_normal(s) for s in (sq, sk, sv)))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    tout = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=is_causal)
+    same(to_host(out), tout.detach().numpy(), exact=False)
+    backward_both(out, tout, torch)
+    for t, tt in ((q, tq), (k, tk), (v, tv)):
+        same(to_host(t.grad), tt.grad.numpy(), exact=False)
+
+
+# ----------------------------------------------------------------------------- 16. var / std with n <= correction
+
+@pytest.mark.torch
+@pytest.mark.parametrize("method", ["var", "std"])
+@pytest.mark.parametrize("n, correction", [(1, 1), (2, 2), (2, 3), (3, 1)])
+def test_var_and_std_with_no_degrees_of_freedom_warn_as_torch(method, n, correction):
+    """n <= correction: inf or nan, and PyTorch's UserWarning word for word (before: no warning); n > correction:
+    none. (The gradient there is nan or inf in both, not compared.)"""
+    torch = torch_()
+    a = np.random.default_rng(0).standard_normal((4, n))
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        y = getattr(T(a), method)(dim=1, correction=correction)
+    with warnings.catch_warnings(record=True) as want:
+        warnings.simplefilter("always")
+        ty = getattr(torch.tensor(a), method)(dim=1, correction=correction)
+    same(to_host(y), ty.numpy(), exact=False)
+    assert [str(w.message) for w in got] == [str(w.message).split(" (Triggered internally")[0] for w in want]
+    assert all(w.category is UserWarning and w.filename == __file__ for w in got)
+
+
+# ----------------------------------------------------------------------------- 17. a recorded write into from_numpy
+
+def test_a_recorded_in_place_write_into_a_from_numpy_tensor_is_refused():
+    """PyTorch writes into the array; minigrad's recorded write gives the tensor a new array (NOTE [in-place]), which
+    ended the sharing unseen (before: `a` kept its old values). Refused now, naming what to do; unrecorded writes
+    still go into the array."""
+    a = np.zeros(3)
+    t, w = mg.from_numpy(a), mg.ones(3, dtype="float64", device="cpu", requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"add_: in place on a view.*from_numpy tensor.*mg.no_grad\(\)"):
+        t.add_(w)
+    with pytest.raises(RuntimeError, match=r"copy_: in place on a view.*from_numpy"):
+        t.copy_(w)
+    with pytest.raises(RuntimeError, match=r"in place on a view.*from_numpy"):
+        t[0] = w[1]
+    assert not t.requires_grad and t.grad_fn is None
+    with mg.no_grad():
+        t.add_(w)
+    t[1] = 5.0
+    np.testing.assert_array_equal(a, [1.0, 5.0, 1.0])

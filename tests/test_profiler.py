@@ -697,6 +697,8 @@ OP_CASES = {
     "cos": ("cos", lambda a: a.cos(), "a"),
     "sigmoid": ("sigmoid", lambda a: a.sigmoid(), "a"),
     "abs": ("abs", lambda a: a.abs(), "a"),
+    "sign": ("sign", lambda a: a.sign(), "a"),
+    "round": ("round", lambda a: a.round(decimals=1), "a"),
     "relu": ("relu", lambda a: a.relu(), "a"),
     "gelu": ("gelu", lambda a: F.gelu(a), "a"),
     "gelu-tanh": ("gelu_tanh", lambda a: F.gelu(a, approximate="tanh"), "a"),

@@ -8,7 +8,8 @@ below, the backend package (its random.py, special.py), never another kind):
                 convention]); ShapeError; the helpers ops of several kinds share (unbroadcast, normalize_dims,
                 keepdim_shape, broadcast_shapes); flops_table, what docs/ledger.md shows
   pointwise.py  elementwise ops: Add, Sub, Mul, Div, Pow (and power), PowTensor, Clamp, ClampTensor, Maximum,
-                Minimum, Neg; Exp, Log, Sqrt, Sin, Cos, Tanh, Sigmoid, Abs, Relu, Gelu; Cast, Clone, ToDevice;
+                Minimum, Neg; Exp, Log, Sqrt, Sin, Cos, Tanh, Sigmoid, Abs, Sign, Round, Relu,
+                Gelu; Cast, Clone, ToDevice;
                 Where, MaskedFill
   shape.py      reductions: Sum, Mean, Max, Min, Prod, Cumsum; shapes and indexing: Reshape, Transpose, Permute,
                 Expand, Flip, Index, IndexPut, Cat, Stack, Tri
@@ -26,7 +27,8 @@ Read first: base.py, then one op of each kind (Add, Sum, Linear, Softmax); then 
 """
 from .base import Op, ShapeError, broadcast_shapes, flops_table, keepdim_shape, normalize_dims, unbroadcast
 from .pointwise import (Abs, Add, Cast, Clamp, ClampTensor, Clone, Cos, Div, Exp, Gelu, Log, MaskedFill, Maximum,
-                        Minimum, Mul, Neg, Pow, PowTensor, Relu, Sigmoid, Sin, Sqrt, Sub, Tanh, ToDevice, Where, power)
+                        Minimum, Mul, Neg, Pow, PowTensor, Relu, Round, Sigmoid, Sign, Sin, Sqrt, Sub, Tanh, ToDevice,
+                        Where, power)
 from .shape import (Cat, Cumsum, Expand, Flip, Index, IndexPut, Max, Mean, Min, Permute, Prod, Reshape, Stack, Sum,
                     Transpose, Tri)
 from .linear import Linear, Matmul, matmul, rows
@@ -34,8 +36,8 @@ from .nn import Dropout, LayerNorm, LogSoftmax, ScaledDotProductAttention, Softm
 
 __all__ = ["Op", "ShapeError", "broadcast_shapes", "flops_table", "keepdim_shape", "normalize_dims", "unbroadcast",
            "Abs", "Add", "Cast", "Clamp", "ClampTensor", "Clone", "Cos", "Div", "Exp", "Gelu", "Log", "MaskedFill",
-           "Maximum", "Minimum", "Mul", "Neg", "Pow", "PowTensor", "Relu", "Sigmoid", "Sin", "Sqrt", "Sub", "Tanh",
-           "ToDevice", "Where", "power",
+           "Maximum", "Minimum", "Mul", "Neg", "Pow", "PowTensor", "Relu", "Round", "Sigmoid", "Sign", "Sin", "Sqrt",
+           "Sub", "Tanh", "ToDevice", "Where", "power",
            "Cat", "Cumsum", "Expand", "Flip", "Index", "IndexPut", "Max", "Mean", "Min", "Permute", "Prod", "Reshape",
            "Stack", "Sum", "Transpose", "Tri",
            "Linear", "Matmul", "matmul", "rows",

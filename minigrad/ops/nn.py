@@ -205,7 +205,8 @@ class ScaledDotProductAttention(Op):
         L, S = q.shape[-2], k.shape[-2]
         self.batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         self.dims = L, S, q.shape[-1], v.shape[-1]  # L, S, E, Ev
-        self.scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+        # E = 0: every score is an empty sum, 0, whatever the scale; 1, not 1/sqrt(0), keeps 0 * scale from being nan
+        self.scale = 1 / math.sqrt(q.shape[-1] or 1) if scale is None else scale
         self.p, self.is_causal = dropout_p, is_causal
         self.float_mask = mask is not None and mask.dtype != bool
         # float16 accumulates in float32, as PyTorch's kernels do; the log-sum-exp is kept in float32 too
@@ -213,7 +214,7 @@ class ScaledDotProductAttention(Op):
         self.rng_state = get_rng_state() if dropout_p > 0 else None  # before the draw: backward's replay
         s = self._scores(q, k, mask)                                    # (..., L, S)
         xp = xp_of(s)
-        m = s.max(axis=-1, keepdims=True)
+        m = s.max(axis=-1, keepdims=True) if S else xp.full(s.shape[:-1] + (1,), -np.inf, s.dtype)  # S = 0: no key
         m[m == -np.inf] = 0  # a row that attends to nothing: exp(-inf - 0) = 0, where -inf - -inf would be nan
         s -= m
         P = xp.exp(s, out=s)  # in place: one (..., L, S) array at a time

@@ -373,6 +373,30 @@ class Abs(Op):
         return (g * xp_of(g).sign(self.saved[0]),)
 
 
+class Sign(Op):
+    """d sign(x) = 0 (a step function: PyTorch's gradient is 0 everywhere, at the steps too)."""
+    name = "sign"
+    flops_per_element = (1, (0,))  # a zero gradient computes nothing
+
+    def forward(self, x):
+        return xp_of(x).sign(x)
+
+    def backward(self, g):
+        return (xp_of(g).zeros_like(g),)
+
+
+class Round(Op):
+    """d round(x) = 0, as sign (PyTorch's); to the nearest, even at a half, at `decimals` places."""
+    name = "round"
+    flops_per_element = (1, (0,))
+
+    def forward(self, x, decimals=0):
+        return xp_of(x).round(x, decimals)
+
+    def backward(self, g):
+        return (xp_of(g).zeros_like(g),)
+
+
 class Relu(Op):
     """d relu(x) = 1 where x > 0, else 0 (the output tells which)."""
     name = "relu"

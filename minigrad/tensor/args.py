@@ -99,6 +99,8 @@ def _index_key(key, t):
             if not a.size and not isinstance(k, np.ndarray):
                 a = a.astype(np.int64)  # [] or (): no index (as PyTorch and NumPy index), not float64's nothing
             k = backend.to_device(a, t.device)
+        if getattr(k, "ndim", None) == 0 and k.dtype == bool:  # a 0-d mask is a bool: a new dim of size 1 or 0
+            k = bool(k)
         raw.append(k)
         if hasattr(k, "dtype"):
             if k.dtype == bool:

@@ -21,7 +21,8 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
 def from_numpy(ndarray):
     """A CPU tensor over the NumPy array itself, as torch.from_numpy: no copy, so a write to either shows in the
     other (its dtype kept: a float64 array makes a float64 tensor). A write through NumPy is not seen by the tape's
-    version counters (as in PyTorch): do not change an array while a backward may still read it."""
+    version counters (as in PyTorch): do not change an array while a backward may still read it. An in-place write
+    that grad mode records (t.add_(w), w requiring grad) is refused, where PyTorch writes into the array."""
     if not isinstance(ndarray, np.ndarray):
         hint = "; mg.tensor(...) copies a list, a number or a CuPy array" if not isinstance(ndarray, Tensor) else \
             "; it is a Tensor already"
@@ -38,7 +39,9 @@ def from_numpy(ndarray):
         warnings.warn("from_numpy: the given NumPy array is not writable; the tensor shares it, so an in-place "
                       "write to the tensor will fail (PyTorch warns too). array.copy() makes one that is",
                       UserWarning, stacklevel=2)
-    return _new(ndarray)
+    # a view of the array: a write the tape records gives a tensor a new array (NOTE [in-place]), which would end
+    # the sharing unseen, and InPlace._write refuses that on a view with an error that says what to do instead
+    return _new(ndarray.view())
 
 
 def _filled(fill, shape, dtype, device, requires_grad):

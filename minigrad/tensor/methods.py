@@ -12,6 +12,7 @@ import collections
 import itertools
 import math
 import operator
+import warnings
 import weakref
 
 import numpy as np
@@ -48,14 +49,20 @@ class Composed:
         """The variance over dim (every element by default): the sum of squared deviations from the mean
         divided by n - correction, n - 1 by default (Bessel's correction); unbiased=False or correction=0
         divides by n. As torch.var, including its old form x.var(False)."""
+        return self._var("var", dim, unbiased, keepdim, correction)
+
+    def _var(self, name, dim, unbiased, keepdim, correction):
         if isinstance(dim, bool):  # torch's var(unbiased) overload
             dim, unbiased = None, dim
         if unbiased is not None and correction is not None:
-            raise TypeError("var: give unbiased or correction, not both (unbiased=False is correction=0)")
+            raise TypeError(f"{name}: give unbiased or correction, not both (unbiased=False is correction=0)")
         if correction is None:
             correction = 0 if unbiased is False else 1
         x = self._floating()
-        n = math.prod(x.shape[a] for a in ops.normalize_dims("var", dim, x.ndim, x.shape))
+        n = math.prod(x.shape[a] for a in ops.normalize_dims(name, dim, x.ndim, x.shape))
+        if n <= correction:  # PyTorch's warning, word for word
+            warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+                          f"reduction factor (input numel divided by output numel).", UserWarning, stacklevel=4)
         deviation = x - x.mean(dim, keepdim=True)
         squares = (deviation * deviation).sum(dim, keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction: inf or nan, as in PyTorch
@@ -65,7 +72,7 @@ class Composed:
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         """The square root of var(...), with the same arguments. Where the std is 0 (a constant row) the gradient
         is 0, as in PyTorch, not the nan that d sqrt(v) at v = 0 would give (_root, as norm's)."""
-        return _root(self.var(dim, unbiased, keepdim, correction=correction), 2)
+        return _root(self._var("std", dim, unbiased, keepdim, correction), 2)
 
     @dim_alias
     def logsumexp(self, dim, keepdim=False):
@@ -319,7 +326,8 @@ class Composed:
 
 class Comparisons:
     """Not differentiable: comparisons (bool tensors), any, all, argmax, argmin. Each reads the values outside the
-    tape (NOTE [reads outside the tape], tape.py) and returns a new leaf."""
+    tape (NOTE [reads outside the tape], tape.py) and returns a new leaf. (sign and round, here too, are ops: their
+    gradient is 0, as PyTorch's.)"""
     __slots__ = ()
 
     def _compare(self, other, fn):
@@ -362,13 +370,13 @@ class Comparisons:
         return self._read("isfinite", lambda xp, a: xp.isfinite(a))
 
     def sign(self):
-        """-1, 0 or 1: a new leaf, as PyTorch's sign, whose gradient is 0 everywhere (so x.sign() * x still gets
-        the gradient of |x| through its other factor)."""
-        return self._read("sign", lambda xp, a: xp.sign(a))
+        """-1, 0 or 1, with a gradient of 0 everywhere, as PyTorch's (so x.sign() * x still gets the gradient of |x|
+        through its other factor, and x.grad is zeros, not None, where sign is the only path)."""
+        return self._apply(ops.Sign, self)
 
     def round(self, *, decimals=0):
-        """To the nearest (even at a half, as PyTorch) at `decimals` places: a new leaf, as sign."""
-        return self._read("round", lambda xp, a: xp.round(a, decimals))
+        """To the nearest (even at a half, as PyTorch) at `decimals` places; a gradient of 0, as sign."""
+        return self._apply(ops.Round, self, decimals=decimals)
 
     def equal(self, other):
         """True if other has this shape and the same values (a Python bool, as torch.equal)."""
@@ -432,8 +440,8 @@ class InPlace:
         aliased = backend.is_view(self._data) or (self._vc is not None and self._vc.shared(self))
         if recording and not replay and aliased:
             raise RuntimeError(f"{name}: in place on a view, or on a tensor that has views or detached copies, while "
-                               f"grad mode records it: minigrad does not support that; write y = y ... instead, or "
-                               f"do it under mg.no_grad()")
+                               f"grad mode records it (a from_numpy tensor is a view of its array): minigrad does not "
+                               f"support that; write y = y ... instead, or do it under mg.no_grad()")
         if not recording:  # the write reads the old values, and the other operands' (NOTE [reads outside the tape])
             for o in others:
                 if isinstance(o, Variable):
@@ -532,6 +540,8 @@ class InPlace:
         if ops.broadcast_shapes(m.shape, self.shape) != self.shape:
             raise ShapeError(f"masked_fill_: mask of shape {m.shape} does not broadcast to this tensor's shape "
                              f"{self.shape}")
+        if isinstance(value, Variable):  # a 0-d tensor: masked_fill checks it
+            return self._write("masked_fill_", lambda: self.masked_fill(mask, value), (value,))
 
         def numpy_write(array):
             array[...] = backend.masked_fill(array, m, value)

@@ -646,7 +646,17 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
         return apply(ops.Index, self, key=_index_key(key, self))
 
     def masked_fill(self, mask, value):
-        return apply(ops.MaskedFill, self, mask=_bool_array(mask, self, "masked_fill"), value=value)
+        """value where mask is set: a number, or a 0-d tensor (in this dtype; its gradient sums where mask is set)."""
+        mask = _bool_array(mask, self, "masked_fill")
+        if not isinstance(value, Tensor):
+            return apply(ops.MaskedFill, self, mask=mask, value=value)
+        if value.ndim != 0:
+            raise ShapeError(f"masked_fill: value must be a number or a 0-d tensor, got a tensor of shape "
+                             f"{value.shape}; for a value of several elements write mg.where(mask, value, x)")
+        if ops.broadcast_shapes(mask.shape, self.shape) != self.shape:
+            raise ShapeError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's shape "
+                             f"{self.shape}")
+        return _where(mask, value.to(self.device, self.dtype), self)
 
     def tril(self, diagonal=0):
         return apply(ops.Tri, self, diagonal=diagonal, upper=False)
