@@ -20,6 +20,7 @@ from minigrad import functional as F
 from minigrad.checkpoint import is_recomputing, set_checkpoint_early_stop
 
 from on_device import to_host
+from test_checkpoint_programs import POLICIES, as_policy, assert_as_plain  # the policies, and what may differ
 
 tape = importlib.import_module("minigrad.tensor")  # the module (mg.tensor is the function)
 
@@ -30,12 +31,6 @@ OPS = ("matmul", "tanh", "add", "mul", "dropout", "split", "chunk", "unbind", "t
        "slice", "flip", "maximum", "div", "tril", "stack", "where", "mse", "retain")
 OP_NAMES = ("matmul", "tanh", "add", "mul", "dropout", "softmax", "layer_norm", "gelu", "cumsum", "index", "linear",
             "embedding", "sdpa", "cast", "pow", "sum", "max", "div", "exp")
-POLICIES = {"none": None, "dots": mg.checkpoint_policies.dots_saveable,
-            "everything": mg.checkpoint_policies.everything_saveable,
-            "core_attention": mg.checkpoint_policies.save_anything_except_core_attention}
-# as in test_checkpoint_programs: what a checkpoint may refuse where the plain run works
-ALLOWED = ("wrote in place into a tensor argument", "modified in place after the forward",
-           "'checkpoint' saved its input", "'checkpoint' inside the checkpointed")
 
 
 def step(sub=st.nothing()):
@@ -49,12 +44,6 @@ def step(sub=st.nothing()):
 programs = st.recursive(st.lists(step(), min_size=1, max_size=7),
                         lambda inner: st.lists(step(inner), min_size=1, max_size=5), max_leaves=12)
 policies = st.one_of(st.sampled_from(sorted(POLICIES)), st.sets(st.sampled_from(OP_NAMES)).map(frozenset))
-
-
-def as_policy(choice):
-    if isinstance(choice, frozenset):
-        return lambda op_name, input_shapes, output_shape: op_name in choice
-    return POLICIES[choice]
 
 
 def run(program, pool, w, ckpt, inner_policies, retained):
@@ -215,23 +204,8 @@ def gradients(program, ckpt, policy, inner_policies, early_stop, check, two_outp
 def test_more_checkpointed_programs_give_the_plain_gradients_or_a_clear_error(program, policy, inner, early_stop,
                                                                               check, two_outputs, amp, how):
     args = (inner, early_stop, check, two_outputs, amp, how)
-    want = gradients(program, False, None, *args)
-    got = gradients(program, True, policy, *args)
-    if isinstance(want, Exception):
-        assert isinstance(got, Exception), f"the plain run raised ({want}), the checkpointed one did not"
-        return
-    if isinstance(got, Exception):
-        assert isinstance(got, RuntimeError) and any(s in str(got) for s in ALLOWED), f"unexpected error: {got!r}"
-        return
-    if isinstance(want, str):
-        assert got == want
-        return
-    assert len(got) == len(want), "the runs retained different numbers of tensors"
-    for k, (g, w) in enumerate(zip(got, want)):
-        assert (g is None) == (w is None), f"gradient {k}: one run gave none ({'x, w0, w1, retained...'})"
-        if w is not None:
-            assert g.dtype == w.dtype and np.array_equal(g, w, equal_nan=True), \
-                f"gradient {k} differs: max |diff| {np.nanmax(np.abs(g - w))}"
+    assert_as_plain(gradients(program, True, policy, *args), gradients(program, False, None, *args),
+                    names="x, w0, w1, retained...")
 
 
 def test_retain_grad_inside_checkpoints_nested_and_after_they_return():
