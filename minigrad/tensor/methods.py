@@ -357,17 +357,18 @@ class Comparisons:
     def __invert__(self):
         return self._new(~_values(self, "invert"))
 
-    def _read(self, name, fn):
-        return self._new(backend.as_array(fn(backend.xp_of(self._data), _values(self, name))))
+    def _read(self, name):
+        """The array module's function `name` of the values, read outside the tape, as a new leaf."""
+        return self._new(backend.as_array(getattr(backend.xp_of(self._data), name)(_values(self, name))))
 
     def isnan(self):
-        return self._read("isnan", lambda xp, a: xp.isnan(a))
+        return self._read("isnan")
 
     def isinf(self):
-        return self._read("isinf", lambda xp, a: xp.isinf(a))
+        return self._read("isinf")
 
     def isfinite(self):
-        return self._read("isfinite", lambda xp, a: xp.isfinite(a))
+        return self._read("isfinite")
 
     def sign(self):
         """-1, 0 or 1, with a gradient of 0 everywhere, as PyTorch's (so x.sign() * x still gets the gradient of |x|
