@@ -14,7 +14,8 @@ whole batch: tokens that are not padding, for a language model. That gives exact
 full-batch mean. Averaging each micro-batch over its own items and then averaging those
 means weights an item in a short micro-batch more than one in a long one: the bug popular
 trainers shipped until late 2024 (Hugging Face transformers PRs #34191 and #34198).
-normalize='mean_of_means' does that, so that lessons can show the difference.
+normalize='mean_of_means' does that, so that lessons can show the difference (a micro-batch with no
+item has no mean: it is left out of the average, where those trainers got NaN).
 
 NOTE [BatchNorm does not accumulate]: in training mode BatchNorm1d normalises with the statistics
 of the batch it sees, here one micro-batch, so k micro-batches do not give the full batch's
@@ -127,6 +128,7 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     params = [p for p in model.parameters() if p.requires_grad]
     grad_dtype = _prepare_master_gradients(params)
 
+    means = sum(1 for count in counts if count)  # mean_of_means: a micro-batch with no item has no mean to average
     loss_sum = 0.0
     for mb, count in zip(micro_batches, counts):
         if count == 0 and normalize == "mean_of_means":
@@ -135,7 +137,7 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
         summed = loss_fn(output, *mb[1:])
         _check_summed(summed, count, mb[1])
         # NOTE [normalising by items]: divide by the whole batch's count, not this micro-batch's
-        scale = 1.0 / total if normalize == "items" else 1.0 / (count * len(micro_batches))
+        scale = 1.0 / total if normalize == "items" else 1.0 / (count * means)
         (summed * scale).backward()
         loss_sum += float("nan") if backend.is_meta(summed.data) else summed.item()  # 'meta': no value to add
     return AccumulationResult(loss_sum / total, total, len(micro_batches), grad_dtype)

@@ -302,6 +302,20 @@ def test_mean_of_means_agrees_when_lengths_are_equal():
 
 # ----------------------------------------------------------------------------- 4. BatchNorm
 
+def test_mean_of_means_leaves_out_a_micro_batch_with_no_item():
+    """An all-padding micro-batch has no mean: the mean of means averages the others'. With every other
+    micro-batch of equal items that is the full batch's mean (dividing by all 4 micro-batches gave 3/4 of it)."""
+    model = make_gpt()
+    idx, y = padded_gpt_batch(lengths=[8, 8, 8, 8, 0, 0, 8, 8])  # micro-batches of 2: 16, 16, 0, 16 tokens
+    want = full_batch_grads(model, lambda: gpt_full_mean(model, idx, y))
+    model.zero_grad()
+    result = mg.accumulate(model, gpt_ce_sum, idx, y, micro_batch_size=2, ignore_index=-100,
+                           normalize="mean_of_means")
+    err = rel_error(grads_of(model), want)
+    assert err < 1e-12, f"mean_of_means with an empty micro-batch: relative error {err:.2e}"
+    assert (result.items, result.micro_batches) == (48, 4)
+
+
 def test_batchnorm_in_train_mode_is_not_equivalent():
     model = make_mlp(batchnorm=True)
     bn = model[1]

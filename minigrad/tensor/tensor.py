@@ -487,9 +487,11 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
         if isinstance(exponent, Tensor):
             return self._binary(ops.PowTensor, exponent, "pow")
         if not _is_number(exponent) or isinstance(exponent, (bool, np.bool_)):
-            raise TypeError(f"pow: the exponent must be a number or a Tensor, got {type(exponent).__name__}")
+            raise TypeError(f"pow: the exponent must be a number or a Tensor, got {type(exponent).__name__}"
+                            + ("; for x ** True write x ** 1" if isinstance(exponent, (bool, np.bool_)) else ""))
         base = self if backend.is_float(self.dtype) or (isinstance(exponent, (int, np.integer)) and exponent >= 0) \
             else self.float()
+        base = base.to("int64") if base.dtype == bool else base  # bool ** 2: int64, as bool + 2 (NOTE [type promotion])
         return apply(ops.Pow, base, exponent=exponent)
 
     def _floating(self):
