@@ -2,13 +2,21 @@
 draws the options and shapes that the single-case tests (test_torch_compare.py, test_ops_parity.py,
 test_optim_parity.py) fix by hand, and every value and gradient must be PyTorch's.
 
+  losses       cross_entropy (class indices or probabilities), nll_loss, mse_loss, l1_loss and
+               binary_cross_entropy_with_logits with every option, (N, C, d1, ...) inputs, the options given by
+               keyword or by position in PyTorch's order (size_average and reduce, PyTorch's legacy pair, included)
   attention    scaled_dot_product_attention with masks of every broadcastable shape (bool, or float that requires
                grad), is_causal with L != S, scale, broadcast batches; with dropout, against the eager composition
                in minigrad (PyTorch's stream is not minigrad's)
 
-Found by them (each fixed, with the test that caught it): a float attn_mask of the scores' full shape got its
+Found by them (each fixed, with the test that caught it): the losses took their options in another order than
+PyTorch's (no size_average or reduce), so that F.cross_entropy(x, t, w, False), PyTorch's sum, ignored class 0; a
+float attn_mask of the scores' full shape got its
 gradient times the scale (backward scaled dS in place after handing it to the mask unsummed).
 """
+import inspect
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
@@ -21,6 +29,98 @@ from test_saved_like_pytorch import eager_attention
 
 pytestmark = pytest.mark.torch
 CHEAP = settings(PROGRAMS, max_examples=40)
+
+
+# ----------------------------------------------------------------------------- losses
+
+LOSSES = ("cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits")
+
+
+@st.composite
+def loss_calls(draw):
+    """(name, input shape, target kind, options): every option the loss takes, its legacy pair included."""
+    name = draw(st.sampled_from(LOSSES))
+    classes = name in ("cross_entropy", "nll_loss")
+    if classes:
+        shape = draw(st.sampled_from([(draw(st.integers(1, 4)),), (draw(st.integers(1, 3)), draw(st.integers(1, 4))),
+                                      tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(3, 4))))]))
+    else:
+        shape = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 3))))
+    c = shape[0 if len(shape) == 1 else 1] if classes else None
+    target = "probabilities" if name == "cross_entropy" and draw(st.booleans()) else "indices" if classes else "floats"
+    options = {"size_average": draw(st.sampled_from([None, None, True, False])),
+               "reduce": draw(st.sampled_from([None, None, True, False])),
+               "reduction": draw(st.sampled_from(["mean", "sum", "none"]))}
+    if classes:
+        options["weight"] = draw(st.sampled_from([None, (c,)]))
+        options["ignore_index"] = draw(st.sampled_from([-100, 0, c - 1]))
+    if name == "cross_entropy":
+        options["label_smoothing"] = draw(st.sampled_from([0.0, 0.2, 1.0]))
+    if name == "binary_cross_entropy_with_logits":
+        options["weight"] = draw(st.sampled_from([None, shape, shape[draw(st.integers(0, len(shape))):]]))
+        options["pos_weight"] = draw(st.sampled_from([None, shape[-1:]]))
+    return name, shape, target, options
+
+
+def loss_arguments(name, shape, target, options, seed):
+    """The input Pair, the target Pair and the options (a shape becomes a Pair of that shape, not requiring grad)."""
+    rng = np.random.default_rng(seed)
+    x = leaf(rng.standard_normal(shape) * 2)
+    if target == "indices":
+        c = shape[0 if len(shape) == 1 else 1]
+        t = rng.integers(0, c, shape[:1] + shape[2:] if len(shape) > 1 else ())
+        if t.ndim:
+            t.reshape(-1)[::3] = options["ignore_index"]  # some ignored, where ignore_index is a class or not
+        y = leaf(t, requires_grad=False)
+        y.m, y.t = y.m.long(), y.t.long()
+    else:  # probabilities (cross_entropy's along the class dim) or [0, 1] targets, with a gradient of their own
+        y = leaf(rng.dirichlet(np.ones(shape[1 if len(shape) > 1 else 0]), size=shape[:1] + shape[2:]).reshape(
+            shape[:1] + shape[2:] + shape[1:2]).transpose(0, -1, *range(1, len(shape) - 1)) if target ==
+            "probabilities" and len(shape) > 1 else rng.dirichlet(np.ones(shape[0])) if target == "probabilities"
+            else rng.uniform(0, 1, shape))
+    made = {k: leaf(rng.uniform(0.2, 2.0, v), requires_grad=False) if k in ("weight", "pos_weight") and v is not None
+            else v for k, v in options.items()}
+    return x, y, made
+
+
+@CHEAP
+@example(call=("cross_entropy", (4, 3), "indices", dict(size_average=False, reduce=None, reduction="mean",
+                                                        weight=(3,), ignore_index=-100, label_smoothing=0.0)),
+         positional=2, seed=0)  # PyTorch's sum, where the options came in another order: class 0 was ignored
+@example(call=("cross_entropy", (2, 3), "probabilities", dict(size_average=None, reduce=None, reduction="mean",
+                                                              weight=None, ignore_index=0, label_smoothing=0.0)),
+         positional=0, seed=0)  # PyTorch refuses ignore_index with probabilities; minigrad ignored it
+@given(call=loss_calls(), positional=st.integers(0, 8), seed=st.integers(0, 2 ** 16))
+def test_losses_match_torch(call, positional, seed):
+    """The first `positional` options go by position, in the order of PyTorch's signature, the rest by keyword."""
+    name, shape, target, options = call
+    x, y, made = loss_arguments(name, shape, target, options, seed)
+    order = [p for p in inspect.signature(getattr(TF, name)).parameters if p in made]
+    legacy = options["size_average"] is not None or options["reduce"] is not None
+    def call(lib, fn):
+        value = lambda k: getattr(made[k], lib) if hasattr(made[k], lib) else made[k]  # noqa: E731
+        args = [value(k) for k in order[:positional]]
+        kwargs = {k: value(k) for k in order[positional:]}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = fn(getattr(x, lib), getattr(y, lib), *args, **kwargs)
+        assert any("size_average and reduce" in str(w.message) for w in caught) == legacy, lib
+        return out
+
+    try:
+        out_t = call("t", getattr(TF, name))
+    except RuntimeError as e:  # where PyTorch refuses (ignore_index with probabilities), minigrad must too
+        with pytest.raises(RuntimeError, match=str(e).split(" is not")[0].split()[0]):
+            call("m", getattr(F, name))
+        return
+    out_m = call("m", getattr(F, name))
+    check_close(out_m, out_t, f"{name}'s value")
+    cotangent = np.random.default_rng(seed + 1).standard_normal(out_t.shape)
+    out_m.backward(mg.tensor(cotangent, dtype="float64"))
+    out_t.backward(torch.tensor(cotangent))
+    check_close(x.m.grad, x.t.grad, f"{name}'s gradient of the input")
+    if y.t.requires_grad:
+        check_close(y.m.grad, y.t.grad, f"{name}'s gradient of the target")
 
 
 # ----------------------------------------------------------------------------- attention
