@@ -297,6 +297,12 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise TypeError(f"binary_cross_entropy_with_logits: targets must be floats of the input's dtype "
                         f"{input.dtype} (probabilities in [0, 1]), got {target.dtype}; convert with "
                         f".to('{input.dtype}')")
+    for name, w in (("weight", weight), ("pos_weight", pos_weight)):  # PyTorch's loss keeps the input's shape
+        if w is not None and ops.broadcast_shapes(w.shape, input.shape) != input.shape:
+            raise ShapeError(f"binary_cross_entropy_with_logits: {name} of shape {w.shape} does not broadcast to the "
+                             f"input's shape {input.shape}: the loss would take another shape, which PyTorch refuses; "
+                             f"give it the input's shape or one that broadcasts to it (pos_weight: one per class, "
+                             f"the last dim)")
     softplus = (-input.abs()).exp().__add__(1).log() + (-input).relu()  # -log sigmoid(x), without overflow
     if pos_weight is None:
         losses = (1 - target) * input + softplus
@@ -313,6 +319,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if input.shape[input.ndim - len(normalized_shape):] != normalized_shape:
         raise ShapeError(f"layer_norm: normalized_shape {normalized_shape} does not match the last dims of "
                          f"the input's shape {input.shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and p.shape != normalized_shape:  # broadcasting would give each row another shape of loss
+            raise ShapeError(f"layer_norm: {name} of shape {p.shape} must have the normalized_shape "
+                             f"{normalized_shape}, one value per normalized element, as in PyTorch")
     params = tuple(p for p in (weight, bias) if p is not None)
     return apply(ops.LayerNorm, input, *params, ndim=len(normalized_shape), eps=eps,
                  has_weight=weight is not None)
@@ -453,6 +463,9 @@ def embedding(input, weight, padding_idx=None):
     _check_tensor(input, "embedding")
     if input.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be an integer tensor, got {input.dtype}")
+    if weight.ndim != 2:
+        raise ShapeError(f"embedding: weight must be 2-D, (num_embeddings, embedding_dim), got shape {weight.shape}, "
+                         f"as in PyTorch; a table of numbers is weight.reshape(-1, 1)")
     n = weight.shape[0]
     idx = input.data
     lo, hi = (int(idx.min()), int(idx.max())) if idx.size and not backend.is_meta(idx) else (0, 0)  # meta: unknown

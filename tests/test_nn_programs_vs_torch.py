@@ -31,6 +31,19 @@ pytestmark = pytest.mark.torch
 CHEAP = settings(PROGRAMS, max_examples=40)
 
 
+def same_or_refused(mine, theirs):
+    """(minigrad's result, PyTorch's), or (None, None) where PyTorch refuses the call: minigrad must refuse it too (a
+    wrong shape, ignore_index with probabilities), not give a value PyTorch has none for."""
+    try:
+        out_t = theirs()
+    except (RuntimeError, AssertionError) as e:  # PyTorch asserts on F.embedding's padding_idx
+        with pytest.raises((RuntimeError, ValueError)):  # minigrad's ShapeError is both
+            mine()
+        print(f"both refuse: {e}")
+        return None, None
+    return mine(), out_t
+
+
 # ----------------------------------------------------------------------------- losses
 
 LOSSES = ("cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits")
@@ -57,8 +70,8 @@ def loss_calls(draw):
     if name == "cross_entropy":
         options["label_smoothing"] = draw(st.sampled_from([0.0, 0.2, 1.0]))
     if name == "binary_cross_entropy_with_logits":
-        options["weight"] = draw(st.sampled_from([None, shape, shape[draw(st.integers(0, len(shape))):]]))
-        options["pos_weight"] = draw(st.sampled_from([None, shape[-1:]]))
+        options["weight"] = draw(st.sampled_from([None, shape, shape[draw(st.integers(0, len(shape))):], (2,) + shape]))
+        options["pos_weight"] = draw(st.sampled_from([None, shape[-1:], (2, 1)]))  # the last: the loss would grow
     return name, shape, target, options
 
 
@@ -107,13 +120,9 @@ def test_losses_match_torch(call, positional, seed):
         assert any("size_average and reduce" in str(w.message) for w in caught) == legacy, lib
         return out
 
-    try:
-        out_t = call("t", getattr(TF, name))
-    except RuntimeError as e:  # where PyTorch refuses (ignore_index with probabilities), minigrad must too
-        with pytest.raises(RuntimeError, match=str(e).split(" is not")[0].split()[0]):
-            call("m", getattr(F, name))
+    out_m, out_t = same_or_refused(lambda: call("m", getattr(F, name)), lambda: call("t", getattr(TF, name)))
+    if out_t is None:
         return
-    out_m = call("m", getattr(F, name))
     check_close(out_m, out_t, f"{name}'s value")
     cotangent = np.random.default_rng(seed + 1).standard_normal(out_t.shape)
     out_m.backward(mg.tensor(cotangent, dtype="float64"))
@@ -121,6 +130,58 @@ def test_losses_match_torch(call, positional, seed):
     check_close(x.m.grad, x.t.grad, f"{name}'s gradient of the input")
     if y.t.requires_grad:
         check_close(y.m.grad, y.t.grad, f"{name}'s gradient of the target")
+
+
+# ----------------------------------------------------------------------------- layer_norm and embedding
+
+@CHEAP
+@given(shape=st.lists(st.integers(1, 3), min_size=1, max_size=4).map(tuple), data=st.data(), seed=st.integers(0, 99))
+def test_layer_norm_matches_torch(shape, data, seed):
+    """Over the last 1 ... all dims, with a weight, a bias, both or neither; or a weight or bias of another shape
+    than normalized_shape, which both refuse (a broadcast one gave a value, then an error in backward)."""
+    normalized = shape[len(shape) - data.draw(st.integers(1, len(shape))):]
+    given_as = data.draw(st.sampled_from([tuple, list]))  # PyTorch's F.layer_norm takes no int (its nn.LayerNorm does)
+    params = {k: normalized for k in data.draw(st.sampled_from([(), ("weight",), ("bias",), ("weight", "bias")]))}
+    if params and data.draw(st.booleans()):
+        params[data.draw(st.sampled_from(sorted(params)))] = data.draw(st.sampled_from([(1,), (1,) + normalized,
+                                                                                         normalized[1:]]))
+    eps = data.draw(st.sampled_from([1e-5, 0.5]))
+    rng = np.random.default_rng(seed)
+    x = leaf(rng.standard_normal(shape))
+    ps = {k: leaf(rng.standard_normal(v)) for k, v in params.items()}
+    out_m, out_t = same_or_refused(
+        lambda: F.layer_norm(x.m, given_as(normalized), **{k: p.m for k, p in ps.items()}, eps=eps),
+        lambda: TF.layer_norm(x.t, given_as(normalized), **{k: p.t for k, p in ps.items()}, eps=eps))
+    if out_t is None:
+        return
+    check_close(out_m, out_t, "layer_norm's value")
+    cotangent = rng.standard_normal(shape)
+    out_m.backward(mg.tensor(cotangent, dtype="float64"))
+    out_t.backward(torch.tensor(cotangent))
+    for name, p in [("input", x)] + sorted(ps.items()):
+        check_close(p.m.grad, p.t.grad, f"layer_norm's gradient of {name}")
+
+
+@CHEAP
+@given(n=st.integers(1, 5), weight_shape=st.sampled_from(["2-d", "2-d", "1-d", "3-d"]),
+       index_shape=st.lists(st.integers(0, 3), max_size=3).map(tuple), padding=st.integers(-6, 5),
+       seed=st.integers(0, 99))
+def test_embedding_matches_torch(n, weight_shape, index_shape, padding, seed):
+    """padding_idx negative, positive or None (out of range: both refuse); a weight that is not 2-d: both refuse."""
+    rng = np.random.default_rng(seed)
+    w = leaf(rng.standard_normal({"2-d": (n, 3), "1-d": (n,), "3-d": (n, 2, 2)}[weight_shape]))
+    i = leaf(rng.integers(0, n, index_shape), requires_grad=False)
+    i.m, i.t = i.m.long(), i.t.long()
+    pad = None if padding == 5 else padding
+    out_m, out_t = same_or_refused(lambda: F.embedding(i.m, w.m, padding_idx=pad),
+                                   lambda: TF.embedding(i.t, w.t, padding_idx=pad))
+    if out_t is None:
+        return
+    check_close(out_m, out_t, "embedding's value")
+    cotangent = rng.standard_normal(out_t.shape)
+    out_m.backward(mg.tensor(cotangent, dtype="float64"))
+    out_t.backward(torch.tensor(cotangent))
+    check_close(w.m.grad, w.t.grad, "embedding's gradient")
 
 
 # ----------------------------------------------------------------------------- attention
