@@ -26,7 +26,8 @@ def linear(input, weight, bias=None):
     return apply(ops.Linear, input, weight, bias)
 
 
-def relu(input):
+def relu(input, inplace=False):
+    refuse_inplace("relu", inplace)
     return input.relu()
 
 
@@ -46,10 +47,10 @@ def gelu(input, approximate="none"):
 
 
 def refuse_inplace(name, inplace):
-    """PyTorch's inplace=True, refused where minigrad's activation makes a new tensor."""
+    """PyTorch's inplace=True, refused where minigrad's activation (or dropout) makes a new tensor."""
     if inplace:
-        raise ValueError(f"{name}: inplace=True is not supported: minigrad's activations make a new tensor (its "
-                         f"in-place writes are the Tensor's add_, mul_, ...); leave inplace=False")
+        raise ValueError(f"{name}: inplace=True is not supported: minigrad's activations and dropout make a new "
+                         f"tensor (its in-place writes are the Tensor's add_, mul_, ...); leave inplace=False")
 
 
 def silu(input, inplace=False):
@@ -328,7 +329,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                  has_weight=weight is not None)
 
 
-def dropout(input, p=0.5, training=True, *, mask_dtype=None):
+def dropout(input, p=0.5, training=True, inplace=False, *, mask_dtype=None):
     """Zero each element with probability p and scale the rest by 1/(1-p), using minigrad's generator.
 
     The op keeps a bool mask for backward, 1 byte per element, and applies the scale in forward and backward,
@@ -339,6 +340,7 @@ def dropout(input, p=0.5, training=True, *, mask_dtype=None):
     """
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: p must be a probability in [0, 1], got {p}")
+    refuse_inplace("dropout", inplace)
     mask_dtype = dropout_mask_dtype(mask_dtype)
     if not training or p == 0:
         return input
