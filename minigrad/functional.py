@@ -26,7 +26,8 @@ def linear(input, weight, bias=None):
     return apply(ops.Linear, input, weight, bias)
 
 
-def relu(input):
+def relu(input, inplace=False):
+    refuse_inplace("relu", inplace)
     return input.relu()
 
 
@@ -46,10 +47,10 @@ def gelu(input, approximate="none"):
 
 
 def refuse_inplace(name, inplace):
-    """PyTorch's inplace=True, refused where minigrad's activation makes a new tensor."""
+    """PyTorch's inplace=True, refused where minigrad's activation (or dropout) makes a new tensor."""
     if inplace:
-        raise ValueError(f"{name}: inplace=True is not supported: minigrad's activations make a new tensor (its "
-                         f"in-place writes are the Tensor's add_, mul_, ...); leave inplace=False")
+        raise ValueError(f"{name}: inplace=True is not supported: minigrad's activations and dropout make a new "
+                         f"tensor (its in-place writes are the Tensor's add_, mul_, ...); leave inplace=False")
 
 
 def silu(input, inplace=False):
@@ -114,42 +115,64 @@ def log_softmax(input, dim):
     return apply(ops.LogSoftmax, input, dim=dim)
 
 
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+def legacy_reduction(name, size_average, reduce, reduction):
+    """A loss's reduction, checked: size_average and reduce, PyTorch's arguments from before 0.4, decide it where
+    either is given, as PyTorch reads them (_Reduction.legacy_get_string, with its warning): reduce=False is
+    'none', size_average=False 'sum'. The losses take them in PyTorch's places, so that a positional call means
+    what it means there."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else "mean" if size_average else "sum"
+        warnings.warn(f"{name}: size_average and reduce args will be deprecated, please use "
+                      f"reduction='{reduction}' instead (PyTorch's warning)", UserWarning, stacklevel=3)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    return reduction
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
     """-log softmax(input)[target], as torch's: logits (N, C) or (N, C, d1, ...) or (C,), with class indices
     (N,) or (N, d1, ...) or (), or class probabilities of the logits' shape.
 
     Targets equal to ignore_index (padding) add nothing and do not count in the mean. weight (C,) scales each
     class's loss, and the mean is then over the weights of the targets; label_smoothing mixes the target
-    with the uniform distribution over the C classes. All as in PyTorch.
+    with the uniform distribution over the C classes. All as in PyTorch, size_average and reduce too
+    (legacy_reduction).
     """
     _check_tensor(input, "cross_entropy")
     _check_tensor(target, "cross_entropy", "target")
+    reduction = legacy_reduction("cross_entropy", size_average, reduce, reduction)
     input, target, weight = autocast_inputs("cross_entropy", input, target, weight)  # float32 under autocast
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
-    class_dim, weight = _check_classes("cross_entropy", input, weight, reduction)
+    class_dim, weight = _check_classes("cross_entropy", input, weight)
     if backend.is_float(target.dtype) and target.shape == input.shape:
+        if ignore_index != -100:  # PyTorch's RuntimeError, where ignoring it would silently count every item
+            raise RuntimeError(f"cross_entropy: ignore_index={ignore_index} is not supported for class probabilities "
+                               f"(float targets of the logits' shape {tuple(input.shape)}), as in PyTorch: nothing is "
+                               f"an index there. Leave the items out (index the rows you keep), or pass class indices")
         return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing, class_dim)
     _check_indices("cross_entropy", input, target, class_dim)
     return _picked("cross_entropy", log_softmax(input, dim=class_dim), target, weight, ignore_index, reduction,
                    label_smoothing)
 
 
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-input[target]: cross_entropy's second half, on log-probabilities (log_softmax's output), as torch's:
-    (N, C) or (N, C, d1, ...) or (C,) with class indices of the batch's shape; weight and ignore_index as there."""
+    (N, C) or (N, C, d1, ...) or (C,) with class indices of the batch's shape; the other arguments as there."""
     _check_tensor(input, "nll_loss")
     _check_tensor(target, "nll_loss", "target")
+    reduction = legacy_reduction("nll_loss", size_average, reduce, reduction)
     input, target, weight = autocast_inputs("nll_loss", input, target, weight)
-    class_dim, weight = _check_classes("nll_loss", input, weight, reduction)
+    class_dim, weight = _check_classes("nll_loss", input, weight)
     _check_indices("nll_loss", input, target, class_dim)
     return _picked("nll_loss", input, target, weight, ignore_index, reduction, 0.0)
 
 
-def _check_classes(name, input, weight, reduction):
+def _check_classes(name, input, weight):
     """(the class dim, the class weights detached): the checks that cross_entropy and nll_loss share."""
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if input.ndim == 0:
         what = "logits" if name == "cross_entropy" else "log-probabilities"
         raise ShapeError(f"{name}: the {what} must have a class dim: (C,), (N, C) or (N, C, d1, ...)")
@@ -230,9 +253,7 @@ def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothi
     return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
 
 
-def _reduced(name, losses, reduction):
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+def _reduced(losses, reduction):
     return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
 
 
@@ -249,30 +270,40 @@ def _check_pair(name, input, target, refuse=False):
                       f"they have the same size (PyTorch's warning)", UserWarning, stacklevel=3)
 
 
-def mse_loss(input, target, reduction="mean"):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Mean (or sum) of (input - target)^2."""
     _check_pair("mse_loss", input, target)
+    reduction = legacy_reduction("mse_loss", size_average, reduce, reduction)
     input, target = autocast_inputs("mse_loss", input, target)
-    return _reduced("mse_loss", (input - target) ** 2, reduction)
+    return _reduced((input - target) ** 2, reduction)
 
 
-def l1_loss(input, target, reduction="mean"):
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Mean (or sum) of |input - target|, as torch's (the gradient at 0 is 0, as PyTorch's sign)."""
     _check_pair("l1_loss", input, target)
+    reduction = legacy_reduction("l1_loss", size_average, reduce, reduction)
     input, target = autocast_inputs("l1_loss", input, target)
-    return _reduced("l1_loss", (input - target).abs(), reduction)
+    return _reduced((input - target).abs(), reduction)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
     """-[pos_weight y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] per element, times weight, computed from the
     logits x stably as PyTorch does: (1 - y) x + (1 + (pos_weight - 1) y) (log(1 + exp(-|x|)) + max(-x, 0))."""
     _check_pair("binary_cross_entropy_with_logits", input, target, refuse=True)
+    reduction = legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction)
     input, target, weight, pos_weight = autocast_inputs("binary_cross_entropy_with_logits", input, target, weight,
                                                         pos_weight)
     if target.dtype != input.dtype:
         raise TypeError(f"binary_cross_entropy_with_logits: targets must be floats of the input's dtype "
                         f"{input.dtype} (probabilities in [0, 1]), got {target.dtype}; convert with "
                         f".to('{input.dtype}')")
+    for name, w in (("weight", weight), ("pos_weight", pos_weight)):  # PyTorch's loss keeps the input's shape
+        if w is not None and ops.broadcast_shapes(w.shape, input.shape) != input.shape:
+            raise ShapeError(f"binary_cross_entropy_with_logits: {name} of shape {w.shape} does not broadcast to the "
+                             f"input's shape {input.shape}: the loss would take another shape, which PyTorch refuses; "
+                             f"give it the input's shape or one that broadcasts to it (pos_weight: one per class, "
+                             f"the last dim)")
     softplus = (-input.abs()).exp().__add__(1).log() + (-input).relu()  # -log sigmoid(x), without overflow
     if pos_weight is None:
         losses = (1 - target) * input + softplus
@@ -280,7 +311,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         losses = (1 - target) * input + (1 + (pos_weight.detach() - 1) * target) * softplus
     if weight is not None:
         losses = losses * weight.detach()
-    return _reduced("binary_cross_entropy_with_logits", losses, reduction)
+    return _reduced(losses, reduction)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -289,12 +320,16 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if input.shape[input.ndim - len(normalized_shape):] != normalized_shape:
         raise ShapeError(f"layer_norm: normalized_shape {normalized_shape} does not match the last dims of "
                          f"the input's shape {input.shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and p.shape != normalized_shape:  # broadcasting would give each row another shape of loss
+            raise ShapeError(f"layer_norm: {name} of shape {p.shape} must have the normalized_shape "
+                             f"{normalized_shape}, one value per normalized element, as in PyTorch")
     params = tuple(p for p in (weight, bias) if p is not None)
     return apply(ops.LayerNorm, input, *params, ndim=len(normalized_shape), eps=eps,
                  has_weight=weight is not None)
 
 
-def dropout(input, p=0.5, training=True, *, mask_dtype=None):
+def dropout(input, p=0.5, training=True, inplace=False, *, mask_dtype=None):
     """Zero each element with probability p and scale the rest by 1/(1-p), using minigrad's generator.
 
     The op keeps a bool mask for backward, 1 byte per element, and applies the scale in forward and backward,
@@ -305,6 +340,7 @@ def dropout(input, p=0.5, training=True, *, mask_dtype=None):
     """
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: p must be a probability in [0, 1], got {p}")
+    refuse_inplace("dropout", inplace)
     mask_dtype = dropout_mask_dtype(mask_dtype)
     if not training or p == 0:
         return input
@@ -429,6 +465,9 @@ def embedding(input, weight, padding_idx=None):
     _check_tensor(input, "embedding")
     if input.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be an integer tensor, got {input.dtype}")
+    if weight.ndim != 2:
+        raise ShapeError(f"embedding: weight must be 2-D, (num_embeddings, embedding_dim), got shape {weight.shape}, "
+                         f"as in PyTorch; a table of numbers is weight.reshape(-1, 1)")
     n = weight.shape[0]
     idx = input.data
     lo, hi = (int(idx.min()), int(idx.max())) if idx.size and not backend.is_meta(idx) else (0, 0)  # meta: unknown

@@ -513,6 +513,14 @@ def test_errors_that_say_what_to_do():
         mg.optim.Adafactor(p, clip_threshold=0.0)
     with pytest.raises(ValueError, match="param group 1: relative_step=False needs an lr"):
         mg.optim.Adafactor([{"params": p}, {"params": [mg.nn.Parameter(mg.zeros(2))], "relative_step": False}])
+    with pytest.raises(ValueError, match=r"param group 1: lr=0.001 with relative_step=True would be ignored.*give the "
+                                         r"group relative_step=False"):  # it was, and a schedule's lr with it
+        mg.optim.Adafactor([{"params": p}, {"params": [mg.nn.Parameter(mg.zeros(2))], "lr": 1e-3}])
+    fixed = mg.optim.Adafactor(p, lr=1e-3, relative_step=False)
+    saved = fixed.state_dict()
+    saved["param_groups"][0]["relative_step"] = True
+    with pytest.raises(ValueError, match=r"load_state_dict: param group 0: lr=0.001 with relative_step=True"):
+        fixed.load_state_dict(saved)
     with pytest.raises(ValueError, match="lr must be >= 0"):
         mg.optim.AdamW8bit(p, lr=-1.0)
     with pytest.raises(ValueError, match=r"betas\[1\] must be in \[0, 1\)"):

@@ -252,7 +252,8 @@ def test_shape_errors_say_what_to_write():
         x.narrow(2, 3, 2)
     with pytest.raises(ValueError, match="rounding_mode='floor' is not supported"):
         x.div(2, rounding_mode="floor")
-    for call in (lambda: F.silu(x, inplace=True), lambda: nn.LeakyReLU(inplace=True)):
+    for call in (lambda: F.silu(x, inplace=True), lambda: nn.LeakyReLU(inplace=True), lambda: nn.ReLU(inplace=True),
+                 lambda: F.relu(x, True), lambda: nn.Dropout(0.1, True), lambda: F.dropout(x, 0.1, True, True)):
         with pytest.raises(ValueError, match="inplace=True is not supported"):
             call()
 

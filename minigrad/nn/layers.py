@@ -52,6 +52,10 @@ class Flatten(Module):
 
 
 class ReLU(Module):
+    def __init__(self, inplace=False):
+        F.refuse_inplace("ReLU", inplace)
+        self.inplace = inplace
+
     def forward(self, x):
         return x.relu()
 
@@ -128,11 +132,12 @@ class Dropout(Module):
     """F.dropout while training. mask_dtype (minigrad's extension; see F.dropout): None keeps a 1-byte mask, as
     PyTorch does; a float dtype name keeps the mask older frameworks kept, to emulate their memory."""
 
-    def __init__(self, p=0.5, *, mask_dtype=None):
+    def __init__(self, p=0.5, inplace=False, *, mask_dtype=None):
         if not 0 <= p <= 1:
             raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p}")
+        F.refuse_inplace("Dropout", inplace)
         F.dropout_mask_dtype(mask_dtype)  # refused here, not at the first forward
-        self.p, self.mask_dtype = p, mask_dtype
+        self.p, self.inplace, self.mask_dtype = p, inplace, mask_dtype
 
     def forward(self, x):
         return F.dropout(x, self.p, self.training, mask_dtype=self.mask_dtype)

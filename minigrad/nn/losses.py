@@ -10,27 +10,9 @@ reduce=False is reduction='none', size_average=False is 'sum'.
 
 Read next: utils.py.
 """
-import warnings
-
 from .. import functional as F
 from ..tensor import Tensor
 from .module import Module
-
-_REDUCTIONS = ("mean", "sum", "none")
-
-
-def _reduction(name, size_average, reduce, reduction):
-    """PyTorch's _Reduction.legacy_get_string: the old pair, where given, decides; else `reduction`."""
-    if size_average is not None or reduce is not None:
-        size_average = True if size_average is None else size_average
-        reduce = True if reduce is None else reduce
-        reduction = "none" if not reduce else "mean" if size_average else "sum"
-        warnings.warn(f"{name}: size_average and reduce args will be deprecated, please use "
-                      f"reduction='{reduction}' instead (PyTorch's warning)", UserWarning, stacklevel=3)
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    return reduction
-
 
 def _weights(module, name, **tensors):
     for key, value in tensors.items():
@@ -50,7 +32,7 @@ class CrossEntropyLoss(_Loss):
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                  label_smoothing=0.0):
-        self.reduction = _reduction("CrossEntropyLoss", size_average, reduce, reduction)
+        self.reduction = F.legacy_reduction("CrossEntropyLoss", size_average, reduce, reduction)
         _weights(self, "CrossEntropyLoss", weight=weight)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
@@ -63,7 +45,7 @@ class NLLLoss(_Loss):
     """F.nll_loss: log-probabilities (log_softmax's output) against class indices."""
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
-        self.reduction = _reduction("NLLLoss", size_average, reduce, reduction)
+        self.reduction = F.legacy_reduction("NLLLoss", size_average, reduce, reduction)
         _weights(self, "NLLLoss", weight=weight)
         self.ignore_index = ignore_index
 
@@ -75,7 +57,7 @@ class MSELoss(_Loss):
     """F.mse_loss: (input - target)^2, reduced."""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
-        self.reduction = _reduction("MSELoss", size_average, reduce, reduction)
+        self.reduction = F.legacy_reduction("MSELoss", size_average, reduce, reduction)
 
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
@@ -85,7 +67,7 @@ class L1Loss(_Loss):
     """F.l1_loss: |input - target|, reduced."""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
-        self.reduction = _reduction("L1Loss", size_average, reduce, reduction)
+        self.reduction = F.legacy_reduction("L1Loss", size_average, reduce, reduction)
 
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
@@ -96,7 +78,7 @@ class BCEWithLogitsLoss(_Loss):
     weight scales each element, pos_weight (broadcast along the last dim) the positive targets."""
 
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
-        self.reduction = _reduction("BCEWithLogitsLoss", size_average, reduce, reduction)
+        self.reduction = F.legacy_reduction("BCEWithLogitsLoss", size_average, reduce, reduction)
         _weights(self, "BCEWithLogitsLoss", weight=weight, pos_weight=pos_weight)
 
     def forward(self, input, target):

@@ -251,8 +251,8 @@ class ScaledDotProductAttention(Op):
                 dP = self._dropout(dP, keep)
             dP -= (g * out.astype(self.acc, copy=False)).sum(axis=-1, keepdims=True)  # - D
             dS = P * dP
-            if nm:
-                dmask = unbroadcast(dS, mask.shape).astype(mask.dtype, copy=False)
+            if nm:  # a copy: a mask of the scores' full shape sums nothing away, and dS is scaled in place below
+                dmask = unbroadcast(dS, mask.shape).astype(mask.dtype, copy=True)
             dS *= self.scale
             dq = dS @ K if nq else None
             dk = dS.swapaxes(-1, -2) @ Q if nk else None

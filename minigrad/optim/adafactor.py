@@ -79,6 +79,10 @@ class Adafactor(Optimizer):
                                  "relative_step=True for T5's min(1e-2, 1/sqrt(t))")
         else:
             _check_number(where, "lr", group["lr"], low=0)
+            if group["relative_step"]:  # the constructor refuses the pair; a group's lr would be ignored unseen
+                raise ValueError(f"{where}: lr={group['lr']!r} with relative_step=True would be ignored: the step is "
+                                 "min(1e-2, 1/sqrt(t)) (Hugging Face's Adafactor ignores a group's lr silently); "
+                                 "give the group relative_step=False to use its lr, or leave lr out")
         if group["warmup_init"] and not group["relative_step"]:
             raise ValueError(f"{where}: warmup_init=True requires relative_step=True")
         eps = group["eps"]
