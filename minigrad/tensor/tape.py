@@ -270,6 +270,8 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
                     heapq.heappush(waiting, (-nxt.seq, nxt))
         if profiler is not None:
             profiler.stop_clock(clock, op.name, "backward")
+        input_grads = gi = part = None  # handed on: held no longer while the next record's backward runs (a
+        # checkpoint's recompute adds into the .grad of a weight these gave theirs to: NOTE [who owns a gradient])
 
 
 def zero_grads(params, set_to_none=True):
