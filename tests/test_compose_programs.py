@@ -15,7 +15,7 @@ import contextlib
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 import minigrad as mg
 from minigrad import functional as F, nn
@@ -28,7 +28,7 @@ from test_checkpoint_programs import POLICIES, as_policy, assert_as_plain
 DEVICE = mg.default_device()
 N, D, C = 6, 4, 3  # batch, width, classes
 LAYERS = ("linear", "gelu", "tanh", "dropout", "layer_norm", "batch_norm", "no_grad_scale", "enable_grad_inside",
-          "inference_mode", "inplace", "view", "residual", "two_outputs", "int_output", "view_of_input", "write_input")
+          "inference_mode", "inplace", "view", "residual", "two_outputs", "int_output", "view_of_input", "write_input", "autocast_inside")
 
 
 class Model(nn.Module):
@@ -95,6 +95,9 @@ class Model(nn.Module):
                 else:
                     h.add_(lin.bias.to(h.dtype))
                 return h * 1
+            if kind == "autocast_inside":  # a region of its own, on or off, whatever the caller's
+                with mg.autocast(DEVICE, enabled=k != 1):
+                    return lin(h.to(lin.weight.dtype) if k == 1 else h).to(h.dtype)
             if kind == "int_output":  # a value that needs no gradient, taken along
                 idx = h.detach().argmax(1)
                 return h + 0.01 * F.one_hot(idx, D).to(h.dtype)
@@ -270,7 +273,7 @@ accums = st.one_of(st.none(), st.tuples(st.integers(2, 3), st.just("loop")),
                             st.sampled_from(["items", "mean_of_means"])))
 
 
-@settings(max_examples=int(__import__("os").environ.get("COMPOSE_EXAMPLES", 40)), deadline=None)
+@settings(max_examples=int(__import__("os").environ.get("COMPOSE_EXAMPLES", 80)), deadline=None)
 @given(layers=st.lists(layer, min_size=1, max_size=6), how=st.sampled_from(["sequential", "each", "nested"]),
        policy=policies, inner=policies, amp=st.sampled_from([None, "bfloat16", "float16"]), accum=accums,
        train=st.booleans(), early_stop=st.booleans(), extra=st.sampled_from([None, "overflow", "toggle", "retain"]))
@@ -282,7 +285,7 @@ def test_a_checkpointed_training_step_is_the_plain_one_bit_for_bit(layers, how, 
     assert_same(got, want)
 
 
-@settings(max_examples=int(__import__("os").environ.get("COMPOSE_EXAMPLES", 25)), deadline=None)
+@settings(max_examples=int(__import__("os").environ.get("COMPOSE_EXAMPLES", 50)), deadline=None)
 @given(layers=st.lists(layer, min_size=1, max_size=6), how=st.sampled_from(["plain", "sequential", "each", "nested"]),
        policy=policies, inner=policies, amp=st.sampled_from([None, "bfloat16", "float16"]), accum=accums,
        train=st.booleans(), early_stop=st.booleans(), extra=st.sampled_from([None, "toggle", "retain"]))
@@ -297,6 +300,7 @@ def test_a_composed_step_on_meta_is_the_real_one_event_by_event(layers, how, pol
         assert isinstance(meta, Exception), f"the real run raised ({real}), the meta run did not"
         return
     assert not isinstance(meta, Exception), f"the meta run raised: {meta!r}"
+    assume(not any(real["found_inf"]))  # a float16 overflow skips the real step; meta has no values: never inf
     for i, (r, m) in enumerate(zip(real["timeline"], meta["timeline"])):
         assert r == m, f"event {i}: {m} on meta, {r} for real"
     assert len(real["timeline"]) == len(meta["timeline"])
@@ -323,8 +327,9 @@ def test_a_weight_shared_by_a_plain_and_a_checkpointed_segment_needs_one_gradien
     assert np.array_equal(grad, want)
 
 
-@settings(max_examples=int(__import__("os").environ.get("COMPOSE_EXAMPLES", 15)), deadline=None)
-@given(layers=st.lists(layer.filter(lambda l: l[0] not in ("dropout", "batch_norm")), min_size=1, max_size=5),
+@settings(max_examples=int(__import__("os").environ.get("COMPOSE_EXAMPLES", 30)), deadline=None)
+@given(layers=st.lists(layer.filter(lambda l: l[0] not in ("dropout", "batch_norm", "write_input")), min_size=1,
+                      max_size=5),
        how=st.sampled_from(["plain", "sequential", "each", "nested"]), policy=policies,
        split=st.sampled_from(["micro_batch_size", "steps", "micro_batches"]), train=st.booleans())
 def test_accumulated_micro_batches_give_the_full_batchs_gradient_also_checkpointed(layers, how, policy, split, train):
