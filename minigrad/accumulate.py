@@ -93,7 +93,9 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     default, as F.cross_entropy) are padding and do not count as items; pass ignore_index=None to count
     every target. A loss_fn that returns a mean (F.cross_entropy as it is, reduction='mean') is refused:
     its gradient would come out too small by the number of micro-batches. In float16 the loss itself is scaled in float16:
-    for very large sums or item counts use float32 (minigrad has no loss scaling). total_items: the count to divide
+    for very large sums or item counts use float32. accumulate takes no mg.amp.GradScaler: under a float16 autocast,
+    write the loop, scaler.scale(summed / items).backward() per micro-batch, then scaler.step(optimizer) and
+    scaler.update() once (tests/test_compose_programs.py runs it checkpointed). total_items: the count to divide
     by when this batch is one process's share of a bigger one (distributed.py passes the count over all of them);
     by default, this batch's own.
     """

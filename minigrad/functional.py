@@ -88,6 +88,9 @@ def one_hot(tensor, num_classes=-1):
         raise TypeError(f"one_hot: the indices must be int64 (PyTorch's LongTensor), got {tensor.dtype}; convert "
                         f"them with .long()")
     idx = tensor.data
+    if backend.is_meta(idx) and num_classes == -1:
+        raise backend.MetaError("one_hot: num_classes=-1 takes the largest index + 1, and a 'meta' tensor's indices "
+                                "have no values; give num_classes")
     if not backend.is_meta(idx):  # on 'meta' the indices' values are unknown
         lo, hi = (int(idx.min()), int(idx.max())) if idx.size else (0, -1)
         if num_classes == -1:
@@ -231,10 +234,12 @@ def _picked(name, logp, target, weight, ignore_index, reduction, label_smoothing
     total = losses.sum()
     if reduction == "sum":
         return total
-    denominator = count if weight is None else float(item_weight.sum())  # PyTorch's weighted mean
-    if denominator == 0:  # every target ignored (or weighing 0): the loss is nan, as in PyTorch, the gradient 0
-        return total * 0 + Tensor._from_array(xp.asarray(float("nan"), dtype=logp.dtype))
-    return total / denominator
+    # PyTorch's weighted mean: over the weights' sum, a 0-d array (what `total / float(...)` would make; 'meta' has
+    # no value to take)
+    denominator = count if weight is None else backend.as_array(item_weight.sum())
+    if not backend.is_meta(t) and float(denominator) == 0:  # every target ignored (or weighing 0): the loss is nan,
+        return total * 0 + Tensor._from_array(xp.asarray(float("nan"), dtype=logp.dtype))  # as in PyTorch, grad 0
+    return total / (denominator if weight is None else Tensor._from_array(denominator))
 
 
 def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing, class_dim):

@@ -169,6 +169,26 @@ def test_a_write_into_the_checkpoints_argument_inside_it_is_refused():
         mg.checkpoint(scales_its_input, x)
 
 
+@pytest.mark.parametrize("policy", POLICIES, ids=IDS)
+def test_a_recorded_write_into_the_checkpoints_argument_inside_it_is_refused(policy):
+    """The tape records x.add_(w) (w requires grad): x gets a new array and the write's record. The checkpoint took its
+    argument after the function ran, so it kept the written values and pointed at the write's record: its recompute
+    added w again, and w.grad was [20, 28, 36] where the plain run (and PyTorch, without the checkpoint) gives
+    [8, 12, 16]; PyTorch's checkpoint refuses it (a saved tensor modified in place). Where the argument itself
+    requires grad, the write was refused as a closure over a tensor from before the checkpoint, which it is not."""
+    def adds_into_its_input(t):
+        t.add_(w)
+        return t * t
+
+    w = mg.tensor(np.full(3, 0.5), requires_grad=True)
+    plain = adds_into_its_input(mg.tensor(np.arange(6.0).reshape(2, 3)))
+    plain.sum().backward()
+    assert w.grad.tolist() == [8.0, 12.0, 16.0]
+    for x in (mg.tensor(np.arange(6.0).reshape(2, 3)), mg.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True) * 1):
+        with pytest.raises(RuntimeError, match="'adds_into_its_input' wrote in place into a tensor argument .*'add'"):
+            mg.checkpoint(adds_into_its_input, x, policy=policy)
+
+
 def test_a_write_inside_after_an_op_read_it_is_refused_as_in_a_plain_run():
     """tanh keeps its output: written later inside the function, a plain backward refuses, and so does the
     checkpoint's, though its forward kept nothing."""

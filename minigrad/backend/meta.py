@@ -28,6 +28,11 @@ def _no_values(what):
                      f"and FLOPs (python -m minigrad memory); to compute values, use device='cpu' or 'cuda'")
 
 
+def _unknown_count(what):
+    return MetaError(f"{what}: on a 'meta' array the number of True entries, and so the result's shape, is unknown; "
+                     f"keep the shape fixed (mg.where(mask, x, 0), x * mask) or run it on 'cpu' or 'cuda'")
+
+
 def _c_strides(shape, itemsize):
     strides, step = [], itemsize
     for n in reversed(shape):
@@ -116,6 +121,9 @@ class MetaArray:
 
     def __iter__(self):
         raise _no_values("iterating over it")
+
+    def nonzero(self):
+        raise _unknown_count("nonzero (masked_select, a boolean mask)")
 
     # --- views
     def reshape(self, *shape, order="C"):
@@ -447,8 +455,7 @@ def _index(a, key):
     for k in key:
         if _is_bool_array(k):
             if isinstance(k, MetaArray):
-                raise MetaError("indexing with a boolean mask: on a 'meta' array the number of True entries, and "
-                                "so the result's shape, is unknown")
+                raise _unknown_count("indexing with a boolean mask")
     advanced = [i for i, k in enumerate(key) if isinstance(k, (MetaArray, np.ndarray, list))]
     shape, strides, dim, adv_dims = [], [], 0, []
     for i, k in enumerate(key):
@@ -588,6 +595,16 @@ def _searchsorted(a, v, side="left", sorter=None):
     return MetaArray(np.shape(v) if not isinstance(v, MetaArray) else v.shape, np.intp)
 
 
+def _round(a, decimals=0, out=None):
+    """np.round: a new array of a's shape and dtype, laid out as a ufunc's result (Round, ops/pointwise.py)."""
+    a = _meta(a)
+    return out if out is not None else MetaArray(a.shape, a.dtype, _k_strides([a], a.shape, a.itemsize))
+
+
+def _count_unknown(*args, **kwargs):
+    raise _unknown_count("np.nonzero, np.argwhere, np.flatnonzero")
+
+
 def _result_type(*args):
     return np.result_type(*(a.dtype if isinstance(a, MetaArray) else a for a in args))
 
@@ -600,6 +617,8 @@ _FUNCTIONS = {
     "where": _where, "moveaxis": _moveaxis, "expand_dims": _expand_dims, "flip": _flip, "broadcast_to": _broadcast_to,
     "concatenate": _concatenate, "stack": _stack, "triu": _triangle, "tril": _triangle,
     "ascontiguousarray": _ascontiguousarray, "result_type": _result_type, "searchsorted": _searchsorted,
+    "round": _round, "around": _round, "nonzero": _count_unknown, "argwhere": _count_unknown,
+    "flatnonzero": _count_unknown,
     "ones_like": _like, "zeros_like": _like, "empty_like": _like, "full_like": lambda a, fill_value, dtype=None, **kw:
     _like(a, dtype, **kw),
     "clip": lambda a, a_min=None, a_max=None, out=None, **kw: _clip(a, a_min, a_max, out),

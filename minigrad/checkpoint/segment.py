@@ -378,11 +378,14 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     # without a policy and with reads_only off every op runs again, but the cache still sees the forward's writes
     cache = OpCache(policy or nothing_saveable, who, reads_only=reads_only) if is_keeping_saved() else None
     rng_state = get_rng_state()
+    inputs = _tensors((args, kwargs))
+    before = [(t._data, t._ctx) for t in inputs]  # what the Checkpoint record will keep and point at
     start = mark()
     # NOTE [checkpoint]: the segment's records are made, but keep nothing (but what a policy saves)
     outer = active_cache()
     with keep_saved(False), caching(cache or (outer and NestedReads(outer))), noting_reads(cache):
         result = function(*args, **kwargs)
+    _check_arguments_kept(who, inputs, before)
     outputs = _made_inside(result, start)
     if not outputs:
         return result  # nothing to recompute: no record of the function's needs a gradient
@@ -390,7 +393,6 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
         warnings.warn(f"checkpoint: '{who}' drew from minigrad's random generator (dropout?) but "
                       f"preserve_rng_state=False, so its recompute in backward draws other numbers and its "
                       f"gradients are not those of this forward. Leave preserve_rng_state=True.", stacklevel=2)
-    inputs = _tensors((args, kwargs))
     index = {id(t): i for i, t in enumerate(inputs)}
     records = records_since(outputs, start)
     leaves = _leaves_reached(records, start, inputs)
@@ -416,6 +418,20 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
         _same_storage(o, m)
     replace = {id(o): m for o, m in zip(outputs, made)}
     return _map(lambda v: replace.get(id(v), v) if isinstance(v, Tensor) else v, result)
+
+
+def _check_arguments_kept(who, inputs, before):
+    """No recorded in-place write inside the function replaced an argument's array (NOTE [in-place]): the Checkpoint
+    record would keep the written values as the argument, and its recompute would run the write again on them (and
+    point the argument's gradient at the write's record, which kept nothing). An unrecorded write keeps the array;
+    OpCache.check_unwritten refuses it."""
+    for k, (t, (array, ctx)) in enumerate(zip(inputs, before)):
+        if t._data is not array or t._ctx is not ctx:
+            raise RuntimeError(f"checkpoint: '{who}' wrote in place into a tensor argument (argument {k}, of shape "
+                               f"{t.shape}, {t.dtype}) with the recorded op '{t._ctx.name if t._ctx else '?'}': the "
+                               f"checkpoint keeps its arguments for the recompute in backward, which would run the write "
+                               f"again on the values it wrote, and the gradients would be wrong. Write into a copy "
+                               f"inside the function (y = x * 1, then write y), or make the change before the checkpoint")
 
 
 def _same_storage(inner, outer):

@@ -6,7 +6,7 @@ Read next: linear.py, the matrix products.
 """
 import math
 
-from ..backend import broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of, zeros
+from ..backend import as_array, broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of, zeros
 from .base import Op, ShapeError, keepdim_shape, normalize_dims, unbroadcast
 
 
@@ -63,7 +63,7 @@ class Max(Op):
             raise ShapeError(f"{self.name}: the input of shape {x.shape} has no element along dims {self.axes}; "
                              f"the {self.name} of nothing is undefined")
         self.keepdim = keepdim
-        out = getattr(x, self.name)(axis=self.axes, keepdims=True)
+        out = as_array(getattr(x, self.name)(axis=self.axes, keepdims=True))  # of a 0-d x NumPy gives a scalar
         self.save_for_backward(x, out)
         return out if keepdim else out.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
 

@@ -270,6 +270,9 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
                     heapq.heappush(waiting, (-nxt.seq, nxt))
         if profiler is not None:
             profiler.stop_clock(clock, op.name, "backward")
+        input_grads = gi = part = None  # handed on: not held through the next record's backward (a checkpoint's
+        # recompute runs in it: a gradient summed away would stay alive, a .grad not be added to in place, NOTE [who
+        # owns a gradient])
 
 
 def zero_grads(params, set_to_none=True):

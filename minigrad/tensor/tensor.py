@@ -59,8 +59,8 @@ def apply(op_cls, *inputs, **attrs):
         out = op.forward(*arrays, **attrs)
     except (ValueError, IndexError, TypeError) as e:
         raise _explain(op_cls.name, e, arrays) from None
-    if isinstance(out, np.generic):
-        out = np.asarray(out)
+    if out.ndim == 0:  # NumPy makes 0-d results scalars (np.float32): arrays, as CuPy's and meta's (_zero_d)
+        out = _zero_d(op, out)
     if recording and out.dtype.kind in "biu":  # integer and bool results have no gradient (a cast to int64)
         recording = False
     t = Tensor.__new__(Tensor)  # _wrap(out, recording), written out: every op makes one (NOTE [per-op overhead])
@@ -74,6 +74,15 @@ def apply(op_cls, *inputs, **attrs):
     if _on.profiler is not None:
         _on.profiler.on_forward(op, inputs, out, clock)  # stops it first
     return t
+
+
+def _zero_d(op, out):
+    """A 0-d op's output, and what it saved, as arrays: NumPy hands back a 0-d result as a scalar (np.float32, np.bool_),
+    which the ledger does not count and no version counter can follow, where CuPy and meta give 0-d arrays. Where the
+    op saved its output, it saved this array."""
+    array = backend.as_array(out)
+    op.save_for_backward(*[array if a is out else backend.as_array(a) for a in op.saved])  # before keep() sees them
+    return array
 
 
 def _explain(name, e, arrays):
