@@ -8,6 +8,7 @@ What is checked, and against what:
                    recomputes 0 FLOPs and keeps the plain run's activations plus the inputs; dots_saveable
                    recomputes exactly the non-matmul FLOPs and lies between the two in memory and FLOPs;
                    the core-attention split recomputes exactly attention's T x T part (4 B T^2 C + 8 B nh T^2)
+  the README       its table of twelve GPT blocks under each policy, run again on 'meta', number for number
   the rule         which op shapes the core-attention policy recomputes
   errors           a recompute that runs other ops, a bad policy, the determinism checks kept
   PyTorch          gradients against torch's selective checkpointing with the same policy
