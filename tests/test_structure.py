@@ -165,6 +165,11 @@ def test_no_file_is_over_the_budget(name):
     assert n <= FILE_BUDGET, f"minigrad/{name} has {n} lines, over {FILE_BUDGET}: split it where its ideas part"
 
 
+def test_the_readme_states_the_file_budget():
+    said = re.findall(r"no file is over ([\d,]+) lines", section("Where each idea lives"))
+    assert said == [f"{FILE_BUDGET}"], f"the README says no file is over {said} lines; the test holds {FILE_BUDGET}"
+
+
 def lines_of(name, names):
     """The lines a reader reads of a file: all of it, or the named top-level classes and functions."""
     if names is None:
