@@ -292,6 +292,9 @@ def test_the_questions_that_the_engine_can_measure_have_its_answers():
             model(mg.randn(32, 64, requires_grad=x_needs_grad)).sum().backward()
         return prof.flops("backward", "matmul")
     assert backward_flops(True) - backward_flops(False) == answer[6]
+    # 9: 10 functions of equal FLOPs cut as sqrt_plan (checkpoint_sequential's 'sqrt') cuts them: forwards recomputed
+    bounds = schedules.segment_bounds(10, round(10 ** 0.5))
+    assert sum(hi - lo for lo, hi in bounds[:-1]) == answer[9]  # every segment but the last runs again
     # 10: the fewest slots that reverse 16 steps in 15 advances
     assert min(s for s in range(20) if schedules.binomial_steps(16, s) == 15) == answer[10]
     with mg.device("cpu"):  # 14: every parameter read by a product, under float16 autocast: bytes per parameter
