@@ -34,7 +34,8 @@ from .policies import NestedReads, OpCache, caching, checkpoint_policies, nothin
 
 DETERMINISM_CHECKS = ("default", "values", "none")
 _NOT_IMPLEMENTED = ("context_fn", "debug")  # options of PyTorch's checkpoint that minigrad lacks
-_early_stop = None  # set_checkpoint_early_stop's switch: None outside such a block
+_early_stop = True  # set_checkpoint_early_stop's switch
+_early_stop_set = False  # inside such a block, where the switch overrides checkpoint's early_stop= (PyTorch's rule)
 
 
 @contextlib.contextmanager
@@ -44,12 +45,13 @@ def set_checkpoint_early_stop(enable):
     its early stop (on by default) ends a recompute once every saved tensor is back; minigrad's skips the same
     tail ops and also the last ops whose outputs the checkpoint keeps. Inside the block it overrides checkpoint's
     early_stop= argument, as PyTorch's does."""
-    global _early_stop
-    before, _early_stop = _early_stop, bool(enable)
+    global _early_stop, _early_stop_set
+    before = _early_stop, _early_stop_set
+    _early_stop, _early_stop_set = bool(enable), True
     try:
         yield
     finally:
-        _early_stop = before
+        _early_stop, _early_stop_set = before
 
 
 def _fingerprint(array):
@@ -376,7 +378,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
         return function(*args, **kwargs)
     # inside another checkpoint's forward, which keeps nothing, nothing is noted: that one recomputes this whole
     # and determinism_check='values' (or early stop off) runs every op that the policy does not keep again
-    reads_only = (early_stop if _early_stop is None else _early_stop) and determinism_check != "values"
+    reads_only = (_early_stop if _early_stop_set else early_stop) and determinism_check != "values"
     who = getattr(function, "__name__", type(function).__name__)
     # without a policy and with reads_only off every op runs again, but the cache still sees the forward's writes
     cache = OpCache(policy or nothing_saveable, who, reads_only=reads_only) if is_keeping_saved() else None
