@@ -49,11 +49,12 @@ KiB = 2**10
 def relaunch(argv):
     """Run this file under mpirun with RANKS processes (the lesson was started alone). The prediction is asked here,
     where the keyboard is (under mpirun no rank reads a terminal), and handed to rank 0, which measures."""
-    if not {"-h", "--help"} & set(argv):
-        guess = predict(f"ZeRO stage 1 on {RANKS} processes: each keeps AdamW's moments for its share of the "
-                        f"parameters only. Each process's optimizer state, as a share of plain data parallel's?", "%",
-                        quick="--quick" in argv)
-        argv = argv + ([f"--predicted={guess}"] if guess is not None else [])
+    if {"-h", "--help"} & set(argv):
+        return main(argv)  # argparse prints the help, once, and exits: no processes to start for that
+    guess = predict(f"ZeRO stage 1 on {RANKS} processes: each keeps AdamW's moments for its share of the "
+                    f"parameters only. Each process's optimizer state, as a share of plain data parallel's?", "%",
+                    quick="--quick" in argv)
+    argv = argv + ([f"--predicted={guess}"] if guess is not None else [])
     print("$ " + " ".join(["mpirun", "-n", str(RANKS), "python", "lessons/10_data_parallel.py"] + argv), flush=True)
     try:
         return dist.launch(RANKS, os.path.abspath(__file__), argv)

@@ -459,7 +459,7 @@ def main(argv=None):
           python -m minigrad memory --model gpt2 --batch-size 2 --seq-len 128 --html out/step.html
           python -m minigrad memory --model bert-large-uncased --batch-size 4 --seq-len 512 --reserved
               (and what PyTorch's caching allocator would reserve for it: what nvidia-smi shows, less the context)
-          python -m minigrad memory --model gpt2-xl --batch-size 4 --seq-len 1024 --checkpointing \
+          python -m minigrad memory --model gpt2-xl --batch-size 4 --seq-len 1024 --checkpointing \\
               --policy save_anything_except_core_attention     (recompute only attention's T x T arrays)"""))
     _step_arguments(p)
     p.add_argument("--batch-size", type=_at_least_one, required=True, help="the micro-batch that runs at once")
@@ -484,7 +484,9 @@ def main(argv=None):
         For an optimizer batch of --batch-size sequences, try micro-batches that divide it (accumulation making
         up the rest) under each checkpointing strategy (none, every block, sqrt(n), the budgeted schedule), and
         each --precision and --optimizer given (a list: fp32,fp16-mixed; or any), each run on 'meta', and print
-        those that fit in --memory, ranked by FLOPs per sample. examples:
+        those that fit in --memory, ranked by FLOPs per sample.
+
+        examples:
           python -m minigrad plan --model bert-large-uncased --memory 16GB --batch-size 32 --seq-len 512
           python -m minigrad plan --model gpt2-xl --memory 80GB --batch-size 64 --seq-len 1024
           python -m minigrad plan --model gpt2 --memory 4GB --batch-size 8 --seq-len 256 --precision any \\

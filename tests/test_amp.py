@@ -12,6 +12,9 @@
   loss scaling    float16 gradients underflow to zero without GradScaler and match float32 training with it; the
                   scale and the skipped steps are torch's exactly on a run with injected infs
 """
+import os
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -115,6 +118,13 @@ def test_each_op_gives_the_dtype_torchs_cpu_autocast_gives(dtype):
     assert refused == ([] if dtype == "bfloat16" else ["cat", "stack"])
     assert got == {n: e for n, e in expected.items() if n not in refused}
     assert got["linear"] == dtype and got["cross_entropy"] == "float32" and got["add (bf16, f32)"] == "float32"
+
+
+def test_the_readme_counts_these_calls():
+    """README, "Half the bytes": "tests/test_amp.py checks N calls op by op", N the cases above."""
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
+    said = re.findall(r"`tests/test_amp.py` checks (\d+) calls op by op", readme)
+    assert said == [str(len(_cases(mg, F, *[None] * 6, {})))]
 
 
 def test_on_cuda_the_float32_list_is_cudas():

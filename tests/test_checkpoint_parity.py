@@ -3,7 +3,8 @@
 What is checked (issue 11), each in a way that can fail:
   signature       the options are keyword-only (an extra positional argument goes to the function), other keyword
                   arguments go to the function, use_reentrant None/False accepted and True refused saying why,
-                  PyTorch options minigrad lacks refused by name, checkpoint_sequential's argument order
+                  early_stop as PyTorch's (set_checkpoint_early_stop overrides it), PyTorch options minigrad lacks
+                  refused by name, checkpoint_sequential's argument order
   outputs         tuples, lists, dicts, nests and namedtuples of tensors and other values; inputs returned as they
                   are; a gradient through every output, and only through those the loss uses (partial grads); one
                   recompute for all outputs; a tensor hidden in another object fails clearly
@@ -18,6 +19,7 @@ What is checked (issue 11), each in a way that can fail:
                   (use_reentrant=False) in float64: values, gradients, which gradients are None, which errors
 """
 import collections
+import inspect
 import warnings
 
 import numpy as np
@@ -125,10 +127,37 @@ def test_use_reentrant_true_is_refused_saying_minigrad_is_non_reentrant():
         mg.checkpoint(lin, x, use_reentrant="False")
 
 
-@pytest.mark.parametrize("option,value", [("context_fn", lambda: None), ("debug", True), ("early_stop", False)])
+@pytest.mark.parametrize("option,value", [("context_fn", lambda: None), ("debug", True)])
 def test_pytorch_options_that_minigrad_lacks_are_refused_by_name(option, value):
-    with pytest.raises(TypeError, match=f"does not implement PyTorch's {option}"):
+    with pytest.raises(TypeError, match=f"does not implement PyTorch's {option}; remove the argument"):
         mg.checkpoint(nn.Linear(4, 4), mg.randn(2, 4), **{option: value})
+
+
+def test_early_stop_is_an_argument_as_in_pytorch_and_set_checkpoint_early_stop_overrides_it():
+    """torch.utils.checkpoint.checkpoint(..., early_stop=True) (PyTorch 2.13's signature): False recomputes every op,
+    as `with set_checkpoint_early_stop(False):` does, and inside such a block the block decides. minigrad once
+    refused the argument, saying that it always recomputed the whole function: by default it does not."""
+    layers = [nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh()]
+    block = nn.Sequential(*layers)
+    x = mg.randn(4, 8, requires_grad=True)
+    want = run(lambda: sq(block(x)), [x] + params_of(block))
+
+    def linears_rerun(**kw):
+        with mg.profile() as prof:
+            got = run(lambda: sq(mg.checkpoint(block, x, use_reentrant=False, **kw)), [x] + params_of(block))
+        assert_same(got, want)
+        return prof.calls("recompute", "linear")
+
+    assert linears_rerun() == linears_rerun(early_stop=True) == 1  # the last Tanh's output is kept: its Linear skips
+    assert linears_rerun(early_stop=False) == 2
+    with mg.utils.checkpoint.set_checkpoint_early_stop(False):
+        assert linears_rerun(early_stop=True) == 2
+    with mg.utils.checkpoint.set_checkpoint_early_stop(True):
+        assert linears_rerun(early_stop=False) == 1
+    torch = pytest.importorskip("torch")
+    ours, theirs = (inspect.signature(f).parameters["early_stop"]
+                    for f in (mg.checkpoint, torch.utils.checkpoint.checkpoint))
+    assert ours.kind == theirs.kind == inspect.Parameter.KEYWORD_ONLY and ours.default is theirs.default is True
 
 
 def test_checkpoint_sequential_with_segments_and_input_swapped_says_the_order():

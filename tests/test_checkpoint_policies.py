@@ -8,12 +8,15 @@ What is checked, and against what:
                    recomputes 0 FLOPs and keeps the plain run's activations plus the inputs; dots_saveable
                    recomputes exactly the non-matmul FLOPs and lies between the two in memory and FLOPs;
                    the core-attention split recomputes exactly attention's T x T part (4 B T^2 C + 8 B nh T^2)
+  the README       its table of twelve GPT blocks under each policy, run again on 'meta', number for number
   the rule         which op shapes the core-attention policy recomputes
   errors           a recompute that runs other ops, a bad policy, the determinism checks kept
   PyTorch          gradients against torch's selective checkpointing with the same policy
 """
 
 import importlib
+import os
+import re
 
 import numpy as np
 import pytest
@@ -267,6 +270,38 @@ def test_gpt_blocks_memory_and_recompute_for_each_policy():
     assert recompute["save_anything_except_core_attention"] < recompute["nothing_saveable"] / 10
     assert act["nothing_saveable"] < act["dots_saveable"] < act["everything_saveable"]
     assert act["nothing_saveable"] < act["save_anything_except_core_attention"] < act["everything_saveable"]
+
+
+README_TABLE = re.compile(r"^\| (no checkpointing|`(\w+)`) \| ([\d.]+) MiB \| (0|([\d.]+) M \(([\d.]+)%\)) \|$", re.M)
+
+
+def test_the_readmes_table_of_policies_is_what_the_profile_measures():
+    """README, "Recompute only what is cheap": its table of twelve GPT blocks, run again on 'meta' (the same bytes and
+    FLOPs as a real run, NOTE in backend/meta.py; 0.7 s where the real run takes 2.4)."""
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
+    setting = re.search(r"Twelve of the small GPT's blocks \(C = (\d+), (\d+) heads, B = (\d+), T = (\d+), dropout "
+                        r"([\d.]+)\), each under its own\ncheckpoint, `h.sum\(\).backward\(\)`", readme)
+    rows = README_TABLE.findall(readme)
+    assert setting and [r[1] or r[0] for r in rows] == ["no checkpointing", "nothing_saveable", "dots_saveable",
+                                                         "save_anything_except_core_attention", "everything_saveable"]
+    c, heads, batch, t, dropout = (float(g) if "." in g else int(g) for g in setting.groups())
+    with mg.device("meta"):
+        mg.manual_seed(0)
+        blocks = [Block(GPTConfig(n_embd=c, n_head=heads, block_size=t, dropout=dropout)) for _ in range(12)]
+        x = mg.randn(batch, t, c, requires_grad=True)
+        for label, name, mib, recompute, mflops, share in rows:
+            with mg.profile() as prof:
+                h = x
+                for b in blocks:
+                    h = b(h) if not name else mg.checkpoint(b, h, policy=getattr(P, name))
+                h.sum().backward()
+            measured = prof.flops("recompute")
+            assert f"{prof.peak_bytes('activations') / 2**20:.2f}" == mib, (label, prof.peak_bytes("activations"))
+            if recompute == "0":
+                assert measured == 0, label
+            else:
+                assert (f"{measured / 1e6:.1f}", f"{100 * measured / prof.flops('forward'):.1f}") == (mflops, share), \
+                    (label, measured, prof.flops("forward"))
 
 
 def test_saved_records_are_released_during_backward():

@@ -1,7 +1,9 @@
 """The command line's traps (issue 28, [habits]), each now a clear answer: a budget without a unit, a flag's prefix
 (--checkpoint for --checkpointing), an unknown flag (the subcommand's usage, with the nearest flag), `plan --top N`
-printing up to N rows (or saying why fewer), a model name's case (GPT2-XL), and `curve` keeping its earlier plot."""
+printing up to N rows (or saying why fewer), a model name's case (GPT2-XL), `curve` keeping its earlier plot, and
+the examples of each --help written as a shell reads them."""
 import os
+import re
 
 import pytest
 
@@ -84,3 +86,17 @@ def test_launch_names_a_missing_script_and_its_help_says_what_root_needs(capsys)
         main(["launch", "--help"])
     said = capsys.readouterr().out
     assert "OMPI_ALLOW_RUN_AS_ROOT=1" in said and "mpirun -n N python SCRIPT" in said
+
+
+@pytest.mark.parametrize("sub", ["", "tour", "lesson", "check", "curve", "memory", "plan", "launch"])
+def test_each_example_in_help_is_written_as_a_shell_reads_it(sub, capsys):
+    """An example too long for one line continues with ` \\` on the next, as a shell reads it. In a docstring that
+    is not raw, a lone backslash at a line's end joins the two lines in the text itself, and --help then shows one
+    line with a gap of spaces inside the command (memory's --policy example did)."""
+    with pytest.raises(SystemExit) as e:
+        main([sub, "--help"] if sub else ["--help"])
+    assert e.value.code == 0
+    examples = [line.strip() for line in capsys.readouterr().out.splitlines() if "python -m minigrad " in line]
+    assert examples or sub in ("tour", "lesson", "check")
+    for line in examples:
+        assert not re.search(r"\S {2,}--\w", line), f"minigrad {sub} --help: {line!r}"

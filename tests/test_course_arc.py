@@ -3,7 +3,8 @@
 The source of truth is each exercise's LESSON (in exercises/checks/): the stub's and the reference's first line
 say "after lesson N" with that N; the lesson that prepares an exercise names it in its EXERCISES; no lesson names,
 nor mentions, an exercise that a later lesson prepares; an exercise mentions no exercise that comes after it; the
-README's path (lesson, then the exercises it prepares) is the same; and `check` sends the learner on along it.
+README's path (lesson, then the exercises it prepares) is the same, and so are its counts of lessons and exercises; and
+`check` sends the learner on along it.
 """
 import ast
 import glob
@@ -100,3 +101,12 @@ def test_check_names_the_lesson_to_read_next(tmp_path, monkeypatch):
     assert f"3 of {len(path)} done" in out.getvalue()
     assert (f"Next: exercise {nxt.number}, {nxt.title} (" in out.getvalue()
             and f"after lesson {nxt.lesson} (python -m minigrad lesson {nxt.lesson})" in out.getvalue()), out.getvalue()
+
+
+def test_the_readme_counts_the_lessons_and_exercises_there_are():
+    """README, Status: "..., N lessons (`python -m minigrad tour`), M graded exercises ..."."""
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    words = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                                        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split())}
+    said = re.search(r"(\w+) lessons \(`python -m minigrad tour`\), (\w+) graded exercises", readme)
+    assert said and (words[said.group(1)], words[said.group(2)]) == (len(LESSONS), len(EXERCISES)), said

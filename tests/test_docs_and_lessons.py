@@ -152,10 +152,12 @@ def test_tour_lists_lessons():
     assert r.returncode == 0 and "01_train_a_tiny_gpt.py" in r.stdout
 
 
-@pytest.mark.parametrize("script", LESSONS + ["lessons/tour.py", "bench/bench.py"])
+@pytest.mark.parametrize("script", LESSONS + ["lessons/10_data_parallel.py", "lessons/tour.py", "bench/bench.py"])
 def test_help_helps(script):
     r = run([script, "--help"])
     assert r.returncode == 0 and "usage" in r.stdout and "python" in r.stdout
+    assert r.stdout.count("usage:") <= 1 and "mpirun" not in r.stdout.split("usage:")[0], \
+        "--help prints once, without starting processes (lesson 10 once ran mpirun to print it twice)"
     if script in QUICK:  # the tests above run these with --quick: a reader of --help learns what it leaves out
         assert re.search(r"^\s+--quick\s+\S", r.stdout, re.M), r.stdout
 

@@ -3,7 +3,7 @@ with its own NotImplementedError (not an import error or a typo). MINIGRAD_LEARN
 the learner's files in exercises/ (`python -m minigrad check` does the same, with a table).
 
 Also: the grader names the file and line of a learner's broken file, explains a wrong answer,
-and the command's exit codes and messages.
+and the command's exit codes and messages; and the "explain" answers the engine can measure are measured.
 """
 import os
 import re
@@ -13,7 +13,9 @@ import sys
 
 import pytest
 
-from minigrad import grading
+import minigrad as mg
+import minigrad.functional as F
+from minigrad import grading, schedules
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXERCISES = grading.exercises()
@@ -260,3 +262,49 @@ def test_a_gradient_for_pows_exponent_is_explained(course):
     open(path, "w").write(text.replace(old, "return (g * (p * x ** (p - 1)), None)"))
     result = grading.grade(grading.exercises(course)[0])
     assert result.status == "failing" and "the exponent is a Python number kept on self" in result.message, result
+
+
+def test_the_questions_that_the_engine_can_measure_have_its_answers():
+    """An exercise's "explain" answer is a number in its check (QUESTION); the ones the engine measures are measured
+    here, each as its question states it, so that no answer is a number nobody reran."""
+    answer = {e.number: e.question.answer for e in EXERCISES}
+    x = mg.randn(1000, requires_grad=True)  # 1: y = x.exp(); z = y.log(), float32, 1,000 elements: bytes kept
+    with mg.profile() as prof:
+        x.exp().log()
+    assert prof.peak_bytes("activations") == answer[1]
+    a, b = mg.randn(4, 3, requires_grad=True), mg.randn(3, requires_grad=True)  # 2: b.grad[0] of (a + b).sum()
+    (a + b).sum().backward()
+    assert b.grad.tolist()[0] == answer[2]
+    a, b = mg.randn(6, 5, requires_grad=True), mg.randn(5, 7, requires_grad=True)  # 3: backward's products / forward's
+    with mg.profile() as prof:
+        (a @ b).sum().backward()
+    assert prof.flops("backward", "matmul") / prof.flops("forward", "matmul") == answer[3]
+    with mg.device("meta"):  # 5: softmax's record on (8, 12, 512, 512) float32 scores, in MiB
+        scores = mg.randn(8, 12, 512, 512, requires_grad=True)
+        with mg.profile() as prof:
+            F.softmax(scores, -1)
+    assert prof.peak_bytes("activations") / 2**20 == answer[5]
+
+    def backward_flops(x_needs_grad):  # 6: B = 32, sizes [64, 128, 10]: what x requiring grad adds to backward
+        mg.manual_seed(0)
+        model = mg.nn.Sequential(mg.nn.Linear(64, 128), mg.nn.Tanh(), mg.nn.Linear(128, 10), mg.nn.Tanh())
+        with mg.profile() as prof:
+            model(mg.randn(32, 64, requires_grad=x_needs_grad)).sum().backward()
+        return prof.flops("backward", "matmul")
+    assert backward_flops(True) - backward_flops(False) == answer[6]
+    # 9: 10 functions of equal FLOPs cut as sqrt_plan (checkpoint_sequential's 'sqrt') cuts them: forwards recomputed
+    bounds = schedules.segment_bounds(10, round(10 ** 0.5))
+    assert sum(hi - lo for lo, hi in bounds[:-1]) == answer[9]  # every segment but the last runs again
+    # 10: the fewest slots that reverse 16 steps in 15 advances
+    assert min(s for s in range(20) if schedules.binomial_steps(16, s) == 15) == answer[10]
+    with mg.device("cpu"):  # 14: every parameter read by a product, under float16 autocast: bytes per parameter
+        model = mg.nn.Sequential(mg.nn.Linear(16, 32), mg.nn.Tanh(), mg.nn.Linear(32, 4))
+        opt = mg.optim.AdamW(model.parameters())
+        with mg.profile(model, opt) as prof:
+            with mg.autocast("cpu", dtype=mg.float16):
+                loss = model(mg.randn(8, 16)).float().sum()
+            loss.backward()
+            opt.step()
+    n = sum(p.numel() for p in model.parameters())
+    kept = sum(prof.peak_bytes(c) for c in ("parameters", "gradients", "optimizer")) + prof.cast_weight_bytes()
+    assert kept / n == answer[14]

@@ -163,6 +163,16 @@ def test_what_needs_values_says_so():
         mg.tensor([1.0], device="metal")
 
 
+def test_a_meta_tensor_prints_as_pytorchs_does():
+    """repr(torch.empty(2, 3, device='meta', requires_grad=True)) is "tensor(..., device='meta', size=(2, 3),
+    requires_grad=True)": printing a model's tensor on meta is no error. It once raised MetaError naming numpy()."""
+    with mg.device("meta"):
+        w = mg.randn(2, 3, requires_grad=True)
+        assert repr(w) == str(w) == f"{w}" == "tensor(..., device='meta', size=(2, 3), requires_grad=True)"
+        assert repr(w * 2) == "tensor(..., device='meta', size=(2, 3), grad_fn=<mul>)"
+        assert repr(mg.zeros(4, dtype=mg.float64)) == "tensor(..., dtype=float64, device='meta', size=(4,))"
+
+
 def test_a_device_block_sets_the_default_and_ends():
     with mg.device("meta") as d:
         assert mg.default_device() == "meta" and str(d) == "meta"

@@ -5,8 +5,8 @@
                   gathers its files, sits after its last file): no cycle, and no import of a minigrad
                   module inside a function
   reading path    the README's reading path names the files (and, in a file, the classes or functions)
-                  that hold the tape, the Tensor's face and one op of each kind, in order, about 1,300
-                  lines in all; no file of minigrad/ is over 700 lines
+                  that hold the tape, the Tensor's face and one op of each kind, in order, under 1,300
+                  lines in all, the number the README states; no file of minigrad/ is over 700 lines
   one choke point an op's `saved` is set only by Op.save_for_backward and the tape's keep/hand_over/release;
                   inside keep_saved(False) every record keeps nothing
   tape state      no module assigns to another module's attributes; the tape's switches change only
@@ -165,6 +165,11 @@ def test_no_file_is_over_the_budget(name):
     assert n <= FILE_BUDGET, f"minigrad/{name} has {n} lines, over {FILE_BUDGET}: split it where its ideas part"
 
 
+def test_the_readme_states_the_file_budget():
+    said = re.findall(r"no file is over ([\d,]+) lines", section("Where each idea lives"))
+    assert said == [f"{FILE_BUDGET}"], f"the README says no file is over {said} lines; the test holds {FILE_BUDGET}"
+
+
 def lines_of(name, names):
     """The lines a reader reads of a file: all of it, or the named top-level classes and functions."""
     if names is None:
@@ -187,6 +192,9 @@ def test_the_reading_path_holds_the_core_in_about_1300_lines():
     assert kinds <= set(files), f"one op of each kind: {sorted(kinds - set(files))} missing"
     total = sum(lines_of(f, names) for f, names in path)
     assert total <= READING_PATH_BUDGET, f"the reading path is {total} lines, over {READING_PATH_BUDGET}"
+    said = re.findall(r"([\d,]+) lines", section("Where each idea lives").split("| step |")[0])  # its paragraph
+    assert said and {int(n.replace(",", "")) for n in said} == {READING_PATH_BUDGET}, \
+        f"the README's reading path says {said} lines; this test holds it under {READING_PATH_BUDGET}"
     order = readme_order()
     assert [position(order, f) for f in files] == sorted(position(order, f) for f in files), \
         "the reading path goes up the floors, in the table's order"

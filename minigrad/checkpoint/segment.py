@@ -33,8 +33,9 @@ from ..tensor import _version_counter, _wrap  # NOTE [version counters], NOTE [a
 from .policies import NestedReads, OpCache, caching, checkpoint_policies, nothing_saveable
 
 DETERMINISM_CHECKS = ("default", "values", "none")
-_NOT_IMPLEMENTED = ("context_fn", "debug", "early_stop")  # options of PyTorch's checkpoint that minigrad lacks
+_NOT_IMPLEMENTED = ("context_fn", "debug")  # options of PyTorch's checkpoint that minigrad lacks
 _early_stop = True  # set_checkpoint_early_stop's switch
+_early_stop_set = False  # inside such a block, where the switch overrides checkpoint's early_stop= (PyTorch's rule)
 
 
 @contextlib.contextmanager
@@ -42,13 +43,15 @@ def set_checkpoint_early_stop(enable):
     """`with set_checkpoint_early_stop(False):` checkpoints made inside recompute every op of their function in
     backward, not only what backward reads (NOTE [recompute what backward reads], policies.py). PyTorch's name:
     its early stop (on by default) ends a recompute once every saved tensor is back; minigrad's skips the same
-    tail ops and also the last ops whose outputs the checkpoint keeps."""
-    global _early_stop
-    before, _early_stop = _early_stop, bool(enable)
+    tail ops and also the last ops whose outputs the checkpoint keeps. Inside the block it overrides checkpoint's
+    early_stop= argument, as PyTorch's does."""
+    global _early_stop, _early_stop_set
+    before = _early_stop, _early_stop_set
+    _early_stop, _early_stop_set = bool(enable), True
     try:
         yield
     finally:
-        _early_stop = before
+        _early_stop, _early_stop_set = before
 
 
 def _fingerprint(array):
@@ -331,7 +334,7 @@ def _check_policy(who, policy):
 
 
 def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, determinism_check="default", policy=None,
-               **kwargs):
+               early_stop=True, **kwargs):
     """Run function(*args, **kwargs) keeping only its tensor inputs; recompute its insides during backward.
 
     PyTorch's signature and semantics (torch.utils.checkpoint.checkpoint, non-reentrant): the options are
@@ -357,6 +360,9 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     nothing_saveable (None, the default: recompute everything), dots_saveable, everything_saveable,
     save_anything_except_core_attention. PyTorch's selective checkpointing passes its policy through
     context_fn=create_selective_checkpoint_contexts(policy_fn); JAX's, as this, through policy=.
+
+    early_stop: False recomputes every op of the function in backward, not only what backward reads, as
+    set_checkpoint_early_stop(False) does; inside that block the block's setting wins (PyTorch's rule).
     """
     _check_options("checkpoint", use_reentrant, determinism_check)
     _check_policy("checkpoint", policy)
@@ -365,15 +371,14 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
                         f"got {type(function).__name__}")
     lacking = [k for k in _NOT_IMPLEMENTED if k in kwargs]
     if lacking:
-        raise TypeError(f"checkpoint: minigrad does not implement PyTorch's {', '.join(lacking)} (it always "
-                        f"recomputes the whole function, as early_stop=False); remove the argument"
+        raise TypeError(f"checkpoint: minigrad does not implement PyTorch's {', '.join(lacking)}; remove the argument"
                         + ("; for selective checkpointing pass policy=, e.g. policy=mg.checkpoint_policies."
                            "dots_saveable" if "context_fn" in lacking else ""))
     if not is_grad_enabled():
         return function(*args, **kwargs)
     # inside another checkpoint's forward, which keeps nothing, nothing is noted: that one recomputes this whole
     # and determinism_check='values' (or early stop off) runs every op that the policy does not keep again
-    reads_only = _early_stop and determinism_check != "values"
+    reads_only = (_early_stop if _early_stop_set else early_stop) and determinism_check != "values"
     who = getattr(function, "__name__", type(function).__name__)
     # without a policy and with reads_only off every op runs again, but the cache still sees the forward's writes
     cache = OpCache(policy or nothing_saveable, who, reads_only=reads_only) if is_keeping_saved() else None

@@ -383,11 +383,12 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
         return format(self.item(), spec) if self._data.size == 1 and spec else object.__format__(self, spec)
 
     def __repr__(self):
-        body = np.array2string(backend.to_numpy(_values(self, "repr")), separator=", ", precision=4, threshold=50,
-                               prefix="tensor(")
+        meta = self.device == "meta"  # no values to show: PyTorch's "tensor(..., device='meta', size=(2, 3))"
+        body = "..." if meta else np.array2string(backend.to_numpy(_values(self, "repr")), separator=", ",
+                                                  precision=4, threshold=50, prefix="tensor(")
         extras = [f"dtype={self.dtype.name}"] if self.dtype.name not in ("float32", "int64", "bool") else []
         if self.device != "cpu":
-            extras.append(f"device='{self.device}'")
+            extras.append(f"device='{self.device}'" + (f", size={self.shape}" if meta else ""))
         if self._ctx is not None:
             extras.append(f"grad_fn=<{self._ctx.name}>")
         elif self._requires_grad:
