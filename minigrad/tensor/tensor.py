@@ -77,9 +77,8 @@ def apply(op_cls, *inputs, **attrs):
 
 
 def _zero_d(op, out):
-    """A 0-d op's output, and what it saved, as arrays: NumPy hands back a 0-d result as a scalar (np.float32, np.bool_),
-    which the ledger does not count and no version counter can follow, where CuPy and meta give 0-d arrays. Where the
-    op saved its output, it saved this array."""
+    """A 0-d op's output, and what it saved, as arrays: NumPy gives a 0-d result as a scalar (np.float32, np.bool_),
+    which the ledger does not count and no version counter follows (CuPy and meta give arrays); a saved output too."""
     array = backend.as_array(out)
     op.save_for_backward(*[array if a is out else backend.as_array(a) for a in op.saved])  # before keep() sees them
     return array
