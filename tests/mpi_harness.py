@@ -153,20 +153,31 @@ def _stop(proc):
     return launcher
 
 
-def _kill_leftovers(outdir):
+def _kill_leftovers(outdir, wait=5.0):
     """Kill any rank still running once mpirun is gone (a killed mpirun, or a rank that outlived it). Each rank is
     in a process group of its own, so killing mpirun's group would not reach them: their pids are in outdir, and
-    a pid counts only while its command line still names outdir (pids are reused)."""
-    for name in os.listdir(outdir):
-        if not name.endswith(".pid"):
-            continue
-        pid = int(open(os.path.join(outdir, name)).read())
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if outdir.encode() in f.read():
-                    os.kill(pid, signal.SIGKILL)
-        except (FileNotFoundError, ProcessLookupError):
-            pass
+    a pid counts only while its command line still names outdir (pids are reused). SIGKILL is asynchronous: wait
+    up to `wait` seconds for them to be gone (a zombie's command line is empty), so that the caller finds none."""
+    pids = [int(open(os.path.join(outdir, name)).read()) for name in os.listdir(outdir) if name.endswith(".pid")]
+    deadline = time.perf_counter() + wait
+    while True:
+        alive = [pid for pid in pids if outdir.encode() in _cmdline(pid)]
+        if not alive or time.perf_counter() > deadline:
+            return
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def _rank_main(outdir, runner, script, *args):
