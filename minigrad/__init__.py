@@ -5,6 +5,7 @@ tape's modes and tape, the Tensor's face, and SGD.
 
 The floors, each file importing only the ones above it (the README's table; a test checks both):
   backend/        the array layer, mg.backend
+    layout.py       NumPy's memory layout from shapes and strides alone: strides, broadcasting, views
     meta.py         arrays with a shape and no data: the 'meta' device that predicts memory at any size
     device.py       NumPy, CuPy or meta, decided in one place
     pool.py         the host memory pool the ops' big arrays come from, and malloc's opt-in setting
