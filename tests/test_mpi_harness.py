@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import mpi_harness
-from mpi_harness import run_ranks
+from mpi_harness import _cmdline, run_ranks
 
 pytestmark = pytest.mark.mpi
 
@@ -61,14 +61,6 @@ def test_a_hung_job_is_killed_at_the_timeout_with_all_its_ranks():
     still_there = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).find(b"mpi_ranks_") >= 0
                    and _cmdline(p).find(r.command[-1].encode()) >= 0]
     assert not still_there
-
-
-def _cmdline(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
 
 
 def test_check_shows_every_rank_when_the_job_failed():
