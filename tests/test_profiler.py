@@ -45,7 +45,6 @@ cpu_only = pytest.mark.skipif(not ON_CPU, reason="tracemalloc sees NumPy's buffe
 @pytest.fixture(autouse=True)
 def _collect():
     gc.collect()  # garbage from earlier tests would count as alive at 'start', then die mid-block
-    gc.freeze()   # what is left lives on: the next test's collect need not walk it (NOTE [gc.freeze], conftest.py)
     yield  # (conftest checks that the test left no profile active)
 
 

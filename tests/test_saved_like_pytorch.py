@@ -23,7 +23,6 @@ from minigrad import nn
 @pytest.fixture(autouse=True)
 def _collect():
     gc.collect()  # garbage from earlier tests would count as alive at 'start', then die mid-block
-    gc.freeze()   # what is left lives on: the next test's collect need not walk it (NOTE [gc.freeze], conftest.py)
     yield
 
 
