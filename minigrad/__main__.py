@@ -515,6 +515,9 @@ def main(argv=None):
     p.add_argument("script", help="the Python file each process runs")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="passed to the script")
     p.set_defaults(run=launch)
+    if not (sys.argv[1:] if argv is None else argv):  # no subcommand: the help, as `pip` gives, not argparse's error
+        ap.print_help()
+        return 0
     args, unknown = ap.parse_known_args(argv)
     if unknown:  # said by the subcommand's own parser: its usage, its flags, and the nearest one
         _unknown(parsers[args.command], unknown)

@@ -33,6 +33,12 @@ def test_a_prefix_of_a_flag_is_not_taken_for_it(capsys):
     assert "--memory" in err and "usage: python -m minigrad plan" in err  # --mem was once taken as --memory
 
 
+def test_no_subcommand_prints_the_help_not_an_error(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m minigrad") and "tour" in out and "plan" in out and "options:" in out
+
+
 @pytest.mark.parametrize("argv, usage", [
     (["curve", "--no-plot", "--deep", "3"], "usage: python -m minigrad curve"),
     (["check", "--hints"], "usage: python -m minigrad check"),
