@@ -474,6 +474,22 @@ def test_batchnorm_momentum_none_matches_pytorch():
                                    theirs(torch.tensor(x)).detach().numpy(), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("momentum", [None, 0.1])
+def test_batchnorm_on_meta_gives_the_real_runs_ledger(momentum):
+    """momentum=None weights the k-th batch 1/k: a count 'meta' has no value of, which it needs none of to write the
+    same bytes (it raised MetaError reading num_batches_tracked)."""
+    def run(device):
+        with mg.device(device):
+            bn, x = nn.BatchNorm1d(3, momentum=momentum), mg.ones(6, 3, requires_grad=True)
+        with mg.profile(bn) as prof:
+            for _ in range(2):
+                bn(x).sum().backward()
+        return prof, bn
+    (real, bn_real), (meta, bn_meta) = run("cpu"), run("meta")
+    assert meta.timeline() == real.timeline() and meta.bytes_at_peak() == real.bytes_at_peak()
+    assert bn_meta.running_var.dtype == bn_real.running_var.dtype and bn_meta.running_var.shape == (3,)
+
+
 def test_batchnorm_momentum_none_is_not_updated_again_when_recomputing():
     bn = nn.BatchNorm1d(3, momentum=None).double()
     first, second = (mg.tensor(x, dtype="float64") for x in batches()[:2])

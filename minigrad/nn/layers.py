@@ -233,7 +233,8 @@ class BatchNorm1d(Module):
         with no_grad():
             self.num_batches_tracked._set_data(backend.as_array(self.num_batches_tracked._data + 1))  # 0-d + 1 is a scalar
             # momentum=None: the plain average of all batches so far, the k-th weighted 1/k (PyTorch's rule)
-            m = 1.0 / float(self.num_batches_tracked._data) if self.momentum is None else self.momentum
+            k = self.num_batches_tracked._data  # on 'meta' no count to read, and the same writes whatever m is
+            m = self.momentum if self.momentum is not None else 1.0 if backend.is_meta(k) else 1.0 / float(k)
             self.running_mean._set_data((1 - m) * self.running_mean._data + m * mean._data.reshape(-1))
             unbiased = var._data.reshape(-1) * (n / (n - 1))
             self.running_var._set_data((1 - m) * self.running_var._data + m * unbiased)
