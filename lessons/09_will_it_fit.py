@@ -124,13 +124,13 @@ def part3(rows):
           "with the software of that day: gradients zeroed in place (they stay allocated through the next forward) "
           "and a softmax that kept its input too (PyTorch 1.10), and adds the CUDA context they measured alone "
           f"({HF_CONTEXT_MIB} MiB):\n")
-    print(f"{'run':<38}{'measured':>10}{'predicted':>11}{'+ context':>11}{'difference':>12}")
+    print(f"{'run':<38}{'measured':>10}{'predicted':>11}{'+ context':>11}{'pred - meas':>12}")
     predicted = {}
     for name, kw in RUNS.items():
         p = plan.predict(plan.Setup(MODEL, seq_len=SEQ, software=HF_SOFTWARE, **kw))
         predicted[name] = p.bytes["total"] / MiB
         full = predicted[name] + HF_CONTEXT_MIB
-        print(f"{name:<38}{HF_MIB[name]:>10,}{predicted[name]:>11,.0f}{full:>11,.0f}{HF_MIB[name] - full:>+12,.0f}")
+        print(f"{name:<38}{HF_MIB[name]:>10,}{predicted[name]:>11,.0f}{full:>11,.0f}{full - HF_MIB[name]:>+12,.0f}")
     today = {name: rows[name].bytes["total"] / MiB for name in RUNS}  # part 1 ran them with today's software
     names = list(RUNS)
     print(f"\n{'what it saves':<36}{'measured':>10}{'predicted':>11}")

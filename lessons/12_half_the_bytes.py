@@ -244,7 +244,7 @@ def part4(quick):
           f"from the model's first byte through the allocator's rules (plan.reserved), as lesson 9 does for the "
           f"fp32 rows. The fp16 rows use PyTorch 1.9's autocast list, GELU in float32 (the write-up does not say "
           f"its version; docs/will_it_fit.md says why 1.9).")
-    print(f"\n{'run':<48}{'measured':>10}{'peak':>9}{'reserved':>10}{'+ context':>11}{'difference':>12}")
+    print(f"\n{'run':<48}{'measured':>10}{'peak':>9}{'reserved':>10}{'+ context':>11}{'pred - meas':>12}")
     found = {}
     for name, (kw, measured) in HF_ROWS.items():
         if quick and kw.get("grad_accum", 1) > 1:
@@ -253,7 +253,7 @@ def part4(quick):
         alloc, _ = plan.reserved(plan.Setup(MODEL, seq_len=SEQ, software=software, **kw))
         peak, found[name] = alloc.max_memory_allocated() / MiB, alloc.max_memory_reserved() / MiB
         full = found[name] + HF_CONTEXT_MIB
-        print(f"{name:<48}{measured:>10,}{peak:>9,.0f}{found[name]:>10,.0f}{full:>11,.0f}{measured - full:>+12,.0f}")
+        print(f"{name:<48}{measured:>10,}{peak:>9,.0f}{found[name]:>10,.0f}{full:>11,.0f}{full - measured:>+12,.0f}")
     print("(peak: the most bytes allocated at once; reserved: the allocator's segments, peak plus the fragmentation "
           "of freed blocks it keeps)")
     base = "H1 batch 4, fp32, AdamW"

@@ -33,5 +33,6 @@ def test_lesson_09_runs_and_agrees_with_the_published_savings(tmp_path):
                                out, re.M))
     assert len(against) == 3 and len(totals) == 6
     for m in against:
-        measured, full = (int(g.replace(",", "")) for g in m.group(1, 3))
+        measured, full, difference = (int(g.replace(",", "")) for g in m.group(1, 3, 4))
         assert 0 <= measured - full < 0.1 * measured  # the GPU holds a little more than the tensors, never less
+        assert difference == full - measured  # 'pred - meas', the sign docs/will_it_fit.md's rows use

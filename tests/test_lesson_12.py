@@ -42,8 +42,9 @@ def test_lesson_12_runs_and_measures_what_it_says(tmp_path):
     rows = list(re.finditer(r"^(H\d) .*?\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([+-][\d,]+)$", out, re.M))
     assert {m.group(1) for m in rows} == {"H1", "H4", "H6", "H8"}, out  # --quick: the batch-4 rows
     for m in rows:  # the bound: each row within 5% of what was measured
-        measured, peak, reserved, full = (int(g.replace(",", "")) for g in m.group(2, 3, 4, 5))
+        measured, peak, reserved, full, difference = (int(g.replace(",", "")) for g in m.group(2, 3, 4, 5, 6))
         assert peak <= reserved and abs(measured - full) < 0.05 * measured, m.group(0)
+        assert abs(difference - (full - measured)) <= 1, m.group(0)  # 'pred - meas', as docs/will_it_fit.md's rows
 
 
 def test_part_4_prints_each_rows_reserve_and_what_each_saves(monkeypatch, capsys):
@@ -75,5 +76,5 @@ def test_part_4_prints_each_rows_reserve_and_what_each_saves(monkeypatch, capsys
     assert len(found) == 7 and {s.precision for s in asked} == {"fp32", "fp16-mixed"}
     assert all(s.software == (lesson.HF_SOFTWARE_FP16 if s.precision == "fp16-mixed" else lesson.HF_SOFTWARE)
                for s in asked)
-    assert re.search(r"^H4 batch 4, fp16, AdamW\s+13,939\s+8,900\s+9,000\s+10,343\s+\+3,596$", out, re.M), out
+    assert re.search(r"^H4 batch 4, fp16, AdamW\s+13,939\s+8,900\s+9,000\s+10,343\s+-3,596$", out, re.M), out
     assert re.search(r"^batch 4, fp16, AdamW\s+1,010\s+1,000$", out, re.M), out
