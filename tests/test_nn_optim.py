@@ -155,7 +155,7 @@ def test_state_dict_roundtrip_gives_identical_outputs():
     sd = a.state_dict()
     assert list(sd) == [n for n, _ in a.named_parameters()]
     assert all(mg.backend.is_array(v) and mg.backend.device_of(v) == DEVICE for v in sd.values())  # raw arrays
-    assert b.load_state_dict(sd) is b
+    assert b.load_state_dict(sd) == ([], [])  # PyTorch's (missing_keys, unexpected_keys)
     np.testing.assert_array_equal(a(idx).detach().numpy(), b(idx).detach().numpy())
     for (na, pa), (nb, pb) in zip(a.named_parameters(), b.named_parameters()):
         assert na == nb and pa.data is not pb.data  # copied, not shared
@@ -192,23 +192,47 @@ def test_load_state_dict_strict_missing_and_unexpected_keys():
     m = mlp()
     sd = m.state_dict()
     del sd["2.bias"]
-    with pytest.raises(KeyError, match=r"missing keys \['2.bias'\]"):
+    with pytest.raises(RuntimeError, match=r"load_state_dict for Sequential: missing keys \['2.bias'\]"):
         mlp().load_state_dict(sd)
     sd = m.state_dict()
     sd["3.weight"] = np.zeros((2, 2), np.float32)
-    with pytest.raises(KeyError, match=r"unexpected keys \['3.weight'\]"):
+    with pytest.raises(RuntimeError, match=r"unexpected keys \['3.weight'\]"):
         mlp().load_state_dict(sd)
     # non-strict: loads what matches, ignores the rest
     m2 = mlp()
-    m2.load_state_dict(sd, strict=False)
+    del sd["0.bias"]
+    missing, unexpected = m2.load_state_dict(sd, strict=False)  # PyTorch's pair, not the module (a Sequential
+    assert (missing, unexpected) == (["0.bias"], ["3.weight"])  # unpacked into its first two layers, silently)
     np.testing.assert_array_equal(to_host(m2[0].weight.data), to_host(m[0].weight.data))
+    assert repr(m2.load_state_dict(m.state_dict())) == "<All keys matched successfully>"
+
+
+@pytest.mark.torch
+def test_load_state_dict_returns_and_raises_as_pytorchs():
+    torch = pytest.importorskip("torch")
+    ours, theirs = nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    for strict in (True, False):
+        for sd in ({"weight": np.zeros((2, 3), np.float32)}, {"weight": np.zeros((2, 3), np.float32), "bias": 0, "x": 0},
+                   {"weight": np.zeros((2, 3), np.float32), "bias": np.zeros(2, np.float32)}):
+            raised = []
+            for module, wrap in ((ours, lambda a: a), (theirs, lambda a: torch.as_tensor(a))):
+                try:
+                    got = module.load_state_dict({k: wrap(v) for k, v in sd.items()}, strict=strict)
+                    raised.append((tuple(got), repr(got) == "<All keys matched successfully>"))
+                except RuntimeError:
+                    raised.append(RuntimeError)
+            assert raised[0] == raised[1], (strict, list(sd))
 
 
 def test_load_state_dict_wrong_shape():
     sd = mlp().state_dict()
     sd["2.weight"] = np.zeros((3, 4), np.float32)
-    with pytest.raises(ValueError, match=r"2\.weight has shape \(2, 4\) here but \(3, 4\)"):
-        mlp().load_state_dict(sd)
+    sd["0.weight"] = sd["0.weight"] + 1
+    model = mlp()
+    before = to_host(model[0].weight.data).copy()
+    with pytest.raises(RuntimeError, match=r"2\.weight has shape \(2, 4\) here but \(3, 4\)"):  # PyTorch's class
+        model.load_state_dict(sd)
+    np.testing.assert_array_equal(to_host(model[0].weight.data), before)  # all or nothing: no key was written
 
 
 def test_load_state_dict_keeps_the_models_dtype():

@@ -13,7 +13,7 @@ changes the parameters) and gpt.py (a model built from these).
 """
 import inspect
 import operator
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 from .. import backend
 from ..backend.random import draw
@@ -39,6 +39,14 @@ class Parameter(Tensor):
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
+
+
+class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What load_state_dict returns, as PyTorch's: `missing, unexpected = model.load_state_dict(sd, strict=False)`."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<All keys matched successfully>" if self == ([], []) else super().__repr__()
 
 
 def _is_module_list(value):
@@ -348,21 +356,27 @@ class Module:
         return {name: t._data.copy() for name, t in self._state_tensors()}
 
     def load_state_dict(self, state_dict, strict=True):
-        own = dict(self._state_tensors())
-        missing = sorted(set(own) - set(state_dict))
-        unexpected = sorted(set(state_dict) - set(own))
-        if strict and (missing or unexpected):
-            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        """Copies each array in, cast to the parameter's dtype and moved to its device; all or nothing. Returns
+        PyTorch's (missing_keys, unexpected_keys), and with strict=True raises PyTorch's RuntimeError if either is
+        not empty."""
+        own, where = dict(self._state_tensors()), f"load_state_dict for {type(self).__name__}"
+        keys = IncompatibleKeys(sorted(set(own) - set(state_dict)), sorted(set(state_dict) - set(own)))
+        if strict and (keys.missing_keys or keys.unexpected_keys):
+            raise RuntimeError(f"{where}: missing keys {keys.missing_keys}, unexpected keys {keys.unexpected_keys}; "
+                               f"strict=False loads the keys both have")
+        arrays = {}
         for name, value in state_dict.items():
             if name not in own:
                 continue
             t = own[name]
             array = value._data if isinstance(value, Tensor) else value
             array = backend.to_device(backend.to_numpy(array) if not backend.is_array(array) else array, t.device)
-            if array.shape != t.shape:
-                raise ValueError(f"load_state_dict: {name} has shape {t.shape} here but {array.shape} in the state dict")
-            t._set_data(array.astype(t.dtype, copy=True))
-        return self
+            if array.shape != t.shape:  # checked for every key before any is written, unlike PyTorch
+                raise RuntimeError(f"{where}: {name} has shape {t.shape} here but {array.shape} in the state dict")
+            arrays[name] = array
+        for name, array in arrays.items():
+            own[name]._set_data(array.astype(own[name].dtype, copy=True))
+        return keys
 
     def num_parameters(self):
         return sum(p.numel() for p in self.parameters())
