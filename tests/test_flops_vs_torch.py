@@ -24,7 +24,9 @@ nothing else. So:
     ops/nn.py) that computes only the gradients needed: its backward is compared with PyTorch's math path
     (SDPBackend.MATH, which runs only the products the needed gradients take) plus PyTorch's count of the
     scores' product q k^T (the recompute a fused backward does); with q, k and v all needing a gradient it also
-    equals PyTorch's fused formula. The causal mask saves nothing in either count (the full L x S scores).
+    equals PyTorch's fused formula. The causal mask saves nothing in either count (the full L x S scores). Not
+    compared: an empty value dim (Ev = 0), where PyTorch returns the empty output and computes nothing, and
+    minigrad still computes (and counts) the scores and, in backward, dq and dk (of zeros).
   - minigrad also counts elementwise ops, reductions and the sdpa's per-score work (other op names), which
     PyTorch's counter ignores: not compared.
   - checkpoint: torch.utils.checkpoint (non-reentrant) runs the recompute inside backward, under the same
@@ -166,6 +168,10 @@ SDPA = {
     "broadcast": ((2, 3, 4, 8), (1, 3, 6, 8), (2, 1, 6, 5), {}, False),
     "3d_ev": ((3, 4, 8), (3, 6, 8), (3, 6, 5), {}, False),
     "dropout": ((2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 8), dict(dropout_p=0.3), False),
+    "2d": ((4, 8), (6, 8), (6, 8), {}, False),
+    "empty_L": ((2, 3, 0, 8), (2, 3, 6, 8), (2, 3, 6, 8), {}, False),
+    "empty_S": ((2, 3, 4, 8), (2, 3, 0, 8), (2, 3, 0, 8), {}, False),
+    "empty_E": ((2, 3, 4, 0), (2, 3, 6, 0), (2, 3, 6, 5), {}, False),
 }
 GRADS_QKV = [(True, True, True), (True, False, False), (False, True, False), (False, False, True),
              (False, True, True), (False, False, False)]
