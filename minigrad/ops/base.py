@@ -22,7 +22,7 @@ import numpy as np
 # FLOP each, as most counters do. Ops that only move data (reshape, index, cat, ...) count zero
 # (None: any number of inputs, all zero). Reductions and the fused ops (linear, layer_norm, ...)
 # override Op.flops/backward_flops next to their code. docs/ledger.md shows flops_table(); a test
-# keeps the two equal.
+# keeps the two equal. tests/test_flops_vs_torch.py checks the 'matmul' counts against PyTorch's FlopCounterMode.
 
 
 class Op:

@@ -75,11 +75,11 @@ class Matmul(Op):
         return ga, gb
 
     def flops(self, inputs, out):
-        return {"matmul": 2 * max(out.size, 1) * inputs[0].shape[-1]}  # 2 m n k (times the batch)
+        return {"matmul": 2 * out.size * inputs[0].shape[-1]}  # 2 m n k (times the batch); a dot's 0-d out: size 1
 
     def backward_flops(self, grad, input_grads):
         k = self.shapes[0][-1]
-        return {"matmul": sum(2 * max(grad.size, 1) * k for gi in input_grads if gi is not None)}
+        return {"matmul": sum(2 * grad.size * k for gi in input_grads if gi is not None)}  # 0 for an empty m or n
 
 
 class Linear(Op):
@@ -120,7 +120,7 @@ class Linear(Op):
 
     def flops(self, inputs, out):
         x, w = inputs[:2]
-        counts = {"matmul": 2 * (x.size // x.shape[-1]) * w.shape[0] * w.shape[1]}  # 2 N in out
+        counts = {"matmul": 2 * math.prod(x.shape[:-1]) * w.shape[0] * w.shape[1]}  # 2 N in out (in = 0 too)
         if len(inputs) == 3:
             counts["add"] = out.size  # the bias
         return counts
