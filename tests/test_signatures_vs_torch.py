@@ -31,7 +31,8 @@ from minigrad import amp, nn, optim
 from minigrad.optim import lr_scheduler
 from on_device import to_host
 
-torch = pytest.importorskip("torch")
+# against a recent PyTorch (2.5 added sdpa's enable_gqa and is_autocast_enabled(device_type)); older ones skip
+torch = pytest.importorskip("torch", minversion="2.5")
 import torch.utils.checkpoint  # noqa: E402
 pytestmark = pytest.mark.torch
 
