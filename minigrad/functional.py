@@ -374,7 +374,7 @@ def dropout_mask_dtype(mask_dtype):
     return dt.name
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
                                  enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value, as PyTorch's: query (..., L, E), key (..., S, E) and value
     (..., S, Ev) give (..., L, Ev); the leading dims broadcast; scale defaults to 1/sqrt(E).

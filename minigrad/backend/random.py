@@ -27,8 +27,8 @@ def get_rng_state():
     return copy.deepcopy(_generator.bit_generator.state)
 
 
-def set_rng_state(state):
-    _generator.bit_generator.state = copy.deepcopy(state)
+def set_rng_state(new_state):
+    _generator.bit_generator.state = copy.deepcopy(new_state)
 
 
 def generator():

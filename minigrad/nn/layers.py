@@ -23,8 +23,8 @@ class Linear(Module):
         self.weight = _uniform((out_features, in_features), bound, device)
         self.bias = _uniform((out_features,), bound, device) if bias else None
 
-    def forward(self, x):
-        return F.linear(x, self.weight, self.bias)
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -56,26 +56,26 @@ class ReLU(Module):
         F.refuse_inplace("ReLU", inplace)
         self.inplace = inplace
 
-    def forward(self, x):
-        return x.relu()
+    def forward(self, input):
+        return input.relu()
 
 
 class Tanh(Module):
-    def forward(self, x):
-        return x.tanh()
+    def forward(self, input):
+        return input.tanh()
 
 
 class Sigmoid(Module):
-    def forward(self, x):
-        return x.sigmoid()
+    def forward(self, input):
+        return input.sigmoid()
 
 
 class GELU(Module):
     def __init__(self, approximate="none"):
         self.approximate = approximate
 
-    def forward(self, x):
-        return F.gelu(x, self.approximate)
+    def forward(self, input):
+        return F.gelu(input, self.approximate)
 
 
 class SiLU(Module):
@@ -139,8 +139,8 @@ class Dropout(Module):
         F.dropout_mask_dtype(mask_dtype)  # refused here, not at the first forward
         self.p, self.inplace, self.mask_dtype = p, inplace, mask_dtype
 
-    def forward(self, x):
-        return F.dropout(x, self.p, self.training, mask_dtype=self.mask_dtype)
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training, mask_dtype=self.mask_dtype)
 
     def extra_repr(self):
         return f"p={self.p}" + (f", mask_dtype={self.mask_dtype!r}" if self.mask_dtype is not None else "")
@@ -155,8 +155,8 @@ class LayerNorm(Module):
         self.weight = Parameter(ones(*self.normalized_shape, device=device)) if elementwise_affine else None
         self.bias = Parameter(zeros(*self.normalized_shape, device=device)) if elementwise_affine and bias else None
 
-    def forward(self, x):
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}"
@@ -166,7 +166,19 @@ class Embedding(Module):
     """A table of num_embeddings vectors of size embedding_dim, initialised N(0, 1); the row at padding_idx
     (if given) starts at zeros and gets no gradient."""
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, device=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None):
+        # PyTorch's parameters in PyTorch's places (device is its 10th, as there), so that a positional call means
+        # what it means in PyTorch; those minigrad does not implement are refused when set
+        for name, value, instead in (
+                ("max_norm", max_norm, "minigrad does not renormalize the rows it looks up; leave max_norm=None"),
+                ("scale_grad_by_freq", scale_grad_by_freq, "minigrad does not scale the rows' gradients by their "
+                                                           "frequency in the batch; leave scale_grad_by_freq=False"),
+                ("sparse", sparse, "minigrad's gradients are dense arrays; leave sparse=False"),
+                ("_weight", _weight, "assign emb.weight = nn.Parameter(tensor) after making the Embedding"),
+                ("_freeze", _freeze, "set emb.weight.requires_grad_(False) after making the Embedding")):
+            if value is not None and value is not False:
+                raise NotImplementedError(f"nn.Embedding: {name}={value!r} is not supported: {instead}")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         host = draw("standard_normal", size=(num_embeddings, embedding_dim), device=device).astype("float32")
         if padding_idx is not None:
@@ -204,25 +216,25 @@ class BatchNorm1d(Module):
             self.running_var = ones(num_features, device=device)
             self.num_batches_tracked = tensor(0, dtype="int64", device=device)
 
-    def forward(self, x):
-        if x.ndim not in (2, 3) or x.shape[1] != self.num_features:
+    def forward(self, input):
+        if input.ndim not in (2, 3) or input.shape[1] != self.num_features:
             raise ValueError(f"BatchNorm1d: expected input of shape (N, {self.num_features}) or "
-                             f"(N, {self.num_features}, L), got {x.shape}")
-        dims = (0,) if x.ndim == 2 else (0, 2)
-        shape = (1, -1) if x.ndim == 2 else (1, -1, 1)
+                             f"(N, {self.num_features}, L), got {input.shape}")
+        dims = (0,) if input.ndim == 2 else (0, 2)
+        shape = (1, -1) if input.ndim == 2 else (1, -1, 1)
         if self.training or not self.track_running_stats:
-            n = x.numel() // self.num_features
+            n = input.numel() // self.num_features
             if n <= 1:
                 raise ValueError(f"BatchNorm1d: expected more than 1 value per channel when training, got "
-                                 f"input of shape {x.shape}")
-            mean = x.mean(dim=dims, keepdim=True)
-            xc = x - mean
+                                 f"input of shape {input.shape}")
+            mean = input.mean(dim=dims, keepdim=True)
+            xc = input - mean
             var = (xc * xc).mean(dim=dims, keepdim=True)
             if self.training and self.track_running_stats and not is_recomputing():
                 self._update_running_stats(mean, var, n)  # once per batch, not again when checkpointing recomputes
         else:
             mean = self.running_mean.reshape(shape)
-            xc = x - mean
+            xc = input - mean
             var = self.running_var.reshape(shape)
         y = xc / (var + self.eps).sqrt()
         if self.weight is not None:

@@ -427,11 +427,11 @@ class Sequential(Module):
         for name, m, where in items:
             self.add_module(name, _as_module(m, where))
 
-    def forward(self, x):
+    def forward(self, input):
         children = self._remembered("children", lambda lists: [child for _, child in self._child_items(lists)])
         for m in children:  # remembered, not walked every step (NOTE [unnamed walks])
-            x = m(x)
-        return x
+            input = m(input)
+        return input
 
     def append(self, module):
         self.add_module(str(len(self)), _as_module(module, "Sequential.append: the argument"))

@@ -13,8 +13,9 @@ from .tensor import Tensor, _new, _where, apply
 
 # ----------------------------------------------------------------------------- making tensors
 
-def tensor(data, requires_grad=False, dtype=None, device=None):
-    """A new tensor from a list, number, NumPy/CuPy array or Tensor (copied), as torch.tensor."""
+def tensor(data, *, requires_grad=False, dtype=None, device=None):
+    """A new tensor from a list, number, NumPy/CuPy array or Tensor (copied), as torch.tensor (whose other
+    parameters are keyword-only too)."""
     return _new(_array_of(data, dtype, device), requires_grad)
 
 
@@ -58,19 +59,19 @@ def ones(*shape, dtype=None, device=None, requires_grad=False):
     return _filled(1, shape, dtype, device, requires_grad)
 
 
-def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """fill_value everywhere; without a dtype, fill_value's: bool, int64 for an int, float32 for a float (torch.full)."""
     if dtype is None and isinstance(fill_value, (bool, int, np.bool_, np.integer)):
         dtype = "bool" if isinstance(fill_value, (bool, np.bool_)) else "int64"
-    return _filled(fill_value, shape, dtype, device, requires_grad)
+    return _filled(fill_value, size, dtype, device, requires_grad)
 
 
-def zeros_like(t, dtype=None, requires_grad=False):
-    return zeros(*t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+def zeros_like(input, *, dtype=None, requires_grad=False):
+    return zeros(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad)
 
 
-def ones_like(t, dtype=None, requires_grad=False):
-    return ones(*t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+def ones_like(input, *, dtype=None, requires_grad=False):
+    return ones(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad)
 
 
 def _random(method, shape, dtype, device, requires_grad):
@@ -89,7 +90,7 @@ def rand(*shape, dtype=None, device=None, requires_grad=False):
     return _random("random", shape, dtype, device, requires_grad)
 
 
-def randint(low, high, size, dtype="int64", device=None):
+def randint(low, high, size, *, dtype="int64", device=None):
     """Integers in [low, high) from minigrad's generator."""
     return tensor(draw("integers", low, high, size=_shape((size,)), device=device), dtype=dtype, device=device)
 
@@ -103,7 +104,7 @@ def multinomial(input, num_samples, replacement=False):
     return input.multinomial(num_samples, replacement)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None):
+def arange(start, end=None, step=1, *, dtype=None, device=None):
     start, end = (0, start) if end is None else (start, end)
     device = backend.normalize_device(device)
     host = np.arange(start, end, step)

@@ -192,19 +192,20 @@ class Composed:
     def _slice(self, d, index):
         return self._apply(ops.Index, self, key=(slice(None),) * d + (index,))
 
-    def split(self, split_size_or_sections, dim=0):
+    def split(self, split_size, dim=0):
         """Pieces along dim: of split_size each (the last one smaller if it must be), or of the sizes listed.
-        Views of this tensor, as in PyTorch."""
+        Views of this tensor, as in PyTorch (whose Tensor.split names it split_size, torch.split
+        split_size_or_sections)."""
         d = self._dim("split", dim)
         n = self.shape[d]
-        if isinstance(split_size_or_sections, (int, np.integer)):
-            size = int(split_size_or_sections)
+        if isinstance(split_size, (int, np.integer)):
+            size = int(split_size)
             if size < 0 or (size == 0 and n):  # as PyTorch: 0 only splits a dim of size 0 (into one piece)
                 raise ValueError(f"split: split_size must be positive (0 only for a dim of size 0), got {size} for "
                                  f"dim {dim} of shape {self.shape}")
             sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
         else:
-            sizes = [int(k) for k in split_size_or_sections]
+            sizes = [int(k) for k in split_size]
             if sum(sizes) != n or any(k < 0 for k in sizes):
                 raise ShapeError(f"split: sizes {sizes} add up to {sum(sizes)}, but dim {dim} of shape {self.shape} "
                                  f"has size {n}")
@@ -265,13 +266,13 @@ class Composed:
         picks = draw_categories(w, num_samples, replacement)
         return self._new(_array_of(picks.reshape(self.shape[:-1] + (num_samples,)), "int64", self.device))
 
-    def sort(self, dim=-1, descending=False, stable=False):
+    def sort(self, dim=-1, descending=False, *, stable=False):
         """(values, indices) along dim, ascending (or descending), as torch.sort: topk of every element, so always
         stable (equal values keep their order) and nan sorts as the largest; the values carry the gradient."""
         n = self.shape[ops.normalize_dims("sort", dim, self.ndim, self.shape)[0]] if self.ndim else 1
         return _VALUES_INDICES["sort"](*self.topk(n, dim, largest=descending))
 
-    def argsort(self, dim=-1, descending=False, stable=False):
+    def argsort(self, dim=-1, descending=False, *, stable=False):
         return self.detach().sort(dim, descending).indices
 
     def narrow(self, dim, start, length):
@@ -487,10 +488,10 @@ class InPlace:
             getattr(backend.xp_of(array), _UFUNCS[op_cls])(array, b._data, out=array)
         return self._write(name, lambda: self._apply(op_cls, a, b), (other,), numpy_write)
 
-    def add_(self, other, alpha=1):
+    def add_(self, other, *, alpha=1):
         return self._arith_("add_", ops.Add, other, alpha)
 
-    def sub_(self, other, alpha=1):
+    def sub_(self, other, *, alpha=1):
         return self._arith_("sub_", ops.Sub, other, alpha)
 
     def mul_(self, other):
