@@ -6,7 +6,7 @@ Read next: linear.py, the matrix products.
 """
 import math
 
-from ..backend import as_array, broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of, zeros
+from ..backend import accumulator, as_array, broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of, zeros
 from .base import Op, ShapeError, keepdim_shape, normalize_dims, unbroadcast
 
 
@@ -39,12 +39,16 @@ class Mean(Sum):
     name = "mean"
 
     def forward(self, x, dim=None, keepdim=False):
-        out = super().forward(x, dim, keepdim)
+        self.shape, self.keepdim = x.shape, keepdim
+        self.axes = normalize_dims(self.name, dim, x.ndim, x.shape)
         self.count = math.prod(x.shape[a] for a in self.axes)
-        return out / self.count if self.count else out * math.nan
+        out = reduce_sum(x, self.axes, keepdim, wide=True)  # a 2-byte float: divided in float32 (NOTE [2-byte sums])
+        out = out / self.count if self.count else out * math.nan
+        return out.astype(x.dtype, copy=False)
 
     def backward(self, g):
-        return super().backward(g / self.count)
+        acc = accumulator(g.dtype)  # float16 holds a count over 65,504 as inf (NOTE [2-byte sums])
+        return super().backward(g / self.count if acc is None else (g.astype(acc) / self.count).astype(g.dtype))
 
     def flops(self, inputs, out):
         return {self.name: inputs[0].size}  # the adds, then one divide per result
@@ -120,6 +124,14 @@ class Prod(Op):
         return {self.name: 4 * input_grads[0].size}  # two running products, their product, * g
 
 
+def _cumsum(x, axis):
+    """xp.cumsum; a 2-byte float runs in float32 and is rounded once (NOTE [2-byte sums]): the float32 result is a
+    temporary twice the size of the output, which the ledger does not count."""
+    acc = accumulator(x.dtype)
+    out = xp_of(x).cumsum(x, axis=axis, dtype=acc)
+    return out if acc is None else out.astype(x.dtype)
+
+
 class Cumsum(Op):
     """d cumsum(x) = the cumsum of g taken from the end, along the same dim. Its own op: composed, it would be
     a matmul with an n x n triangle of ones."""
@@ -128,13 +140,13 @@ class Cumsum(Op):
     def forward(self, x, dim):
         axes = normalize_dims(self.name, dim, x.ndim, x.shape)
         self.axis = axes[0] if axes else None
-        return x.copy() if self.axis is None else xp_of(x).cumsum(x, axis=self.axis)
+        return x.copy() if self.axis is None else _cumsum(x, self.axis)
 
     def backward(self, g):
         if self.axis is None:
             return (g,)
         xp = xp_of(g)
-        return (xp.flip(xp.cumsum(xp.flip(g, self.axis), axis=self.axis), self.axis),)
+        return (xp.flip(_cumsum(xp.flip(g, self.axis), self.axis), self.axis),)
 
     def _adds(self, a):
         return 0 if self.axis is None or a.size == 0 else a.size - a.size // a.shape[self.axis]  # n - 1 per row
