@@ -118,3 +118,37 @@ def test_meta_reduces_2_byte_floats_into_the_same_ledger():
         return prof, y
     (real, y), (meta, ym) = step(mg.default_device()), step("meta")
     assert meta.timeline() == real.timeline() and y.dtype == ym.dtype == np.dtype(mg.__dict__[DTYPES[-1]])
+
+
+# ----------------------------------------------------------------------------- a number beside 2-byte floats
+
+NUMBERS = [100_000, 65536.0, 1 / 3, 0.1, 3, 1e-8, -2.5e4, 7e4, 1.001]
+WRITES = {  # name -> f(x, number): each as a PyTorch user writes it, with PyTorch's rounding of the number
+    "x * n": lambda x, n: x * n, "n * x": lambda x, n: n * x, "x / n": lambda x, n: x / n,
+    "x + n": lambda x, n: x + n, "x - n": lambda x, n: x - n, "n - x": lambda x, n: n - x,
+    "(x * 1).mul_(n)": lambda x, n: (x * 1).mul_(n), "(x * 1).div_(n)": lambda x, n: (x * 1).div_(n),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("write", list(WRITES))
+def test_a_number_beside_2_byte_floats_is_pytorchs_bit_for_bit(write, dtype):
+    """NOTE [a number beside 2-byte floats] (minigrad/ops/pointwise.py): PyTorch multiplies and divides by the number
+    as written, in float32, and rounds once; it adds and subtracts the number rounded to the tensor's dtype. Found:
+    x * 65536 (a GradScaler's scale) was inf in float16 for x = 0.5 (PyTorch: 32768), x / 100000 was 0."""
+    values = np.array([1e-4, -0.3, 0.5, 2.0, -7.0, 0.0], np.float32)
+    f = WRITES[write]
+    for n in NUMBERS:
+        x, tx = mg.tensor(values).to(dtype).requires_grad_(True), torch.tensor(values).to(getattr(torch, dtype))
+        tx.requires_grad_(True)
+        g = np.linspace(-3, 3, values.size).astype(np.float32)
+        out, tout = f(x, n), f(tx, n)
+        out.backward(mg.tensor(g).to(dtype))
+        tout.backward(torch.tensor(g).to(tx.dtype))
+        for ours, theirs, what in ((out.detach(), tout.detach(), "value"), (x.grad, tx.grad, "gradient")):
+            np.testing.assert_array_equal(to_host(ours.float()), theirs.float().numpy(), err_msg=f"{write}, n={n}: {what}")
+        with mg.no_grad(), torch.no_grad():  # the write that grad mode does not record
+            y, ty = mg.tensor(values).to(dtype), torch.tensor(values).to(tx.dtype)
+            if "_(" in write:
+                getattr(y, write[8:12])(n), getattr(ty, write[8:12])(n)
+                np.testing.assert_array_equal(to_host(y.float()), ty.float().numpy(), err_msg=f"{write}, n={n}")

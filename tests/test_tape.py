@@ -624,7 +624,8 @@ def test_reductions_along_rows_give_numpys_results(shape, dtype):
     """NOTE [along rows] (backend/rows.py): sums through the BLAS, maxima by argmax and a gather, for short rows of
     float32/float64; NumPy's own reductions elsewhere. Same shapes and dtypes as NumPy's keepdims results, the same
     maxima exactly (NaN and -inf rows included) and the same sums to rounding; a strided array takes NumPy's way.
-    sum_leading, a bias's gradient, sums over the rows instead."""
+    sum_leading, a bias's gradient, sums over the rows instead. float16 adds up in float32, as PyTorch does (NOTE
+    [2-byte sums]): its sums are NumPy's float32 sums, rounded to float16 once."""
     rng = np.random.default_rng(0)
     a = (rng.standard_normal(shape) * 10).astype(dtype)
     if a.size and a.dtype.kind == "f":
@@ -636,15 +637,16 @@ def test_reductions_along_rows_give_numpys_results(shape, dtype):
             axes = tuple(range(arr.ndim - nd, arr.ndim))
             with np.errstate(invalid="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # the mean of an empty row, as NumPy warns
-                s, want = sum_rows(arr, nd), arr.sum(axis=axes, keepdims=True)
+                wide = arr.astype(np.float32) if arr.dtype == np.float16 else arr  # NOTE [2-byte sums]
+                s, want = sum_rows(arr, nd), wide.sum(axis=axes, keepdims=True).astype(arr.dtype)
                 assert s.shape == want.shape and s.dtype == want.dtype
                 np.testing.assert_allclose(s, want, rtol=1e-5 if arr.dtype == np.float32 else 1e-3, atol=1e-4)
                 lead = tuple(range(arr.ndim - nd))
-                s, want = sum_leading(arr, nd), arr.sum(axis=lead)  # a bias's gradient: it must own its memory,
-                assert s.shape == want.shape and s.dtype == want.dtype and s.base is None  # or .grad copies it
+                s, want = sum_leading(arr, nd), wide.sum(axis=lead).astype(arr.dtype)  # a bias's gradient: it
+                assert s.shape == want.shape and s.dtype == want.dtype and s.base is None  # owns its memory (.grad)
                 np.testing.assert_allclose(s, want, rtol=1e-5 if arr.dtype == np.float32 else 1e-3, atol=1e-4)
                 if arr.dtype.kind == "f":
-                    m, want = mean_rows(arr, nd), arr.mean(axis=axes, keepdims=True)
+                    m, want = mean_rows(arr, nd), wide.mean(axis=axes, keepdims=True).astype(arr.dtype)
                     assert m.shape == want.shape and m.dtype == want.dtype
                     np.testing.assert_allclose(m, want, rtol=1e-5 if arr.dtype != np.float16 else 1e-3, atol=1e-4)
         if arr.shape[-1]:

@@ -139,8 +139,14 @@ def is_view(array):
     return id(array.base) not in _blocks or _base_refs(array) > _ONE_VIEW
 
 
-def pooled(ufunc, a, b):
-    """ufunc(a, b) (np.multiply, ...), its result lent by the pool when it is big (NOTE [host memory pool])."""
+def pooled(ufunc, a, b, number=None):
+    """ufunc(a, b) (np.multiply, ...), its result lent by the pool when it is big (NOTE [host memory pool]). With
+    `number` (i, value), operand i is that Python number, beside a 2-byte float: computed in float32 and rounded once
+    into the 2-byte dtype, a buffer at a time (NOTE [a number beside 2-byte floats], ops/pointwise.py)."""
+    if number is not None:
+        x = b if number[0] == 0 else a
+        operands = (number[1], x) if number[0] == 0 else (x, number[1])
+        return ufunc(*operands, out=empty(x.shape, x.dtype, x), dtype=np.float32, casting="unsafe")
     if not isinstance(a, np.ndarray) or (a.nbytes < POOL_MIN and b.nbytes < POOL_MIN):
         return ufunc(a, b)
     return ufunc(a, b, out=empty(np.broadcast_shapes(a.shape, b.shape), np.result_type(a, b), a))

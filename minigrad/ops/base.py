@@ -32,6 +32,8 @@ class Op:
     name = "op"
     same_dtype = True      # the tape checks that every input has one dtype and device
     returns_view = False   # its output may be a view of an input (reshape, transpose, a slice)
+    takes_number = ()      # the sides where, beside a 2-byte float, it takes a Python number as written (NOTE [a
+    #                        number beside 2-byte floats], pointwise.py)
     recomputes = False     # its backward makes again what it did not save (a checkpoint): it runs once, as one
     #                        that saved arrays (NOTE [memory drains], tensor/tape.py)
     needs_input_grad = ()  # one bool per input, set by the tape before forward runs

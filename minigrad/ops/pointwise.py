@@ -16,6 +16,15 @@ from .base import Op, ShapeError, unbroadcast
 
 # ----------------------------------------------------------------------------- elementwise, binary
 
+# NOTE [a number beside 2-byte floats]: for a float16 or bfloat16 x, PyTorch's x * 0.1 and x / 10 compute in float32
+# with the number as written (its kernels read the scalar's original value) and round once. NumPy rounds the number
+# to x's dtype first: float16 holds 100,000 (or a GradScaler's 65,536) as inf and 1e-8 as 0, so x * 65536 was inf
+# where PyTorch gives 32768 for x = 0.5, and x / 100000 was 0. Mul (either side) and Div (the divisor) take the
+# number itself, `number=(its side, value)` (args.py's exact_number), beside its rounded copy (the input the tape
+# and the ledger see), and compute through `pooled`: float32 arithmetic into the 2-byte output, a buffer at a time
+# (backend/pool.py). PyTorch's add and sub round the number to x's dtype, as NumPy does; its 1 / x is
+# x.reciprocal() * 1, which minigrad does not copy (one rounding, not two).
+
 class Add(Op):
     """d(a + b) = (g, g), summed over broadcast dims."""
     name = "add"
@@ -50,19 +59,20 @@ class Mul(Op):
     """d(a * b) = (g * b, g * a): each input is saved only if the other needs its gradient."""
     name = "mul"
     flops_per_element = (1, (1, 1))  # g * b, g * a
+    takes_number = (0, 1)  # NOTE [a number beside 2-byte floats]: on either side
 
-    def forward(self, a, b):
+    def forward(self, a, b, number=None):
         na, nb = self.needs_input_grad
-        self.shapes = a.shape, b.shape
+        self.shapes, self.number = (a.shape, b.shape), number
         self.save_for_backward(a if nb else None, b if na else None)
-        return pooled(xp_of(a).multiply, a, b)
+        return pooled(xp_of(a).multiply, a, b, number)
 
     def backward(self, g):
         a, b = self.saved
         sa, sb = self.shapes
-        mul = xp_of(g).multiply
-        return ((unbroadcast(pooled(mul, g, b), sa) if b is not None else None),
-                (unbroadcast(pooled(mul, g, a), sb) if a is not None else None))
+        mul, n = xp_of(g).multiply, self.number and (1, self.number[1])  # g * the number, for the other side
+        return ((unbroadcast(pooled(mul, g, b, n), sa) if b is not None else None),
+                (unbroadcast(pooled(mul, g, a, n), sb) if a is not None else None))
 
 
 class Div(Op):
@@ -70,18 +80,20 @@ class Div(Op):
     in float32 for |b| below 1e-19 or above 1e19, where the quotient is still finite."""
     name = "div"
     flops_per_element = (1, (1, 3))  # g / b; -g * a / (b * b)
+    takes_number = (1,)  # the divisor
 
-    def forward(self, a, b):
+    def forward(self, a, b, number=None):
         nb = self.needs_input_grad[1]
-        self.shapes = a.shape, b.shape
+        self.shapes, self.number = (a.shape, b.shape), number
         self.save_for_backward(a if nb else None, b)
-        return a / b
+        return a / b if number is None else pooled(xp_of(a).true_divide, a, b, number)
 
     def backward(self, g):
         a, b = self.saved
         sa, sb = self.shapes
         na, nb = self.needs_input_grad
-        return ((unbroadcast(g / b, sa) if na else None),
+        n = self.number  # b is a number: g / b for a, and none for b
+        return ((unbroadcast(g / b if n is None else pooled(xp_of(g).true_divide, g, b, n), sa) if na else None),
                 (unbroadcast(-g * (a / b / b), sb) if nb else None))
 
 

@@ -80,6 +80,22 @@ def _is_number(x):
     return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating))
 
 
+def _number_array(x, like, dtype):
+    """The number x as a 0-d array of this dtype on like's device: one too big for float16 is inf, without NumPy's
+    overflow warning (PyTorch gives none; a mul or div that takes it as written never reads this copy)."""
+    with np.errstate(over="ignore"):
+        return backend.xp_of(like).asarray(x, dtype=dtype)
+
+
+def exact_number(op_cls, a, b):
+    """{'number': (side, value)} for a Python number on a side where op_cls takes it as written, beside a float16 or
+    bfloat16 tensor (NOTE [a number beside 2-byte floats], ops/pointwise.py); else {}."""
+    side = 1 if _is_number(b) else 0 if _is_number(a) else None
+    if side in op_cls.takes_number and backend.accumulator((b if side == 0 else a).dtype) is not None:
+        return {"number": (side, (a, b)[side])}
+    return {}
+
+
 def _shape(shape):
     return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
 

@@ -22,7 +22,7 @@ from ..ops import ShapeError
 from ..backend.random import draw_categories
 from .modes import _on, _version_counter
 from .tape import Variable, _before_write, _values
-from .args import dim_alias
+from .args import dim_alias, exact_number
 from .args import _array_of, _bool_array, _check_in_range, _index_key, _integer_index, _is_number, _shape
 
 # (values, indices), as torch.return_types: `values, indices = x.max(1)` and `x.max(1).values` both work
@@ -473,6 +473,7 @@ class InPlace:
         if alpha != 1:
             other = other * alpha
         a, b = self._operands(self, other, name, true_division=op_cls is ops.Div)
+        number = exact_number(op_cls, self, other)  # NOTE [a number beside 2-byte floats] (ops/pointwise.py)
         if a.dtype != self.dtype:
             raise RuntimeError(f"{name}: the result would be {a.dtype.name}, but this tensor is {self.dtype.name}: "
                                f"an in-place op cannot change the dtype; write x = x ... or convert first")
@@ -485,8 +486,12 @@ class InPlace:
             if not fits:
                 raise RuntimeError(f"{name}: the other operand's shape {b.shape} does not broadcast to this "
                                    f"tensor's shape {self.shape}")
-            getattr(backend.xp_of(array), _UFUNCS[op_cls])(array, b._data, out=array)
-        return self._write(name, lambda: self._apply(op_cls, a, b), (other,), numpy_write)
+            ufunc = getattr(backend.xp_of(array), _UFUNCS[op_cls])
+            if number:  # in float32, into the 2-byte array
+                ufunc(array, number["number"][1], out=array, dtype=np.float32, casting="unsafe")
+            else:
+                ufunc(array, b._data, out=array)
+        return self._write(name, lambda: self._apply(op_cls, a, b, **number), (other,), numpy_write)
 
     def add_(self, other, *, alpha=1):
         return self._arith_("add_", ops.Add, other, alpha)

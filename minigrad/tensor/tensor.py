@@ -22,7 +22,7 @@ from ..ops import ShapeError
 from .modes import _on, _share_version, _version_counter
 from .tape import Variable, _check_real, _check_same_device_and_dtype, _placeholders, _values, backward, record
 from .args import FLOAT_DTYPES, _array_of, _bool_array, _index_key, _is_number, _shape, check_cuda_device, parse_to_args
-from .args import dim_alias
+from .args import _number_array, dim_alias, exact_number
 from .methods import Comparisons, Composed, InPlace
 from .names import Names
 
@@ -148,8 +148,7 @@ def _operands(a, b, op, true_division=False):
         target = np.dtype("int64")
     else:
         target = like.dtype
-    return tuple(x.to(target) if isinstance(x, Tensor) else _new(backend.xp_of(like._data).asarray(x, dtype=target))
-                 for x in (a, b))
+    return tuple(x.to(target) if isinstance(x, Tensor) else _new(_number_array(x, like._data, target)) for x in (a, b))
 
 
 _NUMPY_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "true_divide": operator.truediv,
@@ -450,8 +449,8 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
 
     # --- arithmetic (NOTE [type promotion])
     def _binary(self, op_cls, other, name, reflected=False):
-        a, b = (other, self) if reflected else (self, other)
-        return apply(op_cls, *_operands(a, b, name, true_division=op_cls is ops.Div))
+        a, b = (other, self) if reflected else (self, other)  # exact_number: NOTE [a number beside 2-byte floats]
+        return apply(op_cls, *_operands(a, b, name, true_division=op_cls is ops.Div), **exact_number(op_cls, a, b))
 
     def __add__(self, other):
         return self._binary(ops.Add, other, "add")
