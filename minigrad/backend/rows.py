@@ -39,12 +39,13 @@ def broadcast_to(array, shape):
     return xp_of(array).broadcast_to(array, shape)
 
 
-def reduce_sum(array, axis, keepdims=False):
-    """array.sum(axis=axis, keepdims=keepdims). For a NumPy array, np.add.reduce: the C call that ndarray.sum reaches
-    through a Python wrapper (NOTE [a broadcast scalar]: on small arrays the wrapper is a good part of the cost)."""
+def reduce_sum(array, axis, keepdims=False, dtype=None):
+    """array.sum(axis=axis, keepdims=keepdims, dtype=dtype). For a NumPy array, np.add.reduce: the C call that
+    ndarray.sum reaches through a Python wrapper (NOTE [a broadcast scalar]: on small arrays the wrapper is a good part
+    of the cost)."""
     if type(array) is np.ndarray:
-        return np.add.reduce(array, axis, keepdims=keepdims)
-    return array.sum(axis=axis, keepdims=keepdims)
+        return np.add.reduce(array, axis, dtype, keepdims=keepdims)
+    return array.sum(axis=axis, keepdims=keepdims, dtype=dtype)
 
 
 # NOTE [along rows]: LayerNorm, softmax and log_softmax reduce over the last axis of every row, forward and

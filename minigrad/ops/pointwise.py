@@ -140,8 +140,12 @@ class PowTensor(Op):
         na, nb = self.needs_input_grad
         self.shapes = a.shape, b.shape
         xp = xp_of(a)
-        with np.errstate(invalid="ignore", divide="ignore"):  # (-2) ** 0.5 is nan, 0 ** -1 is inf: as PyTorch
-            out = xp.power(a, b)
+        if a.dtype.kind in "iu":  # integers to negative powers: PyTorch's 1 for 1, +-1 for -1, else 0 (NumPy refuses)
+            out = xp.where(b < 0, xp.where(a == 1, 1, 0) + xp.where(a == -1, xp.where(b % 2 == 0, 1, -1), 0),
+                           xp.power(a, xp.where(b < 0, 0, b))).astype(a.dtype, copy=False)
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):  # (-2) ** 0.5 is nan, 0 ** -1 is inf: as PyTorch
+                out = xp.power(a, b)
         self.save_for_backward(a, b, out if nb else None)
         return out
 
@@ -379,7 +383,7 @@ class Sign(Op):
     flops_per_element = (1, (0,))  # a zero gradient computes nothing
 
     def forward(self, x):
-        return xp_of(x).sign(x)
+        return x.copy() if x.dtype == bool else xp_of(x).sign(x)  # NumPy has no sign of bools; PyTorch's is x
 
     def backward(self, g):
         return (xp_of(g).zeros_like(g),)

@@ -7,7 +7,7 @@ Read next: linear.py, the matrix products.
 import math
 
 from ..backend import as_array, broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of, zeros
-from .base import Op, ShapeError, keepdim_shape, normalize_dims, unbroadcast
+from .base import Op, ShapeError, keepdim_shape, normalize_dim, normalize_dims, unbroadcast
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -20,7 +20,7 @@ class Sum(Op):
         self.shape = x.shape
         self.axes = normalize_dims(self.name, dim, x.ndim, x.shape)
         self.keepdim = keepdim
-        return reduce_sum(x, self.axes, keepdim)
+        return reduce_sum(x, self.axes, keepdim, "int64" if x.dtype.kind in "biu" else None)  # PyTorch: int64
 
     def backward(self, g):
         if not self.keepdim and g.size != 1:  # one element (a loss) broadcasts as it is (NOTE [a broadcast scalar])
@@ -96,7 +96,7 @@ class Prod(Op):
         axes = normalize_dims(self.name, dim, x.ndim, x.shape) if dim is not None else ()
         self.axis = axes[0] if axes else None  # None: every element (also a 0-d x's one dim)
         self.save_for_backward(x)
-        return x.prod(axis=self.axis, keepdims=keepdim)
+        return x.prod(axis=self.axis, keepdims=keepdim, dtype="int64" if x.dtype.kind in "biu" else None)  # as Sum
 
     def backward(self, g):
         (x,) = self.saved
@@ -126,9 +126,10 @@ class Cumsum(Op):
     name = "cumsum"
 
     def forward(self, x, dim):
-        axes = normalize_dims(self.name, dim, x.ndim, x.shape)
+        axes = normalize_dim(self.name, dim, x.ndim, x.shape)
         self.axis = axes[0] if axes else None
-        return x.copy() if self.axis is None else xp_of(x).cumsum(x, axis=self.axis)
+        dtype = "int64" if x.dtype.kind in "biu" else None  # PyTorch's, for every integer and bool input
+        return x.astype(dtype or x.dtype) if self.axis is None else xp_of(x).cumsum(x, axis=self.axis, dtype=dtype)
 
     def backward(self, g):
         if self.axis is None:
@@ -174,11 +175,11 @@ class Transpose(Op):
 
     def forward(self, x, dim0, dim1):
         if x.ndim == 0:
-            for d in (dim0, dim1):
-                normalize_dims(self.name, d, 0, x.shape)  # only checks the dims
+            for d, name in ((dim0, "dim0"), (dim1, "dim1")):
+                normalize_dim(self.name, d, 0, x.shape, name)  # only checks the dims
             self.dims = ()
             return x[...]  # a view, which shares x's version counter (x itself would not)
-        d0, d1 = (normalize_dims(self.name, d, x.ndim, x.shape)[0] for d in (dim0, dim1))
+        d0, d1 = (normalize_dim(self.name, d, x.ndim, x.shape, name)[0] for d, name in ((dim0, "dim0"), (dim1, "dim1")))
         self.dims = d0, d1
         return x.swapaxes(d0, d1)
 
@@ -193,10 +194,11 @@ class Permute(Op):
     returns_view = True
 
     def forward(self, x, dims):
-        if sorted(d % max(x.ndim, 1) for d in dims) != list(range(x.ndim)):
+        axes = [normalize_dim(self.name, d, x.ndim, x.shape)[:1] for d in dims]  # each in range, as PyTorch's
+        if sorted(a[0] for a in axes if a) != list(range(x.ndim)) or len(dims) != x.ndim:
             raise ShapeError(f"permute: dims {tuple(dims)} are not a permutation of the {x.ndim} dims "
                              f"of a tensor of shape {x.shape}")
-        self.dims = tuple(d % x.ndim for d in dims)
+        self.dims = tuple(a[0] for a in axes)
         return x.transpose(self.dims)
 
     def backward(self, g):
@@ -325,7 +327,7 @@ class Cat(Op):
     flops_per_element = None  # any number of inputs: all zero
 
     def forward(self, *xs, dim=0):
-        self.dim = normalize_dims(self.name, dim, xs[0].ndim, xs[0].shape)[0]
+        self.dim = normalize_dim(self.name, dim, xs[0].ndim, xs[0].shape)[0]
         self.sizes = [x.shape[self.dim] for x in xs]
         try:
             return xp_of(xs[0]).concatenate(xs, axis=self.dim)
@@ -347,7 +349,7 @@ class Stack(Op):
     flops_per_element = None
 
     def forward(self, *xs, dim=0):
-        self.dim = normalize_dims(self.name, dim, xs[0].ndim + 1, xs[0].shape)[0]
+        self.dim = normalize_dim(self.name, dim, xs[0].ndim + 1, xs[0].shape)[0]
         if any(x.shape != xs[0].shape for x in xs):
             raise ShapeError(f"stack: every tensor must have the same shape, got {[x.shape for x in xs]}")
         return xp_of(xs[0]).stack(xs, axis=self.dim)

@@ -63,7 +63,9 @@ class Composed:
         if n <= correction:  # PyTorch's warning, word for word
             warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                           f"reduction factor (input numel divided by output numel).", UserWarning, stacklevel=4)
-        deviation = x - x.mean(dim, keepdim=True)
+        # the mean's own gradient, sum(x - mean) / n, is zero: PyTorch's closed form 2 (x - mean) g / (n - correction)
+        # leaves it out, and so does this (with it, n == correction gave nan: +inf and -inf summed through the mean)
+        deviation = x - x.detach().mean(dim, keepdim=True)
         squares = (deviation * deviation).sum(dim, keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction: inf or nan, as in PyTorch
             return squares / max(n - correction, 0)
@@ -114,10 +116,11 @@ class Composed:
         """The k largest (or smallest) values along dim and their indices, as torch.topk; the values carry the
         gradient back to where they came from. Always in order (sorted=False allows any order, so this one
         too); equal values keep the lower index first; nan counts as the largest."""
+        axes = ops.normalize_dim("topk", dim, self.ndim, self.shape)
         if self.ndim == 0:
             values, indices = self.reshape(1).topk(k, 0, largest, sorted)
             return _VALUES_INDICES["topk"](values.reshape(()), indices.reshape(()))
-        d = ops.normalize_dims("topk", dim, self.ndim, self.shape)[0]
+        d = axes[0]
         if not 0 <= k <= self.shape[d]:
             raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
         a = _values(self, "topk")
@@ -131,6 +134,8 @@ class Composed:
         return _VALUES_INDICES["topk"](self.gather(d, indices), indices)
 
     def _along(self, name, op_cls, dim, keepdim):
+        if isinstance(dim, Variable):  # x.max(y), as torch's: the elementwise maximum (ties share the gradient)
+            return self.maximum(dim) if name == "max" else self.minimum(dim)
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
             raise TypeError(f"{name}: dim must be one int, got {dim!r}; a{name}(dim=...) takes several dims "
                             f"(and returns the values only)")
@@ -149,17 +154,19 @@ class Composed:
     def flatten(self, start_dim=0, end_dim=-1):
         """Merge dims start_dim..end_dim into one (a 0-d tensor becomes 1-d)."""
         n = max(self.ndim, 1)
-        s, e = (ops.normalize_dims("flatten", d, n, self.shape)[0] for d in (start_dim, end_dim))
+        s, e = (ops.normalize_dim("flatten", d, n, self.shape, name)[0] for d, name in ((start_dim, "start_dim"),
+                                                                                        (end_dim, "end_dim")))
         if s > e:
             raise IndexError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for a tensor of shape "
                              f"{self.shape}")
         if self.ndim == 0:
             return self.reshape(1)
-        return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
+        # the merged size itself, not -1, which reshape cannot infer beside a 0-size dim
+        return self.reshape(self.shape[:s] + (math.prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
 
     def unsqueeze(self, dim):
         """A new dim of size 1 at dim (a negative dim counts from the end of the result)."""
-        d = ops.normalize_dims("unsqueeze", dim, self.ndim + 1, self.shape)[0]
+        d = ops.normalize_dim("unsqueeze", dim, self.ndim + 1, self.shape)[0]
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
     def squeeze(self, dim=None):
@@ -187,24 +194,24 @@ class Composed:
     def _dim(self, op, dim):
         if self.ndim == 0:
             raise IndexError(f"{op}: a 0-d tensor has no dim to {op} along; reshape(1) it first")
-        return ops.normalize_dims(op, dim, self.ndim, self.shape)[0]
+        return ops.normalize_dim(op, dim, self.ndim, self.shape)[0]
 
     def _slice(self, d, index):
         return self._apply(ops.Index, self, key=(slice(None),) * d + (index,))
 
-    def split(self, split_size_or_sections, dim=0):
+    def split(self, split_size, dim=0):
         """Pieces along dim: of split_size each (the last one smaller if it must be), or of the sizes listed.
         Views of this tensor, as in PyTorch."""
         d = self._dim("split", dim)
         n = self.shape[d]
-        if isinstance(split_size_or_sections, (int, np.integer)):
-            size = int(split_size_or_sections)
+        if isinstance(split_size, (int, np.integer)):  # the name is Tensor.split's (torch.split's is longer)
+            size = int(split_size)
             if size < 0 or (size == 0 and n):  # as PyTorch: 0 only splits a dim of size 0 (into one piece)
                 raise ValueError(f"split: split_size must be positive (0 only for a dim of size 0), got {size} for "
                                  f"dim {dim} of shape {self.shape}")
             sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
         else:
-            sizes = [int(k) for k in split_size_or_sections]
+            sizes = [int(k) for k in split_size]
             if sum(sizes) != n or any(k < 0 for k in sizes):
                 raise ShapeError(f"split: sizes {sizes} add up to {sum(sizes)}, but dim {dim} of shape {self.shape} "
                                  f"has size {n}")
@@ -242,9 +249,10 @@ class Composed:
         if idx.ndim != self.ndim:
             raise ShapeError(f"gather: index must have as many dims as the input, got index shape {idx.shape} for "
                              f"input shape {self.shape}")
+        axes = ops.normalize_dim("gather", dim, self.ndim, self.shape)
         if self.ndim == 0:
             return self.reshape(1).gather(0, self._new(idx.reshape(1))).reshape(())
-        d = ops.normalize_dims("gather", dim, self.ndim, self.shape)[0]
+        d = axes[0]
         if any(m > n for k, (m, n) in enumerate(zip(idx.shape, self.shape)) if k != d):
             raise ShapeError(f"gather: index of shape {idx.shape} is larger than the input's shape {self.shape} in a "
                              f"dim other than dim {dim}")
@@ -268,7 +276,8 @@ class Composed:
     def sort(self, dim=-1, descending=False, stable=False):
         """(values, indices) along dim, ascending (or descending), as torch.sort: topk of every element, so always
         stable (equal values keep their order) and nan sorts as the largest; the values carry the gradient."""
-        n = self.shape[ops.normalize_dims("sort", dim, self.ndim, self.shape)[0]] if self.ndim else 1
+        axes = ops.normalize_dim("sort", dim, self.ndim, self.shape)
+        n = self.shape[axes[0]] if self.ndim else 1
         return _VALUES_INDICES["sort"](*self.topk(n, dim, largest=descending))
 
     def argsort(self, dim=-1, descending=False, stable=False):
@@ -287,7 +296,10 @@ class Composed:
     def unflatten(self, dim, sizes):
         """Split dim into several of `sizes` (one of them may be -1), as torch.unflatten."""
         d = self._dim("unflatten", dim)
-        return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
+        sizes, known = tuple(sizes), math.prod(n for n in sizes if n != -1)
+        if sizes.count(-1) == 1 and known:  # -1 from this dim's size: reshape's, from all, is ambiguous when it is 0
+            sizes = tuple(self.shape[d] // known if n == -1 else n for n in sizes)
+        return self.reshape(self.shape[:d] + sizes + self.shape[d + 1:])
 
     def masked_select(self, mask):
         """The elements where mask (bool, broadcast with this tensor) is True, as a 1-d copy."""
@@ -295,6 +307,8 @@ class Composed:
         shape = ops.broadcast_shapes(self.shape, m.shape)
         if shape is None:
             raise ShapeError(f"masked_select: mask of shape {m.shape} does not broadcast with the shape {self.shape}")
+        if not shape:  # both 0-d: NumPy has no nonzero() of a 0-d array
+            return self.reshape(1).masked_select(self._new(m.reshape(1)))
         return self._apply(ops.Index, self.expand(shape), key=backend.xp_of(m).broadcast_to(m, shape).nonzero())
 
     def sin(self):

@@ -613,8 +613,8 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
     def transpose(self, dim0, dim1):
         return apply(ops.Transpose, self, dim0=dim0, dim1=dim1)
 
-    def permute(self, *dims):
-        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+    def permute(self, *args, dims=None):
+        dims = _shape(args) if dims is None else tuple(dims)  # permute(2, 0, 1), permute((2, 0, 1)) or dims=(2, 0, 1)
         return apply(ops.Permute, self, dims=dims)
 
     @property
