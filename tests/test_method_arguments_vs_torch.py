@@ -26,7 +26,11 @@ Found by these (each fixed in the op's own code; each row of FOUND failed before
   var, std     correction == n: the gradient is PyTorch's +-inf (its closed form, 2 (x - mean) / (n - correction)),
                not nan; the mean's gradient is exactly zero, so var now leaves it out
   dtype=       sum, mean, prod, cumsum, softmax, log_softmax (and F.softmax, F.log_softmax) take PyTorch's dtype=
-  permute      dims= as a keyword, as PyTorch's
+  permute      dims= as a keyword, as PyTorch's; Tensor.split's keyword is split_size, as PyTorch's Tensor.split
+  nan          sign(nan) was nan (NumPy's), PyTorch's is 0, and so abs's gradient at nan; relu's gradient at nan is g,
+               as PyTorch's (it was 0); sign() of a bool tensor raised
+  sort, topk   descending (largest): a nan and an inf in one row came inf first (the key -x tied them), where nan is
+               the largest, as PyTorch's
 """
 import math
 import re
@@ -52,6 +56,7 @@ ARRAYS = {
     "0d": np.array(1.5),
     "empty": np.zeros((0, 3)),
     "1d": _RNG.standard_normal(5),
+    "nan": np.array([[1.0, np.nan, -3.0, 0.0], [np.inf, -1.0, -np.inf, np.nan]]),
 }
 # how the input reaches the call: as made, or as a view that is not contiguous (its gradient reaches the base)
 VIEWS = {"": lambda t: t, "T": lambda t: t.transpose(0, -1) if t.ndim else t, "slice": lambda t: t[..., ::2]}
@@ -308,6 +313,20 @@ def test_a_functional_called_as_pytorch_users_call_it(call):
     check_everywhere(call, arrays=("3d", "0d", "1d", "empty"), views=("", "T", "slice"))
 
 
+NAN_CALLS = ["x.sign()", "x.abs()", "x.relu()", "F.relu(x)", "x.norm(1, -1)", "x.abs().sum()", "x.amax(-1)",
+             "x.sum(-1)", "x.softmax(-1)", "x.logsumexp(0)", "x.sort(dim=-1, descending=True, stable=True)", "x.cumsum(-1)",
+             "x.sort(dim=0, stable=True)", "x.argsort(dim=-1, descending=True, stable=True)", "x.topk(1)",
+             "x.clamp(-1, 1)", "x.where(x > 0, 0.0)", "x.masked_fill(x.isnan(), 0.0)", "x.max(-1)", "x.argmin(0)"]
+
+
+@pytest.mark.parametrize("call", NAN_CALLS)
+def test_nan_and_infinities_as_pytorch(call):
+    """sign(nan) is 0 and so is the gradient of |x| there (NumPy's sign gives nan); relu passes the gradient at nan.
+    (Not yet: x.max() of all elements gives nan's gradient to every element where PyTorch's shares it among the nans,
+    as amax, which is PyTorch's amax's; maximum at a nan; norm(inf) along a row with a nan.)"""
+    check(call, ARRAYS["nan"])
+
+
 # ----------------------------------------------------------------------------- what these found, by name
 
 FOUND = [  # (call, the array, its dtype): each failed before its fix
@@ -321,7 +340,9 @@ FOUND = [  # (call, the array, its dtype): each failed before its fix
     ("x.masked_select(x > 0)", "0d", "float64"), ("2 ** x", "ties", "int64"), ("x ** x", "ties", "int32"),
     ("x.var(-1, correction=4)", "3d", "float64"), ("x.var((0, 1), correction=6)", "3d", "float64"),
     ("x.sum(dtype=m.float64)", "3d", "int64"), ("x.softmax(-1, dtype=m.float64)", "3d", "int64"),
-    ("x.permute(dims=(1, 0, 2))", "3d", "float64"),
+    ("x.permute(dims=(1, 0, 2))", "3d", "float64"), ("x.sign()", "nan", "float64"), ("x.abs()", "nan", "float64"),
+    ("x.relu()", "nan", "float64"), ("x.sort(dim=-1, descending=True, stable=True)", "nan", "float64"),
+    ("x.topk(2)", "nan", "float64"),
 ]
 
 

@@ -364,8 +364,17 @@ class Sigmoid(Op):
         return (g * y * (1 - y),)
 
 
+def sign(x):
+    """-1, 0 or 1, with PyTorch's 0 at nan (NumPy's sign is nan there), and bools as they are (NumPy has no sign of
+    bools; PyTorch's is x): Sign's values, Abs's gradient."""
+    if x.dtype == bool:
+        return x.copy()
+    s = xp_of(x).sign(x)
+    return xp_of(x).where(s == s, s, s.dtype.type(0)) if s.dtype.kind == "f" else s
+
+
 class Abs(Op):
-    """d |x| = sign(x) (0 at 0, as in PyTorch)."""
+    """d |x| = sign(x) (0 at 0 and at nan, as in PyTorch)."""
     name = "abs"
     flops_per_element = (1, (2,))  # sign, *
 
@@ -374,7 +383,7 @@ class Abs(Op):
         return xp_of(x).abs(x)
 
     def backward(self, g):
-        return (g * xp_of(g).sign(self.saved[0]),)
+        return (g * sign(self.saved[0]),)
 
 
 class Sign(Op):
@@ -383,7 +392,7 @@ class Sign(Op):
     flops_per_element = (1, (0,))  # a zero gradient computes nothing
 
     def forward(self, x):
-        return x.copy() if x.dtype == bool else xp_of(x).sign(x)  # NumPy has no sign of bools; PyTorch's is x
+        return sign(x)
 
     def backward(self, g):
         return (xp_of(g).zeros_like(g),)
@@ -402,7 +411,7 @@ class Round(Op):
 
 
 class Relu(Op):
-    """d relu(x) = 1 where x > 0, else 0 (the output tells which)."""
+    """d relu(x) = 1 where x > 0 (and at nan, as PyTorch's), else 0 (the output tells which)."""
     name = "relu"
     flops_per_element = (1, (2,))  # compare, *
 
@@ -412,7 +421,7 @@ class Relu(Op):
         return y
 
     def backward(self, g):
-        return (g * (self.saved[0] > 0),)
+        return (g * (self.saved[0] != 0),)  # the output is >= 0, or nan
 
 
 # NOTE [GELU at large x]: GELU's tanh approximation computes x^3, which overflows far below the largest float

@@ -125,11 +125,11 @@ class Composed:
             raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
         a = _values(self, "topk")
         xp = backend.xp_of(a)
-        if backend.is_float(a.dtype):
-            key = xp.where(xp.isnan(a), -xp.inf, -a) if largest else a  # argsort puts nan last
+        if largest:  # the ascending order of the reversed values, reversed: equal ones keep the lower index first, and
+            # nan (which argsort puts last) comes first, before inf, as PyTorch's (a key -x ties nan with inf)
+            order = (a.shape[d] - 1) - xp.flip(backend.stable_argsort(xp.flip(a, d), axis=d), d)
         else:
-            key = -a.astype("int64") if largest else a
-        order = backend.stable_argsort(key, axis=d)
+            order = backend.stable_argsort(a, axis=d)  # nan last
         indices = self._new(order[(slice(None),) * d + (slice(0, k),)])
         return _VALUES_INDICES["topk"](self.gather(d, indices), indices)
 
