@@ -328,6 +328,35 @@ def test_nan_and_infinities_as_pytorch(call):
     check(call, ARRAYS["nan"])
 
 
+KEYWORD_CALLS = [  # every argument by PyTorch's keyword
+    "x.sum(dim=1)", "x.topk(k=2, dim=1, largest=True, sorted=True)", "x.gather(dim=1, index=m.zeros(2, 1, 4, dtype=m.int64))",
+    "x.index_select(dim=0, index=m.tensor([1]))", "x.masked_fill(mask=x > 0, value=1.0)", "x.narrow(dim=1, start=0, length=2)",
+    "x.unflatten(dim=1, sizes=(3, 1))", "x.repeat(repeats=(1, 2, 1))", "x.expand(size=(2, 2, 3, 4))",
+    "x.flatten(start_dim=1, end_dim=2)", "x.transpose(dim0=0, dim1=1)", "x.squeeze(dim=0)", "x.unsqueeze(dim=0)",
+    "x.chunk(chunks=2, dim=1)", "x.split(split_size=2, dim=1)", "x.clamp(min=0.0, max=1.0)", "x.pow(exponent=2)",
+    "x.var(dim=1, unbiased=False, keepdim=True)", "x.std(dim=1, correction=0)", "x.norm(p=2, dim=1, keepdim=True)",
+    "x.where(condition=x > 0, other=x * 2)", "x.maximum(other=x * 2)", "x.to(dtype=m.float32)", "x.add(other=x, alpha=2)",
+    "x.sub(other=x, alpha=2)", "x.div(other=x + 3)", "x.masked_select(mask=x > 0)", "x.tril(diagonal=1)",
+    "x.reshape(shape=(6, 4))", "x.flip(dims=(0,))", "x.logsumexp(dim=1, keepdim=True)", "x.max(dim=1, keepdim=True)",
+    "x.argmax(dim=1, keepdim=True)", "x.prod(dim=1, keepdim=True)", "x.unbind(dim=1)", "x.expand_as(other=x)",
+    "x.type_as(other=x)", "x.reshape_as(other=x)", "x.matmul(other=x.mT)", "x.bmm(mat2=x.mT)", "x.round(decimals=1)",
+    "x.new_full(size=(2,), fill_value=1.0)", "x.new_tensor(data=[1.0])", "x.size(dim=1)",
+    "m.cat(tensors=[x, x], dim=1)", "m.stack(tensors=[x, x], dim=1)", "m.where(condition=x > 0, input=x, other=x * 2)",
+    "m.maximum(input=x, other=x)", "F.softmax(input=x, dim=1)", "F.normalize(input=x, p=2.0, dim=1, eps=1e-6)",
+    "F.gelu(input=x, approximate='tanh')", "F.leaky_relu(input=x, negative_slope=0.2)",
+    "F.softplus(input=x, beta=2.0, threshold=10.0)", "F.layer_norm(input=x, normalized_shape=(4,), eps=1e-3)",
+    "F.mse_loss(input=x, target=x * 0, reduction='sum')", "F.log_softmax(input=x, dim=-1)",
+    "F.dropout(input=x, p=0.0, training=True)", "F.linear(input=x, weight=x[0], bias=x[0, :, 0])",
+]
+
+
+@pytest.mark.parametrize("call", KEYWORD_CALLS)
+def test_every_argument_by_its_pytorch_keyword(call):
+    """Before: x.where(condition, other=) (minigrad's was y=), x.repeat(repeats=), x.expand(size=), x.reshape(shape=)
+    and x.split(split_size=) were TypeErrors."""
+    check(call, ARRAYS["3d"])
+
+
 # ----------------------------------------------------------------------------- what these found, by name
 
 FOUND = [  # (call, the array, its dtype): each failed before its fix

@@ -179,9 +179,9 @@ class Composed:
             axes = ops.normalize_dims("squeeze", dim, self.ndim, self.shape) if named else ()
         return self.reshape(tuple(n for i, n in enumerate(self.shape) if not (i in axes and n == 1)))
 
-    def repeat(self, *sizes):
+    def repeat(self, *sizes, repeats=None):
         """Tile the data sizes[i] times along dim i (new leading dims for extra sizes), copying, as torch.repeat."""
-        sizes = _shape(sizes)
+        sizes = _shape(sizes) if repeats is None else tuple(repeats)
         if len(sizes) < self.ndim:
             raise ShapeError(f"repeat: {len(sizes)} repeat counts {sizes} for a tensor of {self.ndim} dims "
                              f"{self.shape}; give one per dim at least")

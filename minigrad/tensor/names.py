@@ -109,9 +109,9 @@ class Names:
         """1 / x, as x ** -1 (one op, which saves x)."""
         return self.pow(-1)
 
-    def where(self, condition, y):
-        """mg.where(condition, self, y)."""
-        return self._where(condition, self, y)
+    def where(self, condition, other):
+        """mg.where(condition, self, other)."""
+        return self._where(condition, self, other)
 
     def view_as(self, other):
         return self.view(other.shape)
