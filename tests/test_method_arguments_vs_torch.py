@@ -357,6 +357,27 @@ def test_every_argument_by_its_pytorch_keyword(call):
     check(call, ARRAYS["3d"])
 
 
+@pytest.mark.parametrize("name, instead, torch_call", [
+    ("median", "x.sort(1).values.narrow(1, (x.shape[1] - 1) // 2, 1).squeeze(1)", "x.median(1).values"),
+    ("tile", "x.repeat(1, 1, 2)", "x.tile((2,))"), ("movedim", "x.permute(0, 2, 1)", "x.movedim(1, -1)"),
+    ("take_along_dim", "x.gather(1, m.zeros(2, 1, 4, dtype=m.int64))",
+     "x.take_along_dim(m.zeros(2, 1, 4, dtype=m.int64), 1)"),
+    ("repeat_interleave", "x.unsqueeze(2).expand(2, 3, 2, 4).flatten(1, 2)", "x.repeat_interleave(2, 1)"),
+])
+def test_a_method_minigrad_lacks_says_what_gives_pytorchs_values(name, instead, torch_call):
+    """movedim and tile were answered "did you mean 'dim'?" and "'tril' or 'le'?"; each message now names what to
+    write, and what it names gives PyTorch's values and gradients."""
+    with pytest.raises(AttributeError, match=re.escape(instead.split("(")[0][2:]) if "." in instead else name):
+        getattr(mg.zeros(1), name)
+    x_m, x_t = _leaves(ARRAYS["3d"], "float64")
+    got, want = _eval(instead, mg, x_m), _eval(torch_call, torch, x_t)
+    np.testing.assert_allclose(to_host(got), want.detach().numpy(), rtol=RTOL)
+    cot = np.random.default_rng(0).standard_normal(got.shape)
+    (got * mg.tensor(cot)).sum().backward()
+    (want * torch.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(to_host(x_m.grad), x_t.grad.numpy(), rtol=RTOL)
+
+
 # ----------------------------------------------------------------------------- what these found, by name
 
 FOUND = [  # (call, the array, its dtype): each failed before its fix
