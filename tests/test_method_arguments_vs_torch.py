@@ -31,6 +31,9 @@ Found by these (each fixed in the op's own code; each row of FOUND failed before
                as PyTorch's (it was 0); sign() of a bool tensor raised
   sort, topk   descending (largest): a nan and an inf in one row came inf first (the key -x tied them), where nan is
                the largest, as PyTorch's
+  low floats   bfloat16 added up in bfloat16 (NumPy's loop for ml_dtypes): a sum of 1000 numbers near 1 was 512, a
+               softmax over them off by 2x, a bias's gradient over 1000 rows 256; float16 and bfloat16 sums, means,
+               cumsums and broadcast gradients now add up in float32 and round once, as PyTorch's kernels
 """
 import math
 import re
@@ -376,6 +379,34 @@ def test_a_method_minigrad_lacks_says_what_gives_pytorchs_values(name, instead, 
     (got * mg.tensor(cot)).sum().backward()
     (want * torch.tensor(cot)).sum().backward()
     np.testing.assert_allclose(to_host(x_m.grad), x_t.grad.numpy(), rtol=RTOL)
+
+
+LOW = ("float16", "bfloat16") if mg.default_device() == "cpu" else ("float16",)  # CuPy refuses bfloat16
+LOW_CALLS = ["x.sum(-1)", "x.sum()", "x.mean(-1)", "x.mean()", "x.softmax(-1)", "x.log_softmax(-1)", "x.cumsum(-1)",
+             "x.var(-1)", "x.std()", "x.logsumexp(-1)", "x.norm(dim=-1)", "F.layer_norm(x, (1000,))", "F.normalize(x)",
+             "(x.reshape(3000, 1) * x[0, :2]).sum(1)"]
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("call", LOW_CALLS)
+def test_float16_and_bfloat16_add_up_in_float32(call, dtype):
+    """NOTE [low-precision sums]: NumPy added bfloat16 up in bfloat16, which stops a running sum of numbers near 1
+    between 256 and 512 (the sum of a row of 1000 was 512, PyTorch's 996; a softmax over it was off by 2x; a bias's
+    gradient over 1000 rows 256); float16 pairwise, closer. Now both in float32, rounded once, as PyTorch's kernels:
+    the same values and gradients within two roundings of the dtype."""
+    a = np.random.default_rng(0).standard_normal((3, 1000)) * 0.1 + 1
+    x_t = torch.tensor(a).to(getattr(torch, dtype)).requires_grad_()
+    x_m = mg.tensor(x_t.detach().float().numpy()).to(dtype).requires_grad_()
+    got, want = _eval(call, mg, x_m), _eval(call, torch, x_t)
+    assert got.dtype == (mg.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)) and got.shape == tuple(want.shape)
+    rtol = 2 * float(torch.finfo(getattr(torch, dtype)).eps)
+    scale = float(want.detach().abs().max())  # softmax's small values: relative to the largest
+    np.testing.assert_allclose(to_host(got.float()), want.detach().float().numpy(), rtol=rtol, atol=rtol * scale)
+    cot = np.random.default_rng(1).standard_normal(got.shape)
+    (got.float() * mg.tensor(cot, dtype="float32")).sum().backward()
+    (want.float() * torch.tensor(cot, dtype=torch.float32)).sum().backward()
+    g_t = x_t.grad.float().numpy()
+    np.testing.assert_allclose(to_host(x_m.grad.float()), g_t, rtol=4 * rtol, atol=4 * rtol * np.abs(g_t).max())
 
 
 # ----------------------------------------------------------------------------- what these found, by name

@@ -624,8 +624,14 @@ def test_reductions_along_rows_give_numpys_results(shape, dtype):
     """NOTE [along rows] (backend/rows.py): sums through the BLAS, maxima by argmax and a gather, for short rows of
     float32/float64; NumPy's own reductions elsewhere. Same shapes and dtypes as NumPy's keepdims results, the same
     maxima exactly (NaN and -inf rows included) and the same sums to rounding; a strided array takes NumPy's way.
-    sum_leading, a bias's gradient, sums over the rows instead."""
+    sum_leading, a bias's gradient, sums over the rows instead. float16 adds up in float32 and rounds once, as
+    PyTorch's kernels (NOTE [low-precision sums]): its reference is NumPy's float32 sum, rounded to float16."""
     rng = np.random.default_rng(0)
+
+    def numpys_sum(arr, axis, keepdims=False):
+        if arr.dtype == np.float16:
+            return arr.sum(axis=axis, keepdims=keepdims, dtype=np.float32).astype(np.float16)
+        return arr.sum(axis=axis, keepdims=keepdims)
     a = (rng.standard_normal(shape) * 10).astype(dtype)
     if a.size and a.dtype.kind == "f":
         a.reshape(-1)[::3] = -np.inf
@@ -636,11 +642,11 @@ def test_reductions_along_rows_give_numpys_results(shape, dtype):
             axes = tuple(range(arr.ndim - nd, arr.ndim))
             with np.errstate(invalid="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # the mean of an empty row, as NumPy warns
-                s, want = sum_rows(arr, nd), arr.sum(axis=axes, keepdims=True)
+                s, want = sum_rows(arr, nd), numpys_sum(arr, axes, keepdims=True)
                 assert s.shape == want.shape and s.dtype == want.dtype
                 np.testing.assert_allclose(s, want, rtol=1e-5 if arr.dtype == np.float32 else 1e-3, atol=1e-4)
                 lead = tuple(range(arr.ndim - nd))
-                s, want = sum_leading(arr, nd), arr.sum(axis=lead)  # a bias's gradient: it must own its memory,
+                s, want = sum_leading(arr, nd), numpys_sum(arr, lead)  # a bias's gradient: it must own its memory,
                 assert s.shape == want.shape and s.dtype == want.dtype and s.base is None  # or .grad copies it
                 np.testing.assert_allclose(s, want, rtol=1e-5 if arr.dtype == np.float32 else 1e-3, atol=1e-4)
                 if arr.dtype.kind == "f":

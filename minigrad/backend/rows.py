@@ -39,10 +39,22 @@ def broadcast_to(array, shape):
     return xp_of(array).broadcast_to(array, shape)
 
 
+# NOTE [low-precision sums]: NumPy adds bfloat16 (ml_dtypes) one element after another in bfloat16, whose 8-bit
+# mantissa stops a running sum of numbers near 1 between 256 and 512: the sum of 1000 of them came out 512 (PyTorch:
+# 996), and so a softmax over 1000 scores, a mean, a bias's gradient. PyTorch's kernels add float16 and bfloat16 up
+# in float32 and round the result once; so do reduce_sum (sums, means, softmax's and layer_norm's row sums, the
+# gradients of broadcasting), mean_rows and cumsum. (float16 sums were pairwise, and so closer, but not float32's.)
+def low_precision(array):
+    """A float16 or bfloat16 array, which adds up in float32 (NOTE [low-precision sums])."""
+    return array.itemsize == 2 and array.dtype.kind not in "iu"
+
+
 def reduce_sum(array, axis, keepdims=False, dtype=None):
-    """array.sum(axis=axis, keepdims=keepdims, dtype=dtype). For a NumPy array, np.add.reduce: the C call that
-    ndarray.sum reaches through a Python wrapper (NOTE [a broadcast scalar]: on small arrays the wrapper is a good part
-    of the cost)."""
+    """array.sum(axis=axis, keepdims=keepdims, dtype=dtype), float16 and bfloat16 added up in float32 (NOTE
+    [low-precision sums]). For a NumPy array, np.add.reduce: the C call that ndarray.sum reaches through a Python
+    wrapper (NOTE [a broadcast scalar]: on small arrays the wrapper is a good part of the cost)."""
+    if dtype is None and array.itemsize == 2 and low_precision(array):
+        return reduce_sum(array, axis, keepdims, "float32").astype(array.dtype)
     if type(array) is np.ndarray:
         return np.add.reduce(array, axis, dtype, keepdims=keepdims)
     return array.sum(axis=axis, keepdims=keepdims, dtype=dtype)
@@ -113,8 +125,11 @@ def sum_leading(array, ndim=1):
 def mean_rows(array, ndim=1):
     """array.mean over its last `ndim` axes, keepdims=True (NOTE [along rows]): the sum, divided by the count."""
     rows = _rows(array, ndim)
-    if rows is None:  # (np.mean also adds float16 up in float32)
-        return array.mean(axis=tuple(range(array.ndim - ndim, array.ndim)), keepdims=True)
+    if rows is None:  # float16 and bfloat16 in float32 (NOTE [low-precision sums]; np.mean does it for float16 only)
+        low = low_precision(array)
+        axes = tuple(range(array.ndim - ndim, array.ndim))
+        m = array.mean(axis=axes, keepdims=True, dtype="float32" if low else None)
+        return m.astype(array.dtype) if low else m
     s = _row_sums(rows, array.shape, ndim)
     s /= rows.shape[1]
     return s

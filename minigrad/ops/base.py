@@ -12,6 +12,8 @@ Read next: pointwise.py, the elementwise ops (on the reading path: Mul, then Tan
 """
 import numpy as np
 
+from ..backend import reduce_sum
+
 
 # NOTE [FLOP convention]: a matrix product counts 2*m*n*k (one multiply and one add per term),
 # reported under op 'matmul' whichever op issues it (matmul, linear). Every other op counts
@@ -116,7 +118,7 @@ def unbroadcast(grad, shape):
     lead = grad.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                       if n == 1 and grad.shape[lead + i] != 1)
-    return grad.sum(axis=axes).reshape(shape)
+    return reduce_sum(grad, axes).reshape(shape)  # float16 and bfloat16 in float32 (NOTE [low-precision sums])
 
 
 def normalize_dims(op, dim, ndim, shape=None):

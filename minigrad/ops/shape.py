@@ -6,7 +6,8 @@ Read next: linear.py, the matrix products.
 """
 import math
 
-from ..backend import as_array, broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of, zeros
+from ..backend import (as_array, broadcast_to, index_add, low_precision, put, reduce_sum, reshape, written_last, xp_of,
+                       zeros)
 from .base import Op, ShapeError, keepdim_shape, normalize_dim, normalize_dims, unbroadcast
 
 
@@ -128,14 +129,23 @@ class Cumsum(Op):
     def forward(self, x, dim):
         axes = normalize_dim(self.name, dim, x.ndim, x.shape)
         self.axis = axes[0] if axes else None
-        dtype = "int64" if x.dtype.kind in "biu" else None  # PyTorch's, for every integer and bool input
-        return x.astype(dtype or x.dtype) if self.axis is None else xp_of(x).cumsum(x, axis=self.axis, dtype=dtype)
+        if self.axis is None:  # a 0-d x: itself (int64 for every integer and bool input, as PyTorch's)
+            return x.astype("int64" if x.dtype.kind in "biu" else x.dtype)
+        return self._cumsum(x, self.axis)
+
+    @staticmethod
+    def _cumsum(a, axis):
+        """Running sums in int64 for integers and bools (PyTorch's dtype), in float32 for float16 and bfloat16, rounded
+        once each (NOTE [low-precision sums])."""
+        low = low_precision(a)
+        out = xp_of(a).cumsum(a, axis=axis, dtype="int64" if a.dtype.kind in "biu" else "float32" if low else None)
+        return out.astype(a.dtype) if low else out
 
     def backward(self, g):
         if self.axis is None:
             return (g,)
         xp = xp_of(g)
-        return (xp.flip(xp.cumsum(xp.flip(g, self.axis), axis=self.axis), self.axis),)
+        return (xp.flip(self._cumsum(xp.flip(g, self.axis), self.axis), self.axis),)
 
     def _adds(self, a):
         return 0 if self.axis is None or a.size == 0 else a.size - a.size // a.shape[self.axis]  # n - 1 per row
