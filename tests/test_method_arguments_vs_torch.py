@@ -27,6 +27,7 @@ Found by these (each fixed in the op's own code; each row of FOUND failed before
                not nan; the mean's gradient is exactly zero, so var now leaves it out
   dtype=       sum, mean, prod, cumsum, softmax, log_softmax (and F.softmax, F.log_softmax) take PyTorch's dtype=
   permute      dims= as a keyword, as PyTorch's; Tensor.split's keyword is split_size, as PyTorch's Tensor.split
+  any, all     take dim (an int, a tuple; () reduces nothing, as PyTorch's) and keepdim (were TypeErrors)
   nan          sign(nan) was nan (NumPy's), PyTorch's is 0, and so abs's gradient at nan; relu's gradient at nan is g,
                as PyTorch's (it was 0); sign() of a bool tensor raised
   sort, topk   descending (largest): a nan and an inf in one row came inf first (the key -x tied them), where nan is
@@ -161,7 +162,7 @@ def check_everywhere(call, dtypes=("float64",), arrays=("3d", "ties", "0d", "emp
 # ----------------------------------------------------------------------------- reductions, every way of naming dims
 
 DIMS = [None, 0, -1, 2, -3, (0, -1), (-2,), [1], (), 3]
-FLOAT_REDUCTIONS = ["sum", "mean", "amax", "amin", "logsumexp", "var", "std", "norm"]
+FLOAT_REDUCTIONS = ["sum", "mean", "amax", "amin", "logsumexp", "var", "std", "norm", "any", "all"]
 
 
 def _reduction_calls():
@@ -185,7 +186,7 @@ def _reduction_calls():
 
 REDUCTION_DTYPES = {"sum": INTEGER, "prod": INTEGER, "amax": INTEGER, "amin": INTEGER, "max": INTEGER, "min": INTEGER,
                     "cumsum": INTEGER, "argmax": ("int64", "uint8"), "argmin": ("int32",), "mean": ("int64",),
-                    "var": ("bool",), "softmax": ("int32",)}
+                    "var": ("bool",), "softmax": ("int32",), "any": ("bool", "int64"), "all": ("bool", "int32")}
 
 
 @pytest.mark.parametrize("call", _reduction_calls())

@@ -404,11 +404,19 @@ class Comparisons:
 
     __hash__ = object.__hash__  # tensors are dict keys by identity (optimizer state)
 
-    def any(self):
-        return self._new(backend.as_array(_values(self, "any").any()))
+    @dim_alias
+    def any(self, dim=None, keepdim=False):
+        """True where any element over dim (an int or a tuple; every dim by default; () none, as torch.any's) is
+        nonzero, as torch.any."""
+        return self._new(backend.as_array(_values(self, "any").any(axis=self._axes("any", dim), keepdims=keepdim)))
 
-    def all(self):
-        return self._new(backend.as_array(_values(self, "all").all()))
+    def _axes(self, name, dim):
+        return () if isinstance(dim, (tuple, list)) and not dim else ops.normalize_dims(name, dim, self.ndim, self.shape)
+
+    @dim_alias
+    def all(self, dim=None, keepdim=False):
+        """True where every element over dim is nonzero, as torch.all."""
+        return self._new(backend.as_array(_values(self, "all").all(axis=self._axes("all", dim), keepdims=keepdim)))
 
     @dim_alias
     def argmax(self, dim=None, keepdim=False):
