@@ -225,7 +225,7 @@ ONE_DIM = ["x.cumsum({})", "x.softmax({})", "x.log_softmax(dim={})", "F.softmax(
            "x.split([1, 1], {})", "x.chunk(2, {})", "x.unbind({})", "x.narrow({}, 0, 1)", "x.unflatten({}, (1, -1))",
            "x.flatten({})", "x.flatten(0, {})", "x.unsqueeze({})", "x.transpose({}, 0)", "x.transpose(0, {})",
            "m.cat([x, x], {})", "m.stack([x, x], dim={})", "x.max({})", "x.min({}, True)", "x.prod({})",
-           "x.permute(0, 1, {})", "x.permute({}, 0, 1)"]
+           "x.permute(0, 1, {})", "x.permute({}, 0, 1)", "x.argmax({})", "x.argmin(dim={}, keepdim=True)"]
 
 
 @pytest.mark.parametrize("dim", [(0,), (0, 1), [1], None, True, 1.0, 3, -4])

@@ -420,11 +420,17 @@ class Comparisons:
 
     @dim_alias
     def argmax(self, dim=None, keepdim=False):
-        return self._new(backend.as_array(_values(self, "argmax").argmax(axis=dim, keepdims=keepdim)))
+        """The index of the largest along dim (one int), or in the flattened tensor (dim=None); the first at a tie."""
+        return self._arg("argmax", dim, keepdim)
 
     @dim_alias
     def argmin(self, dim=None, keepdim=False):
-        return self._new(backend.as_array(_values(self, "argmin").argmin(axis=dim, keepdims=keepdim)))
+        return self._arg("argmin", dim, keepdim)
+
+    def _arg(self, name, dim, keepdim):
+        axes = None if dim is None else ops.normalize_dim(name, dim, self.ndim, self.shape) or None  # one int (0-d: none)
+        a = _values(self, name)
+        return self._new(backend.as_array(getattr(a, name)(axis=axes and axes[0], keepdims=keepdim)))
 
 
 _UFUNCS = {ops.Add: "add", ops.Sub: "subtract", ops.Mul: "multiply", ops.Div: "divide"}  # the in-place writes
