@@ -296,7 +296,8 @@ class Composed:
     def unflatten(self, dim, sizes):
         """Split dim into several of `sizes` (one of them may be -1), as torch.unflatten."""
         d = self._dim("unflatten", dim)
-        sizes, known = tuple(sizes), math.prod(n for n in sizes if n != -1)
+        sizes = tuple(sizes)
+        known = math.prod(n for n in sizes if n != -1)
         if sizes.count(-1) == 1 and known:  # -1 from this dim's size: reshape's, from all, is ambiguous when it is 0
             sizes = tuple(self.shape[d] // known if n == -1 else n for n in sizes)
         return self.reshape(self.shape[:d] + sizes + self.shape[d + 1:])
