@@ -161,7 +161,7 @@ def check_everywhere(call, dtypes=("float64",), arrays=("3d", "ties", "0d", "emp
 
 # ----------------------------------------------------------------------------- reductions, every way of naming dims
 
-DIMS = [None, 0, -1, 2, -3, (0, -1), (-2,), [1], (), 3]
+DIMS = [None, 0, -1, -3, (0, -1), [1], (), 3]
 FLOAT_REDUCTIONS = ["sum", "mean", "amax", "amin", "logsumexp", "var", "std", "norm", "any", "all"]
 
 
@@ -179,7 +179,7 @@ def _reduction_calls():
                 continue
             args = "2, " if op == "norm" else ""
             calls += [f"x.{op}({args}{dim!r})", f"x.{op}({args}dim={dim!r}, keepdim=True)"]
-            if op != "norm":
+            if op != "norm" and isinstance(dim, int):
                 calls.append(f"x.{op}({dim!r}, True)")
     return calls
 
