@@ -12,7 +12,8 @@ dim); where minigrad raises and PyTorch does not, one of UNSUPPORTED, whose mess
 Found by these (each fixed in the op's own code; each row of FOUND failed before its fix):
   one dim      a tuple, a list or None given where PyTorch takes one int (cumsum, softmax, log_softmax, topk, sort,
                gather, index_select, split, chunk, unbind, narrow, unflatten, flatten, unsqueeze, transpose, cat,
-               stack) was read as its first dim, or as every dim, silently: now PyTorch's TypeError
+               stack) was read as its first dim, or as every dim, silently: now PyTorch's TypeError (argmax and
+               argmin handed it to NumPy, whose TypeError did not name the op)
   permute      a dim out of range (permute(0, 3) of a 2-d tensor) wrapped around silently: now an IndexError
   sort         of a 0-d tensor along dim 1 or -2: an IndexError, as PyTorch's
   uint8        sum, prod and cumsum of uint8 gave uint64 (NumPy's), and cumsum of a 0-d int32 or bool kept its dtype:
@@ -26,7 +27,8 @@ Found by these (each fixed in the op's own code; each row of FOUND failed before
   var, std     correction == n: the gradient is PyTorch's +-inf (its closed form, 2 (x - mean) / (n - correction)),
                not nan; the mean's gradient is exactly zero, so var now leaves it out
   dtype=       sum, mean, prod, cumsum, softmax, log_softmax (and F.softmax, F.log_softmax) take PyTorch's dtype=
-  permute      dims= as a keyword, as PyTorch's; Tensor.split's keyword is split_size, as PyTorch's Tensor.split
+  keywords     permute(dims=), repeat(repeats=), expand(size=), reshape(shape=), where(condition, other=) (was y=),
+               split(split_size=) (was split_size_or_sections=, torch.split's name, not Tensor.split's)
   any, all     take dim (an int, a tuple; () reduces nothing, as PyTorch's) and keepdim (were TypeErrors)
   nan          sign(nan) was nan (NumPy's), PyTorch's is 0, and so abs's gradient at nan; relu's gradient at nan is g,
                as PyTorch's (it was 0); sign() of a bool tensor raised
