@@ -103,19 +103,38 @@ def one_hot(tensor, num_classes=-1):
     return Tensor._from_array((idx[..., None] == xp.arange(num_classes)).astype("int64"))
 
 
-def softmax(input, dim, *, keep_input=False):
-    """exp(x) / sum(exp(x)) along dim, computed stably (the max is subtracted first).
+def softmax(input, dim=None, *, dtype=None, keep_input=False):
+    """exp(x) / sum(exp(x)) along dim, computed stably (the max is subtracted first). dtype converts the input first;
+    dim=None takes PyTorch's old implicit dim, with its warning (_softmax_input).
 
     keep_input is minigrad's emulation switch (PyTorch has no such argument): the op then keeps its input for
     backward as well as its output, as PyTorch's softmax did before 1.11, so that mg.profile counts the
     memory that older software needed. Backward does not read it; values and gradients are the same.
     """
+    input, dim = _softmax_input("softmax", input, dim, dtype)
     return apply(ops.Softmax, input, dim=dim, keep_input=keep_input)
 
 
-def log_softmax(input, dim):
-    """x - logsumexp(x) along dim, computed stably."""
+def log_softmax(input, dim=None, *, dtype=None):
+    """x - logsumexp(x) along dim, computed stably; dtype and dim=None as softmax's."""
+    input, dim = _softmax_input("log_softmax", input, dim, dtype)
     return apply(ops.LogSoftmax, input, dim=dim)
+
+
+def _softmax_input(name, input, dim, dtype):
+    """(the input in dtype, the dim): dim=None is PyTorch's implicit choice, 0 for a 0-d, 1-d or 3-d input, else 1,
+    with its warning (before, minigrad took one softmax over every element)."""
+    _check_tensor(input, name)
+    if dtype is not None:
+        input = input.to(dtype)
+    if not backend.is_float(input.dtype):
+        raise TypeError(f"{name}: the input must be a float tensor, got {input.dtype}; convert it with .float(), or "
+                        f"pass dtype=")
+    if dim is None:
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+        warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                      f"as an argument. (PyTorch's warning; minigrad took dim={dim})", UserWarning, stacklevel=3)
+    return input, dim
 
 
 def legacy_reduction(name, size_average, reduce, reduction):

@@ -159,7 +159,7 @@ def masked_fill(x, mask, value):
         return xp_of(x).where(mask, x.dtype.type(value), x)
     out = empty_like(x)
     np.copyto(out, x)
-    np.copyto(out, value, where=mask)
+    np.copyto(out, value, where=mask, casting="unsafe")  # a float into an integer tensor: truncated, as PyTorch's
     return out
 
 

@@ -52,15 +52,16 @@ def broadcast_to(array, shape):
     return xp_of(array).broadcast_to(array, shape)
 
 
-def reduce_sum(array, axis, keepdims=False, wide=False):
-    """array.sum(axis=axis, keepdims=keepdims). For a NumPy array, np.add.reduce: the C call that ndarray.sum reaches
-    through a Python wrapper (NOTE [a broadcast scalar]: on small arrays the wrapper is a good part of the cost).
-    A 2-byte float adds up in float32, rounded back to its dtype unless `wide` (NOTE [2-byte sums])."""
-    acc = accumulator(array.dtype)
+def reduce_sum(array, axis, keepdims=False, dtype=None, wide=False):
+    """array.sum(axis=axis, keepdims=keepdims, dtype=dtype). For a NumPy array, np.add.reduce: the C call that
+    ndarray.sum reaches through a Python wrapper (NOTE [a broadcast scalar]: on small arrays the wrapper is a good part
+    of the cost). Without a dtype, a 2-byte float adds up in float32, rounded back to its dtype unless `wide` (NOTE
+    [2-byte sums])."""
+    acc = accumulator(array.dtype) if dtype is None else None
     if type(array) is np.ndarray:
-        out = np.add.reduce(array, axis, dtype=acc, keepdims=keepdims)
+        out = np.add.reduce(array, axis, dtype if acc is None else acc, keepdims=keepdims)
     else:
-        out = array.sum(axis=axis, dtype=acc, keepdims=keepdims)
+        out = array.sum(axis=axis, dtype=dtype if acc is None else acc, keepdims=keepdims)
     return out if acc is None or wide else out.astype(array.dtype)
 
 

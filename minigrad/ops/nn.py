@@ -13,7 +13,7 @@ import numpy as np
 from ..backend import (device_of, empty_like, max_rows, mean_rows, pooled, reduce_sum, sum_leading, sum_rows,
                        to_device, xp_for, xp_of)
 from ..backend.random import generator, get_rng_state
-from .base import Op, keepdim_shape, normalize_dims, unbroadcast
+from .base import Op, keepdim_shape, normalize_dim, unbroadcast
 
 
 def _max(x, axis):
@@ -39,7 +39,7 @@ class Softmax(Op):
 
     def forward(self, x, dim, keep_input=False):
         xp = xp_of(x)
-        self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
+        self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
         y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))
         xp.exp(y, out=y)
         y /= _sum(y, self.axis)
@@ -65,7 +65,7 @@ class LogSoftmax(Op):
 
     def forward(self, x, dim):
         xp = xp_of(x)
-        self.axis = normalize_dims(self.name, dim, x.ndim, x.shape)
+        self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
         y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))  # NOTE [host memory pool]
         with np.errstate(divide="ignore"):  # along an empty dim: log 0, subtracted from no element
             y -= xp.log(_sum(xp.exp(y, out=empty_like(y)), self.axis))  # x - max - log sum exp

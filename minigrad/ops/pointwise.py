@@ -152,8 +152,12 @@ class PowTensor(Op):
         na, nb = self.needs_input_grad
         self.shapes = a.shape, b.shape
         xp = xp_of(a)
-        with np.errstate(invalid="ignore", divide="ignore"):  # (-2) ** 0.5 is nan, 0 ** -1 is inf: as PyTorch
-            out = xp.power(a, b)
+        if a.dtype.kind in "iu":  # integers to negative powers: PyTorch's 1 for 1, +-1 for -1, else 0 (NumPy refuses)
+            out = xp.where(b < 0, xp.where(a == 1, 1, 0) + xp.where(a == -1, xp.where(b % 2 == 0, 1, -1), 0),
+                           xp.power(a, xp.where(b < 0, 0, b))).astype(a.dtype, copy=False)
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):  # (-2) ** 0.5 is nan, 0 ** -1 is inf: as PyTorch
+                out = xp.power(a, b)
         self.save_for_backward(a, b, out if nb else None)
         return out
 
@@ -372,8 +376,17 @@ class Sigmoid(Op):
         return (g * y * (1 - y),)
 
 
+def sign(x):
+    """-1, 0 or 1, with PyTorch's 0 at nan (NumPy's sign is nan there), and bools as they are (NumPy has no sign of
+    bools; PyTorch's is x): Sign's values, Abs's gradient."""
+    if x.dtype == bool:
+        return x.copy()
+    s = xp_of(x).sign(x)
+    return xp_of(x).where(s == s, s, s.dtype.type(0)) if s.dtype.kind == "f" else s
+
+
 class Abs(Op):
-    """d |x| = sign(x) (0 at 0, as in PyTorch)."""
+    """d |x| = sign(x) (0 at 0 and at nan, as in PyTorch)."""
     name = "abs"
     flops_per_element = (1, (2,))  # sign, *
 
@@ -382,7 +395,7 @@ class Abs(Op):
         return xp_of(x).abs(x)
 
     def backward(self, g):
-        return (g * xp_of(g).sign(self.saved[0]),)
+        return (g * sign(self.saved[0]),)
 
 
 class Sign(Op):
@@ -391,7 +404,7 @@ class Sign(Op):
     flops_per_element = (1, (0,))  # a zero gradient computes nothing
 
     def forward(self, x):
-        return xp_of(x).sign(x)
+        return sign(x)
 
     def backward(self, g):
         return (xp_of(g).zeros_like(g),)
@@ -410,7 +423,7 @@ class Round(Op):
 
 
 class Relu(Op):
-    """d relu(x) = 1 where x > 0, else 0 (the output tells which)."""
+    """d relu(x) = 1 where x > 0 (and at nan, as PyTorch's), else 0 (the output tells which)."""
     name = "relu"
     flops_per_element = (1, (2,))  # compare, *
 
@@ -420,7 +433,7 @@ class Relu(Op):
         return y
 
     def backward(self, g):
-        return (g * (self.saved[0] > 0),)
+        return (g * (self.saved[0] != 0),)  # the output is >= 0, or nan
 
 
 # NOTE [GELU at large x]: GELU's tanh approximation computes x^3, which overflows far below the largest float

@@ -6,8 +6,9 @@ Read next: linear.py, the matrix products.
 """
 import math
 
-from ..backend import accumulator, as_array, broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of, zeros
-from .base import Op, ShapeError, keepdim_shape, normalize_dims, unbroadcast
+from ..backend import (accumulator, as_array, broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of,
+                       zeros)
+from .base import Op, ShapeError, keepdim_shape, normalize_dim, normalize_dims, unbroadcast
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -20,7 +21,7 @@ class Sum(Op):
         self.shape = x.shape
         self.axes = normalize_dims(self.name, dim, x.ndim, x.shape)
         self.keepdim = keepdim
-        return reduce_sum(x, self.axes, keepdim)
+        return reduce_sum(x, self.axes, keepdim, "int64" if x.dtype.kind in "biu" else None)  # PyTorch: int64
 
     def backward(self, g):
         if not self.keepdim and g.size != 1:  # one element (a loss) broadcasts as it is (NOTE [a broadcast scalar])
@@ -100,7 +101,7 @@ class Prod(Op):
         axes = normalize_dims(self.name, dim, x.ndim, x.shape) if dim is not None else ()
         self.axis = axes[0] if axes else None  # None: every element (also a 0-d x's one dim)
         self.save_for_backward(x)
-        return x.prod(axis=self.axis, keepdims=keepdim)
+        return x.prod(axis=self.axis, keepdims=keepdim, dtype="int64" if x.dtype.kind in "biu" else None)  # as Sum
 
     def backward(self, g):
         (x,) = self.saved
@@ -124,29 +125,32 @@ class Prod(Op):
         return {self.name: 4 * input_grads[0].size}  # two running products, their product, * g
 
 
-def _cumsum(x, axis):
-    """xp.cumsum; a 2-byte float runs in float32 and is rounded once (NOTE [2-byte sums]): the float32 result is a
-    temporary twice the size of the output, which the ledger does not count."""
-    acc = accumulator(x.dtype)
-    out = xp_of(x).cumsum(x, axis=axis, dtype=acc)
-    return out if acc is None else out.astype(x.dtype)
-
-
 class Cumsum(Op):
     """d cumsum(x) = the cumsum of g taken from the end, along the same dim. Its own op: composed, it would be
     a matmul with an n x n triangle of ones."""
     name = "cumsum"
 
     def forward(self, x, dim):
-        axes = normalize_dims(self.name, dim, x.ndim, x.shape)
+        axes = normalize_dim(self.name, dim, x.ndim, x.shape)
         self.axis = axes[0] if axes else None
-        return x.copy() if self.axis is None else _cumsum(x, self.axis)
+        if self.axis is None:  # a 0-d x: itself (int64 for every integer and bool input, as PyTorch's)
+            return x.astype("int64" if x.dtype.kind in "biu" else x.dtype)
+        return self._cumsum(x, self.axis)
+
+    @staticmethod
+    def _cumsum(a, axis):
+        """Running sums in int64 for integers and bools (PyTorch's dtype), in float32 for float16 and bfloat16, rounded
+        once each (NOTE [2-byte sums]): the float32 result is a temporary twice the output's size, which the ledger
+        does not count."""
+        acc = accumulator(a.dtype)
+        out = xp_of(a).cumsum(a, axis=axis, dtype="int64" if a.dtype.kind in "biu" else acc)
+        return out if acc is None else out.astype(a.dtype)
 
     def backward(self, g):
         if self.axis is None:
             return (g,)
         xp = xp_of(g)
-        return (xp.flip(_cumsum(xp.flip(g, self.axis), self.axis), self.axis),)
+        return (xp.flip(self._cumsum(xp.flip(g, self.axis), self.axis), self.axis),)
 
     def _adds(self, a):
         return 0 if self.axis is None or a.size == 0 else a.size - a.size // a.shape[self.axis]  # n - 1 per row
@@ -186,11 +190,11 @@ class Transpose(Op):
 
     def forward(self, x, dim0, dim1):
         if x.ndim == 0:
-            for d in (dim0, dim1):
-                normalize_dims(self.name, d, 0, x.shape)  # only checks the dims
+            for d, name in ((dim0, "dim0"), (dim1, "dim1")):
+                normalize_dim(self.name, d, 0, x.shape, name)  # only checks the dims
             self.dims = ()
             return x[...]  # a view, which shares x's version counter (x itself would not)
-        d0, d1 = (normalize_dims(self.name, d, x.ndim, x.shape)[0] for d in (dim0, dim1))
+        d0, d1 = (normalize_dim(self.name, d, x.ndim, x.shape, name)[0] for d, name in ((dim0, "dim0"), (dim1, "dim1")))
         self.dims = d0, d1
         return x.swapaxes(d0, d1)
 
@@ -205,10 +209,11 @@ class Permute(Op):
     returns_view = True
 
     def forward(self, x, dims):
-        if sorted(d % max(x.ndim, 1) for d in dims) != list(range(x.ndim)):
+        axes = [normalize_dim(self.name, d, x.ndim, x.shape)[:1] for d in dims]  # each in range, as PyTorch's
+        if sorted(a[0] for a in axes if a) != list(range(x.ndim)) or len(dims) != x.ndim:
             raise ShapeError(f"permute: dims {tuple(dims)} are not a permutation of the {x.ndim} dims "
                              f"of a tensor of shape {x.shape}")
-        self.dims = tuple(d % x.ndim for d in dims)
+        self.dims = tuple(a[0] for a in axes)
         return x.transpose(self.dims)
 
     def backward(self, g):
@@ -337,7 +342,7 @@ class Cat(Op):
     flops_per_element = None  # any number of inputs: all zero
 
     def forward(self, *xs, dim=0):
-        self.dim = normalize_dims(self.name, dim, xs[0].ndim, xs[0].shape)[0]
+        self.dim = normalize_dim(self.name, dim, xs[0].ndim, xs[0].shape)[0]
         self.sizes = [x.shape[self.dim] for x in xs]
         try:
             return xp_of(xs[0]).concatenate(xs, axis=self.dim)
@@ -359,7 +364,7 @@ class Stack(Op):
     flops_per_element = None
 
     def forward(self, *xs, dim=0):
-        self.dim = normalize_dims(self.name, dim, xs[0].ndim + 1, xs[0].shape)[0]
+        self.dim = normalize_dim(self.name, dim, xs[0].ndim + 1, xs[0].shape)[0]
         if any(x.shape != xs[0].shape for x in xs):
             raise ShapeError(f"stack: every tensor must have the same shape, got {[x.shape for x in xs]}")
         return xp_of(xs[0]).stack(xs, axis=self.dim)

@@ -200,15 +200,32 @@ def _check_in_range(op, index, n, where_):
 
 # ----------------------------------------------------------------------------- NumPy's names in reductions
 
+# the reductions that take PyTorch's dtype=: the input is converted to it first (differentiably), as there
+_TAKE_DTYPE = {"sum": None, "prod": None, "cumsum": None, "mean": "float", "softmax": "float", "log_softmax": "float"}
+
+
 def dim_alias(method):
     """A reduction that also takes NumPy's names, as PyTorch's do: axis= for dim=, keepdims= for keepdim=
-    (x.argmax(axis=1), x.sum(axis=0, keepdims=True)); both names at once is a TypeError, as in PyTorch."""
+    (x.argmax(axis=1), x.sum(axis=0, keepdims=True)); both names at once is a TypeError, as in PyTorch. And PyTorch's
+    dtype= where it has one (_TAKE_DTYPE: x.sum(dtype=torch.float64), x.softmax(-1, dtype=...), the input converted
+    first; one that needs a float refuses another dtype, as PyTorch's)."""
+    name_ = method.__name__
+    takes_dtype = name_ in _TAKE_DTYPE
+
     @functools.wraps(method)
     def reduction(self, *args, **kwargs):
         for alias, name in (("axis", "dim"), ("keepdims", "keepdim")):
             if alias in kwargs:
                 if name in kwargs:
-                    raise TypeError(f"{method.__name__}: got both {name}= and its alias {alias}=; give one")
+                    raise TypeError(f"{name_}: got both {name}= and its alias {alias}=; give one")
                 kwargs[name] = kwargs.pop(alias)
+        dtype = kwargs.pop("dtype", None) if takes_dtype else None
+        if takes_dtype and name_ in ("softmax", "log_softmax") and len(args) == 2:  # softmax(dim, dtype), as torch's
+            args, dtype = args[:1], args[1]
+        if dtype is not None:
+            dtype = normalize_dtype(dtype)
+            if _TAKE_DTYPE[name_] == "float" and not backend.is_float(dtype):
+                raise TypeError(f"{name_}: dtype must be a float dtype, got {dtype.name} (as in PyTorch)")
+            self = self.to(dtype)
         return method(self, *args, **kwargs)
     return reduction

@@ -63,7 +63,9 @@ class Composed:
         if n <= correction:  # PyTorch's warning, word for word
             warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                           f"reduction factor (input numel divided by output numel).", UserWarning, stacklevel=4)
-        deviation = x - x.mean(dim, keepdim=True)
+        # the mean's own gradient, sum(x - mean) / n, is zero: PyTorch's closed form 2 (x - mean) g / (n - correction)
+        # leaves it out, and so does this (with it, n == correction gave nan: +inf and -inf summed through the mean)
+        deviation = x - x.detach().mean(dim, keepdim=True)
         squares = (deviation * deviation).sum(dim, keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction: inf or nan, as in PyTorch
             return squares / max(n - correction, 0)
@@ -114,23 +116,26 @@ class Composed:
         """The k largest (or smallest) values along dim and their indices, as torch.topk; the values carry the
         gradient back to where they came from. Always in order (sorted=False allows any order, so this one
         too); equal values keep the lower index first; nan counts as the largest."""
+        axes = ops.normalize_dim("topk", dim, self.ndim, self.shape)
         if self.ndim == 0:
             values, indices = self.reshape(1).topk(k, 0, largest, sorted)
             return _VALUES_INDICES["topk"](values.reshape(()), indices.reshape(()))
-        d = ops.normalize_dims("topk", dim, self.ndim, self.shape)[0]
+        d = axes[0]
         if not 0 <= k <= self.shape[d]:
             raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
         a = _values(self, "topk")
         xp = backend.xp_of(a)
-        if backend.is_float(a.dtype):
-            key = xp.where(xp.isnan(a), -xp.inf, -a) if largest else a  # argsort puts nan last
+        if largest:  # the ascending order of the reversed values, reversed: equal ones keep the lower index first, and
+            # nan (which argsort puts last) comes first, before inf, as PyTorch's (a key -x ties nan with inf)
+            order = (a.shape[d] - 1) - xp.flip(backend.stable_argsort(xp.flip(a, d), axis=d), d)
         else:
-            key = -a.astype("int64") if largest else a
-        order = backend.stable_argsort(key, axis=d)
+            order = backend.stable_argsort(a, axis=d)  # nan last
         indices = self._new(order[(slice(None),) * d + (slice(0, k),)])
         return _VALUES_INDICES["topk"](self.gather(d, indices), indices)
 
     def _along(self, name, op_cls, dim, keepdim):
+        if isinstance(dim, Variable):  # x.max(y), as torch's: the elementwise maximum (ties share the gradient)
+            return self.maximum(dim) if name == "max" else self.minimum(dim)
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
             raise TypeError(f"{name}: dim must be one int, got {dim!r}; a{name}(dim=...) takes several dims "
                             f"(and returns the values only)")
@@ -149,17 +154,19 @@ class Composed:
     def flatten(self, start_dim=0, end_dim=-1):
         """Merge dims start_dim..end_dim into one (a 0-d tensor becomes 1-d)."""
         n = max(self.ndim, 1)
-        s, e = (ops.normalize_dims("flatten", d, n, self.shape)[0] for d in (start_dim, end_dim))
+        s, e = (ops.normalize_dim("flatten", d, n, self.shape, name)[0] for d, name in ((start_dim, "start_dim"),
+                                                                                        (end_dim, "end_dim")))
         if s > e:
             raise IndexError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for a tensor of shape "
                              f"{self.shape}")
         if self.ndim == 0:
             return self.reshape(1)
-        return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
+        # the merged size itself, not -1, which reshape cannot infer beside a 0-size dim
+        return self.reshape(self.shape[:s] + (math.prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
 
     def unsqueeze(self, dim):
         """A new dim of size 1 at dim (a negative dim counts from the end of the result)."""
-        d = ops.normalize_dims("unsqueeze", dim, self.ndim + 1, self.shape)[0]
+        d = ops.normalize_dim("unsqueeze", dim, self.ndim + 1, self.shape)[0]
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
     def squeeze(self, dim=None):
@@ -172,9 +179,9 @@ class Composed:
             axes = ops.normalize_dims("squeeze", dim, self.ndim, self.shape) if named else ()
         return self.reshape(tuple(n for i, n in enumerate(self.shape) if not (i in axes and n == 1)))
 
-    def repeat(self, *sizes):
+    def repeat(self, *sizes, repeats=None):
         """Tile the data sizes[i] times along dim i (new leading dims for extra sizes), copying, as torch.repeat."""
-        sizes = _shape(sizes)
+        sizes = _shape(sizes) if repeats is None else tuple(repeats)
         if len(sizes) < self.ndim:
             raise ShapeError(f"repeat: {len(sizes)} repeat counts {sizes} for a tensor of {self.ndim} dims "
                              f"{self.shape}; give one per dim at least")
@@ -187,7 +194,7 @@ class Composed:
     def _dim(self, op, dim):
         if self.ndim == 0:
             raise IndexError(f"{op}: a 0-d tensor has no dim to {op} along; reshape(1) it first")
-        return ops.normalize_dims(op, dim, self.ndim, self.shape)[0]
+        return ops.normalize_dim(op, dim, self.ndim, self.shape)[0]
 
     def _slice(self, d, index):
         return self._apply(ops.Index, self, key=(slice(None),) * d + (index,))
@@ -243,9 +250,10 @@ class Composed:
         if idx.ndim != self.ndim:
             raise ShapeError(f"gather: index must have as many dims as the input, got index shape {idx.shape} for "
                              f"input shape {self.shape}")
+        axes = ops.normalize_dim("gather", dim, self.ndim, self.shape)
         if self.ndim == 0:
             return self.reshape(1).gather(0, self._new(idx.reshape(1))).reshape(())
-        d = ops.normalize_dims("gather", dim, self.ndim, self.shape)[0]
+        d = axes[0]
         if any(m > n for k, (m, n) in enumerate(zip(idx.shape, self.shape)) if k != d):
             raise ShapeError(f"gather: index of shape {idx.shape} is larger than the input's shape {self.shape} in a "
                              f"dim other than dim {dim}")
@@ -269,7 +277,8 @@ class Composed:
     def sort(self, dim=-1, descending=False, *, stable=False):
         """(values, indices) along dim, ascending (or descending), as torch.sort: topk of every element, so always
         stable (equal values keep their order) and nan sorts as the largest; the values carry the gradient."""
-        n = self.shape[ops.normalize_dims("sort", dim, self.ndim, self.shape)[0]] if self.ndim else 1
+        axes = ops.normalize_dim("sort", dim, self.ndim, self.shape)
+        n = self.shape[axes[0]] if self.ndim else 1
         return _VALUES_INDICES["sort"](*self.topk(n, dim, largest=descending))
 
     def argsort(self, dim=-1, descending=False, *, stable=False):
@@ -288,7 +297,11 @@ class Composed:
     def unflatten(self, dim, sizes):
         """Split dim into several of `sizes` (one of them may be -1), as torch.unflatten."""
         d = self._dim("unflatten", dim)
-        return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
+        sizes = tuple(sizes)
+        known = math.prod(n for n in sizes if n != -1)
+        if sizes.count(-1) == 1 and known:  # -1 from this dim's size: reshape's, from all, is ambiguous when it is 0
+            sizes = tuple(self.shape[d] // known if n == -1 else n for n in sizes)
+        return self.reshape(self.shape[:d] + sizes + self.shape[d + 1:])
 
     def masked_select(self, mask):
         """The elements where mask (bool, broadcast with this tensor) is True, as a 1-d copy."""
@@ -296,6 +309,8 @@ class Composed:
         shape = ops.broadcast_shapes(self.shape, m.shape)
         if shape is None:
             raise ShapeError(f"masked_select: mask of shape {m.shape} does not broadcast with the shape {self.shape}")
+        if not shape:  # both 0-d: NumPy has no nonzero() of a 0-d array
+            return self.reshape(1).masked_select(self._new(m.reshape(1)))
         return self._apply(ops.Index, self.expand(shape), key=backend.xp_of(m).broadcast_to(m, shape).nonzero())
 
     def sin(self):
@@ -391,19 +406,33 @@ class Comparisons:
 
     __hash__ = object.__hash__  # tensors are dict keys by identity (optimizer state)
 
-    def any(self):
-        return self._new(backend.as_array(_values(self, "any").any()))
+    @dim_alias
+    def any(self, dim=None, keepdim=False):
+        """True where any element over dim (an int or a tuple; every dim by default; () none, as torch.any's) is
+        nonzero, as torch.any."""
+        return self._new(backend.as_array(_values(self, "any").any(axis=self._axes("any", dim), keepdims=keepdim)))
 
-    def all(self):
-        return self._new(backend.as_array(_values(self, "all").all()))
+    def _axes(self, name, dim):
+        return () if isinstance(dim, (tuple, list)) and not dim else ops.normalize_dims(name, dim, self.ndim, self.shape)
+
+    @dim_alias
+    def all(self, dim=None, keepdim=False):
+        """True where every element over dim is nonzero, as torch.all."""
+        return self._new(backend.as_array(_values(self, "all").all(axis=self._axes("all", dim), keepdims=keepdim)))
 
     @dim_alias
     def argmax(self, dim=None, keepdim=False):
-        return self._new(backend.as_array(_values(self, "argmax").argmax(axis=dim, keepdims=keepdim)))
+        """The index of the largest along dim (one int), or in the flattened tensor (dim=None); the first at a tie."""
+        return self._arg("argmax", dim, keepdim)
 
     @dim_alias
     def argmin(self, dim=None, keepdim=False):
-        return self._new(backend.as_array(_values(self, "argmin").argmin(axis=dim, keepdims=keepdim)))
+        return self._arg("argmin", dim, keepdim)
+
+    def _arg(self, name, dim, keepdim):
+        axes = None if dim is None else ops.normalize_dim(name, dim, self.ndim, self.shape) or None  # one int (0-d: none)
+        a = _values(self, name)
+        return self._new(backend.as_array(getattr(a, name)(axis=axes and axes[0], keepdims=keepdim)))
 
 
 _UFUNCS = {ops.Add: "add", ops.Sub: "subtract", ops.Mul: "multiply", ops.Div: "divide"}  # the in-place writes

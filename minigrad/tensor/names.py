@@ -44,6 +44,15 @@ _INSTEAD = {
     "erf": "minigrad has erf only inside exact GELU (F.gelu, backend/special.py), not as an op",
     "nan_to_num": "write mg.where(x.isnan(), 0.0, x) (and x.isinf() for the infinities)",
     "roll": "cut and join: mg.cat([x[-shift:], x[:-shift]]) rolls dim 0 by shift (0 < shift < its size)",
+    **{n: "x.permute(...) moves dims (x.permute(0, 2, 1) moves dim 1 last); x.transpose(i, j) swaps two"
+       for n in ("movedim", "moveaxis", "swapaxes", "swapdims")},
+    "tile": "x.tile(reps) is x.repeat(*reps) with reps padded by leading 1s to x.ndim, as PyTorch's tile",
+    "repeat_interleave": "x.unsqueeze(d + 1).expand(..., r, ...).flatten(d, d + 1) repeats each entry of dim d r times",
+    "take_along_dim": "x.gather(dim, index) (index with x's number of dims)",
+    "median": "write it with sort: x.sort(d).values.narrow(d, (n - 1) // 2, 1), n = x.shape[d], is PyTorch's median "
+              "along d (the lower of the two middle values)",
+    "cumprod": "minigrad has no cumprod; for positive x, x.log().cumsum(d).exp()",
+
     **{n: _F.format(n) for n in ("softplus", "silu", "leaky_relu", "gelu", "normalize", "one_hot")},
 }
 
@@ -109,9 +118,9 @@ class Names:
         """1 / x, as x ** -1 (one op, which saves x)."""
         return self.pow(-1)
 
-    def where(self, condition, y):
-        """mg.where(condition, self, y)."""
-        return self._where(condition, self, y)
+    def where(self, condition, other):
+        """mg.where(condition, self, other)."""
+        return self._where(condition, self, other)
 
     def view_as(self, other):
         return self.view(other.shape)

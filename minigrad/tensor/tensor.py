@@ -603,8 +603,8 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
         where it must, so nothing needs to be made contiguous first. Unlike torch, never a copy."""
         return self
 
-    def reshape(self, *shape):
-        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    def reshape(self, *args, shape=None):
+        shape = _shape(args) if shape is None else tuple(shape)  # reshape(2, 3), reshape((2, 3)) or shape=(2, 3)
         return apply(ops.Reshape, self, shape=shape)
 
     view = reshape  # NOTE: unlike torch.view this also accepts non-contiguous tensors (NumPy copies)
@@ -612,18 +612,18 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
     def transpose(self, dim0, dim1):
         return apply(ops.Transpose, self, dim0=dim0, dim1=dim1)
 
-    def permute(self, *dims):
-        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+    def permute(self, *args, dims=None):
+        dims = _shape(args) if dims is None else tuple(dims)  # permute(2, 0, 1), permute((2, 0, 1)) or dims=(2, 0, 1)
         return apply(ops.Permute, self, dims=dims)
 
     @property
     def T(self):
         return self.permute(*reversed(range(self.ndim)))
 
-    def expand(self, *sizes):
+    def expand(self, *sizes, size=None):
         """A view with size-1 dims (and new leading dims) repeated to sizes, without copying; -1 keeps a dim.
         Its elements share memory, so it cannot be written in place."""
-        sizes = _shape(sizes)
+        sizes = _shape(sizes) if size is None else tuple(size)
         lead = len(sizes) - self.ndim
         if lead < 0:
             raise ShapeError(f"expand: {len(sizes)} sizes {sizes} for a tensor of {self.ndim} dims {self.shape}; "
