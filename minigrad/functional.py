@@ -10,12 +10,18 @@ import warnings
 from . import backend, ops
 from .names import not_offered
 from .ops import ShapeError
-from .tensor import Tensor, apply, autocast_inputs, normalize_dtype, where
+from .tensor import Tensor, apply, autocast_inputs, check_float, normalize_dtype, where
 
 
 def _check_tensor(x, op, name="input"):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: {name} must be a Tensor, got {type(x).__name__}")
+
+
+def _float_input(x, op):
+    """A Tensor of a floating-point dtype, as PyTorch's activations, softmax, layer_norm and losses need."""
+    _check_tensor(x, op)
+    check_float(op, x)
 
 
 def linear(input, weight, bias=None):
@@ -43,6 +49,7 @@ def gelu(input, approximate="none"):
     """x * Phi(x), exact ('none') or with the tanh approximation ('tanh')."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    _float_input(input, "gelu")
     return apply(ops.Gelu, input, approximate=approximate)
 
 
@@ -56,18 +63,21 @@ def refuse_inplace(name, inplace):
 def silu(input, inplace=False):
     """x * sigmoid(x) (swish), composed: the sigmoid keeps its output, the product both its factors."""
     refuse_inplace("silu", inplace)
+    _float_input(input, "silu")
     return input * input.sigmoid()
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x; at 0 the gradient is negative_slope, as PyTorch's."""
     refuse_inplace("leaky_relu", inplace)
+    _float_input(input, "leaky_relu")
     return where(input > 0, input, input * negative_slope)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as PyTorch's. The exp is of beta x clamped
     at threshold: in the branch where() does not take it would overflow to inf, and its gradient, 0 * inf, be nan."""
+    _float_input(input, "softplus")
     bx = input * beta if beta != 1 else input
     soft = (bx.clamp(max=threshold).exp() + 1).log()
     return where(bx > threshold, input, soft / beta if beta != 1 else soft)
@@ -77,6 +87,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(its p-norm along dim, eps), as PyTorch's: each row (dim=1) scaled to norm 1."""
     if out is not None:
         raise TypeError("normalize: out= is not supported; use the tensor it returns")
+    _float_input(input, "normalize")
+    ops.normalize_dims("normalize", dim, input.ndim, input.shape)  # a dim out of range names normalize
     return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
 
 
@@ -110,11 +122,13 @@ def softmax(input, dim, *, keep_input=False):
     backward as well as its output, as PyTorch's softmax did before 1.11, so that mg.profile counts the
     memory that older software needed. Backward does not read it; values and gradients are the same.
     """
+    _float_input(input, "softmax")
     return apply(ops.Softmax, input, dim=dim, keep_input=keep_input)
 
 
 def log_softmax(input, dim):
     """x - logsumexp(x) along dim, computed stably."""
+    _float_input(input, "log_softmax")
     return apply(ops.LogSoftmax, input, dim=dim)
 
 
@@ -176,6 +190,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 def _check_classes(name, input, weight):
     """(the class dim, the class weights detached): the checks that cross_entropy and nll_loss share."""
+    check_float(name, input)
     if input.ndim == 0:
         what = "logits" if name == "cross_entropy" else "log-probabilities"
         raise ShapeError(f"{name}: the {what} must have a class dim: (C,), (N, C) or (N, C, d1, ...)")
@@ -280,6 +295,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     _check_pair("mse_loss", input, target)
     reduction = legacy_reduction("mse_loss", size_average, reduce, reduction)
     input, target = autocast_inputs("mse_loss", input, target)
+    check_float("mse_loss", input if backend.is_float(input.dtype) else target)  # PyTorch's: one of them at least
     return _reduced((input - target) ** 2, reduction)
 
 
@@ -288,6 +304,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     _check_pair("l1_loss", input, target)
     reduction = legacy_reduction("l1_loss", size_average, reduce, reduction)
     input, target = autocast_inputs("l1_loss", input, target)
+    if reduction == "mean":  # PyTorch's: one of them at least, for the mean
+        check_float("l1_loss", input if backend.is_float(input.dtype) else target)
     return _reduced((input - target).abs(), reduction)
 
 
@@ -299,6 +317,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction)
     input, target, weight, pos_weight = autocast_inputs("binary_cross_entropy_with_logits", input, target, weight,
                                                         pos_weight)
+    check_float("binary_cross_entropy_with_logits", input)
     if target.dtype != input.dtype:
         raise TypeError(f"binary_cross_entropy_with_logits: targets must be floats of the input's dtype "
                         f"{input.dtype} (probabilities in [0, 1]), got {target.dtype}; convert with "
@@ -321,6 +340,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the last len(normalized_shape) dims to mean 0 and variance 1, then scale and shift."""
+    _float_input(input, "layer_norm")
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if input.shape[input.ndim - len(normalized_shape):] != normalized_shape:
         raise ShapeError(f"layer_norm: normalized_shape {normalized_shape} does not match the last dims of "
@@ -349,9 +369,7 @@ def dropout(input, p=0.5, training=True, inplace=False, *, mask_dtype=None):
     mask_dtype = dropout_mask_dtype(mask_dtype)
     if not training or p == 0:
         return input
-    if not backend.is_float(input.dtype):
-        raise TypeError(f"dropout: needs a floating-point input, got {input.dtype} of shape {input.shape}; "
-                        f"convert it with .float() first")
+    check_float("dropout", input)
     keep = ops.draw_keep(input.shape, p, input.device)
     if mask_dtype != "bool":  # the older 4-byte mask: keep / (1 - p) in mask_dtype
         scale = 0.0 if p == 1 else 1.0 / (1.0 - p)

@@ -25,7 +25,8 @@ objects as before the split. (cross_entropy and embedding have no op of their ow
 
 Read first: base.py, then one op of each kind (Add, Sum, Linear, Softmax); then tensor.py, which runs them.
 """
-from .base import Op, ShapeError, broadcast_shapes, flops_table, keepdim_shape, normalize_dims, unbroadcast
+from .base import (Op, ShapeError, broadcast_shapes, flops_table, keepdim_shape, normalize_dims, refuse_bool,
+                   unbroadcast)
 from .pointwise import (Abs, Add, Cast, Clamp, ClampTensor, Clone, Cos, Div, Exp, Gelu, Log, MaskedFill, Maximum,
                         Minimum, Mul, Neg, Pow, PowTensor, Relu, Round, Sigmoid, Sign, Sin, Sqrt, Sub, Tanh, ToDevice,
                         Where, power)

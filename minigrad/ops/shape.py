@@ -156,6 +156,9 @@ class Reshape(Op):
 
     def forward(self, x, shape):
         self.in_shape = x.shape
+        if any(n < -1 for n in shape) or list(shape).count(-1) > 1:  # NumPy takes any negative size for -1
+            raise ShapeError(f"reshape: invalid shape {tuple(shape)} for a tensor of shape {x.shape}: sizes are >= 0, "
+                             f"and at most one is -1 (the size that makes the element count fit)")
         try:
             return reshape(x, shape)
         except ValueError:
@@ -325,6 +328,10 @@ class Cat(Op):
     flops_per_element = None  # any number of inputs: all zero
 
     def forward(self, *xs, dim=0):
+        for i, x in enumerate(xs):
+            if x.ndim == 0:  # as PyTorch
+                raise ShapeError(f"cat: the 0-d tensor at position {i} cannot be concatenated: it has no dim to join "
+                                 f"along; mg.stack joins 0-d tensors, or reshape(1) them first")
         self.dim = normalize_dims(self.name, dim, xs[0].ndim, xs[0].shape)[0]
         self.sizes = [x.shape[self.dim] for x in xs]
         try:

@@ -3,7 +3,7 @@
 `apply`) or calls the Tensor's one-op methods (self.mean(), self * x, self.reshape(...)), and makes a new leaf with
 `self._new`; they are the Tensor's hooks, as this file sits below tensor.py and cannot import it.
 
-  Composed     var, std, logsumexp, norm, topk, max/min along a dim, clamp by tensors, flatten, unsqueeze,
+  Composed     var, std, logsumexp, norm, amax, amin, topk, max/min along a dim, clamp by tensors, flatten, unsqueeze,
                squeeze, repeat, split, chunk, unbind, index_select, gather, multinomial
   Comparisons  <, <=, >, >=, ==, !=, ~, any, all, argmax, argmin: not differentiable, read outside the tape
   InPlace      NOTE [in-place]: add_, sub_, mul_, div_ (and +=, ...), fill_, zero_, copy_, clamp_, t[key] = value
@@ -22,7 +22,7 @@ from ..ops import ShapeError
 from ..backend.random import draw_categories
 from .modes import _on, _version_counter
 from .tape import Variable, _before_write, _values
-from .args import dim_alias
+from .args import check_float, dim_alias
 from .args import _array_of, _bool_array, _check_in_range, _index_key, _integer_index, _is_number, _shape
 
 # (values, indices), as torch.return_types: `values, indices = x.max(1)` and `x.max(1).values` both work
@@ -44,6 +44,15 @@ class Composed:
     from the ops it applies (STYLE.md, 'compose before you fuse'). multinomial samples: no gradient."""
     __slots__ = ()
 
+    def _floating(self, op=None):
+        """Integer and bool tensors become float32 for exp, log, sin, ... (as in PyTorch); an op named here, which
+        PyTorch computes on floats only (mean, var, softmax, ...), refuses them instead, as PyTorch does."""
+        if self._data.dtype.kind not in "biu":
+            return self
+        if op:
+            check_float(op, self)
+        return self.to("float32")
+
     @dim_alias
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         """The variance over dim (every element by default): the sum of squared deviations from the mean
@@ -58,7 +67,7 @@ class Composed:
             raise TypeError(f"{name}: give unbiased or correction, not both (unbiased=False is correction=0)")
         if correction is None:
             correction = 0 if unbiased is False else 1
-        x = self._floating()
+        x = self._floating(name)
         n = math.prod(x.shape[a] for a in ops.normalize_dims(name, dim, x.ndim, x.shape))
         if n <= correction:  # PyTorch's warning, word for word
             warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
@@ -93,7 +102,8 @@ class Composed:
         """The p-norm over dim (every element by default), as torch.norm: 'fro' or 2 (the square root of the
         sum of squares), 1, inf, -inf, 0 (the count of non-zeros) or any other p > 0. At a zero vector the
         gradient is 0, as in PyTorch, not the nan that d sqrt(s) at s = 0 would give."""
-        x = self._floating()
+        x = self._floating("norm")
+        ops.normalize_dims("norm", dim, x.ndim, x.shape)  # a dim out of range names norm, not the sum inside
         if p in ("fro", 2):
             return _root((x * x).sum(dim, keepdim), 2)
         if p == 1:
@@ -110,16 +120,29 @@ class Composed:
         raise ValueError(f"norm: p must be 'fro', 0, a number > 0, inf or -inf, got {p!r} ('nuc' and p < 0 are "
                          f"not supported)")
 
+    @dim_alias
+    def amax(self, dim=None, keepdim=False):
+        """The largest values over dim (an int or a tuple; every dim by default); ties share the gradient."""
+        ops.normalize_dims("amax", dim, self.ndim, self.shape)  # a dim out of range names amax, not its op, max
+        return self._apply(ops.Max, self, dim=dim, keepdim=keepdim)
+
+    @dim_alias
+    def amin(self, dim=None, keepdim=False):
+        """The smallest values over dim; ties share the gradient."""
+        ops.normalize_dims("amin", dim, self.ndim, self.shape)
+        return self._apply(ops.Min, self, dim=dim, keepdim=keepdim)
+
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """The k largest (or smallest) values along dim and their indices, as torch.topk; the values carry the
         gradient back to where they came from. Always in order (sorted=False allows any order, so this one
         too); equal values keep the lower index first; nan counts as the largest."""
         if self.ndim == 0:
+            ops.normalize_dims("topk", dim, 0, self.shape)  # a 0-d tensor's dim: 0 or -1 (IndexError)
             values, indices = self.reshape(1).topk(k, 0, largest, sorted)
             return _VALUES_INDICES["topk"](values.reshape(()), indices.reshape(()))
         d = ops.normalize_dims("topk", dim, self.ndim, self.shape)[0]
         if not 0 <= k <= self.shape[d]:
-            raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
+            raise ShapeError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
         a = _values(self, "topk")
         xp = backend.xp_of(a)
         if backend.is_float(a.dtype):
@@ -174,7 +197,7 @@ class Composed:
 
     def repeat(self, *sizes):
         """Tile the data sizes[i] times along dim i (new leading dims for extra sizes), copying, as torch.repeat."""
-        sizes = _shape(sizes)
+        sizes = _shape(sizes, "repeat")
         if len(sizes) < self.ndim:
             raise ShapeError(f"repeat: {len(sizes)} repeat counts {sizes} for a tensor of {self.ndim} dims "
                              f"{self.shape}; give one per dim at least")
@@ -200,7 +223,7 @@ class Composed:
         if isinstance(split_size_or_sections, (int, np.integer)):
             size = int(split_size_or_sections)
             if size < 0 or (size == 0 and n):  # as PyTorch: 0 only splits a dim of size 0 (into one piece)
-                raise ValueError(f"split: split_size must be positive (0 only for a dim of size 0), got {size} for "
+                raise ShapeError(f"split: split_size must be positive (0 only for a dim of size 0), got {size} for "
                                  f"dim {dim} of shape {self.shape}")
             sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
         else:
@@ -215,7 +238,7 @@ class Composed:
         """Split into `chunks` pieces of equal size along dim (the last one smaller, and fewer pieces when the
         size does not allow that many, as torch.chunk)."""
         if chunks <= 0:
-            raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+            raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
         n = self.shape[self._dim("chunk", dim)]
         if not n:  # as torch.chunk: `chunks` empty pieces (split(0) would give one)
             return self.split([0] * chunks, dim)
@@ -243,6 +266,7 @@ class Composed:
             raise ShapeError(f"gather: index must have as many dims as the input, got index shape {idx.shape} for "
                              f"input shape {self.shape}")
         if self.ndim == 0:
+            ops.normalize_dims("gather", dim, 0, self.shape)  # a 0-d tensor's dim: 0 or -1 (IndexError)
             return self.reshape(1).gather(0, self._new(idx.reshape(1))).reshape(())
         d = ops.normalize_dims("gather", dim, self.ndim, self.shape)[0]
         if any(m > n for k, (m, n) in enumerate(zip(idx.shape, self.shape)) if k != d):
@@ -268,10 +292,12 @@ class Composed:
     def sort(self, dim=-1, descending=False, stable=False):
         """(values, indices) along dim, ascending (or descending), as torch.sort: topk of every element, so always
         stable (equal values keep their order) and nan sorts as the largest; the values carry the gradient."""
-        n = self.shape[ops.normalize_dims("sort", dim, self.ndim, self.shape)[0]] if self.ndim else 1
+        axes = ops.normalize_dims("sort", dim, self.ndim, self.shape)  # () for a 0-d tensor
+        n = self.shape[axes[0]] if axes else 1
         return _VALUES_INDICES["sort"](*self.topk(n, dim, largest=descending))
 
     def argsort(self, dim=-1, descending=False, stable=False):
+        ops.normalize_dims("argsort", dim, self.ndim, self.shape)  # a dim out of range names argsort, not sort
         return self.detach().sort(dim, descending).indices
 
     def narrow(self, dim, start, length):
@@ -287,7 +313,11 @@ class Composed:
     def unflatten(self, dim, sizes):
         """Split dim into several of `sizes` (one of them may be -1), as torch.unflatten."""
         d = self._dim("unflatten", dim)
-        return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
+        try:
+            return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
+        except ShapeError:
+            raise ShapeError(f"unflatten: sizes {tuple(sizes)} do not split dim {dim} of size {self.shape[d]} (shape "
+                             f"{self.shape}): their product must be {self.shape[d]}, with at most one -1") from None
 
     def masked_select(self, mask):
         """The elements where mask (bool, broadcast with this tensor) is True, as a 1-d copy."""
@@ -332,7 +362,11 @@ class Comparisons:
 
     def _compare(self, other, fn):
         other = _values(other, fn.__name__) if isinstance(other, Variable) else other
-        return self._new(backend.as_array(fn(_values(self, fn.__name__), other)))
+        try:
+            return self._new(backend.as_array(fn(_values(self, fn.__name__), other)))
+        except ValueError:  # NumPy's "operands could not be broadcast together"
+            raise ShapeError(f"{fn.__name__}: shapes {self.shape} and {getattr(other, 'shape', ())} do not broadcast: "
+                             f"compared from the right, each pair of dims must be equal or one of them 1") from None
 
     def __lt__(self, other):
         return self._compare(other, operator.lt)
@@ -385,6 +419,9 @@ class Comparisons:
 
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """|self - other| <= atol + rtol * |other| everywhere (a Python bool), as torch.allclose."""
+        if ops.broadcast_shapes(self.shape, other.shape) is None:
+            raise ShapeError(f"allclose: shapes {self.shape} and {other.shape} do not broadcast: compared from the "
+                             f"right, each pair of dims must be equal or one of them 1")
         xp = backend.xp_of(self._data)
         return bool(xp.allclose(_values(self, "allclose"), _values(other, "allclose"), rtol, atol, equal_nan))
 
@@ -398,11 +435,25 @@ class Comparisons:
 
     @dim_alias
     def argmax(self, dim=None, keepdim=False):
-        return self._new(backend.as_array(_values(self, "argmax").argmax(axis=dim, keepdims=keepdim)))
+        return self._arg("argmax", dim, keepdim)
 
     @dim_alias
     def argmin(self, dim=None, keepdim=False):
-        return self._new(backend.as_array(_values(self, "argmin").argmin(axis=dim, keepdims=keepdim)))
+        return self._arg("argmin", dim, keepdim)
+
+    def _arg(self, name, dim, keepdim):
+        """The index of the largest (smallest) value of the flattened tensor, or along dim, with PyTorch's
+        IndexError for a dim out of range, or with no element to pick from."""
+        if dim is not None:
+            if isinstance(dim, (tuple, list)):
+                raise TypeError(f"{name}: dim must be one int or None, got {dim!r}")
+            d = ops.normalize_dims(name, dim, self.ndim, self.shape)
+            dim = d[0] if d else None  # a 0-d tensor's dim 0 (or -1): its one element
+        if (self.shape[dim] if dim is not None else self._data.size) == 0:
+            where_ = "" if dim is None else f" along dim {dim}"
+            raise IndexError(f"{name}: the tensor of shape {self.shape} has no element{where_} to pick from")
+        a = _values(self, name)
+        return self._new(backend.as_array(getattr(a, name)(axis=dim, keepdims=keepdim)))
 
 
 _UFUNCS = {ops.Add: "add", ops.Sub: "subtract", ops.Mul: "multiply", ops.Div: "divide"}  # the in-place writes
@@ -449,7 +500,10 @@ class InPlace:
                     _values(o, name)
             _before_write(self, name)
         if not recording and numpy_write is not None:
-            numpy_write(self._data)
+            try:
+                numpy_write(self._data)
+            except TypeError as e:  # NumPy's casting rule: a float value into an integer tensor
+                raise TypeError(f"{name}: {e} (this tensor is {self.dtype.name} of shape {self.shape})") from None
             _version_counter(self).n += 1
             return self
         new = functional()
@@ -512,6 +566,10 @@ class InPlace:
         return self._arith_("/=", ops.Div, other)
 
     def fill_(self, value):
+        if isinstance(value, Variable) and value.ndim:  # as PyTorch; where() would write one value per element
+            raise ShapeError(f"fill_: value must be a number or a 0-d tensor, got a tensor of shape {value.shape}; "
+                             f"copy_ writes a tensor of several values")
+
         def numpy_write(array):
             array[...] = value._data if isinstance(value, Variable) else value
         everywhere = backend.xp_of(self._data).ones(self.shape, dtype=bool)
@@ -555,7 +613,8 @@ class InPlace:
 
         def numpy_write(array):
             backend.xp_of(array).clip(array, min, max, out=array)
-        return self._write("clamp_", lambda: self.clamp(min, max), (), numpy_write)
+        promotes = self.dtype.kind in "biu" and any(isinstance(b, (float, np.floating)) for b in (min, max))
+        return self._write("clamp_", lambda: self.clamp(min, max), (), None if promotes else numpy_write)
 
     def __setitem__(self, key, value):
         """t[key] = value, as in PyTorch (value converted to this tensor's dtype). Where key names an element twice,
@@ -571,6 +630,7 @@ class InPlace:
         def numpy_write(array):
             try:
                 backend.put(array, key, value._data)  # a repeated index: the last write wins (NOTE [repeated indices])
-            except (IndexError, ValueError) as e:
-                raise type(e)(f"setitem: {e} (tensor of shape {self.shape}, value of shape {value.shape})") from None
+            except (IndexError, ValueError) as e:  # a ValueError: shapes that do not broadcast, RuntimeError's too
+                kind = IndexError if isinstance(e, IndexError) else ShapeError
+                raise kind(f"setitem: {e} (tensor of shape {self.shape}, value of shape {value.shape})") from None
         return self._write("setitem", lambda: self._apply(ops.IndexPut, self, value, key=key), (value,), numpy_write)
