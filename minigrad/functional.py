@@ -10,7 +10,7 @@ import warnings
 from . import backend, ops
 from .names import not_offered
 from .ops import ShapeError
-from .tensor import Tensor, apply, autocast_inputs, check_float, normalize_dtype, where
+from .tensor import Tensor, apply, autocast_inputs, check_device, check_float, normalize_dtype, where
 
 
 def _check_tensor(x, op, name="input"):
@@ -164,7 +164,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     input, target, weight = autocast_inputs("cross_entropy", input, target, weight)  # float32 under autocast
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
-    class_dim, weight = _check_classes("cross_entropy", input, weight)
+    class_dim, weight = _check_classes("cross_entropy", input, target, weight)
     if backend.is_float(target.dtype) and target.shape == input.shape:
         if ignore_index != -100:  # PyTorch's RuntimeError, where ignoring it would silently count every item
             raise RuntimeError(f"cross_entropy: ignore_index={ignore_index} is not supported for class probabilities "
@@ -183,14 +183,15 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_tensor(target, "nll_loss", "target")
     reduction = legacy_reduction("nll_loss", size_average, reduce, reduction)
     input, target, weight = autocast_inputs("nll_loss", input, target, weight)
-    class_dim, weight = _check_classes("nll_loss", input, weight)
+    class_dim, weight = _check_classes("nll_loss", input, target, weight)
     _check_indices("nll_loss", input, target, class_dim)
     return _picked("nll_loss", input, target, weight, ignore_index, reduction, 0.0)
 
 
-def _check_classes(name, input, weight):
+def _check_classes(name, input, target, weight):
     """(the class dim, the class weights detached): the checks that cross_entropy and nll_loss share."""
     check_float(name, input)
+    check_device(name, input, target, weight)  # targets on another device would index the logits' rows unseen
     if input.ndim == 0:
         what = "logits" if name == "cross_entropy" else "log-probabilities"
         raise ShapeError(f"{name}: the {what} must have a class dim: (C,), (N, C) or (N, C, d1, ...)")
@@ -282,6 +283,7 @@ def _check_pair(name, input, target, refuse=False):
     ValueError (binary_cross_entropy_with_logits)."""
     _check_tensor(input, name)
     _check_tensor(target, name, "target")
+    check_device(name, input, target)
     if input.shape != target.shape:
         if refuse:
             raise ValueError(f"{name}: target size {target.shape} must be the same as input size {input.shape}")
@@ -488,6 +490,7 @@ def embedding(input, weight, padding_idx=None):
     _check_tensor(input, "embedding")
     if input.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be an integer tensor, got {input.dtype}")
+    check_device("embedding", input, weight)
     if weight.ndim != 2:
         raise ShapeError(f"embedding: weight must be 2-D, (num_embeddings, embedding_dim), got shape {weight.shape}, "
                          f"as in PyTorch; a table of numbers is weight.reshape(-1, 1)")

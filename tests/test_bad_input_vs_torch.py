@@ -81,6 +81,11 @@ def refused_by_both(call, op, mention, kind):
 F32, S23 = r"float32", r"\(2, 3\)"
 
 
+def on_meta(t):
+    """t on 'meta': another device than the default one, in both libraries, on every pass of the suite."""
+    return t.to("meta")
+
+
 def needs_float(dtype):
     """What the message says of an integer or bool tensor where a float one is needed: the dtype, and what to do."""
     return rf"needs a floating-point input, got {dtype} of shape .*\.float\(\)"
@@ -187,6 +192,27 @@ CASES = [
     ("item of an empty tensor", lambda L: L.r(0).item(), "item", r"\(0,\)", ShapeError),
     # in place: a float into an integer tensor (NumPy's casting message, or its UFuncTypeError)
     ("clamp_ of ints by floats", lambda L: L.r(3, dtype="int64").clamp_(0.5, 1.5), "clamp_", "int64", RuntimeError),
+    # two devices: 'meta' beside the default device, where PyTorch refuses the pair too (the loss's targets on another
+    # device were read unseen; the others named the op inside, sub or clamp_tensor, or raised CuPy's words)
+    ("cross_entropy with targets on another device", lambda L: L.F.cross_entropy(L.r(2, 3), on_meta(L.t([0, 1]))),
+     "cross_entropy", "different devices.*meta", RuntimeError),
+    ("nll_loss with targets on another device", lambda L: L.F.nll_loss(L.r(2, 3), on_meta(L.t([0, 1]))),
+     "nll_loss", "different devices.*meta", RuntimeError),
+    ("cross_entropy with class weights on another device",
+     lambda L: L.F.cross_entropy(L.r(2, 3), L.t([0, 1]), weight=on_meta(L.r(3))), "cross_entropy", "meta",
+     RuntimeError),
+    ("mse_loss with a target on another device", lambda L: L.F.mse_loss(L.r(3), on_meta(L.r(3))), "mse_loss", "meta",
+     RuntimeError),
+    ("l1_loss with a target on another device", lambda L: L.F.l1_loss(L.r(3), on_meta(L.r(3))), "l1_loss", "meta",
+     RuntimeError),
+    ("bce with a target on another device",
+     lambda L: L.F.binary_cross_entropy_with_logits(L.r(3), on_meta(L.r(3))), "binary_cross_entropy_with_logits",
+     "meta", RuntimeError),
+    ("== with a tensor on another device", lambda L: L.r(3) == on_meta(L.r(3)), "eq", "meta", RuntimeError),
+    ("allclose with a tensor on another device", lambda L: L.r(3).allclose(on_meta(L.r(3))), "allclose", "meta",
+     RuntimeError),
+    ("clamp by a bound on another device", lambda L: L.r(3).clamp(min=on_meta(L.r(3))), "clamp", "meta", RuntimeError),
+    ("add of tensors on two devices", lambda L: L.r(3) + on_meta(L.r(3)), "add", "meta", RuntimeError),  # held
     # and what was right already, beside them
     ("cross_entropy of float class indices", lambda L: L.F.cross_entropy(L.r(2, 3), L.t([0.0, 1.0])),  # held
      "cross_entropy", F32, TypeError),
@@ -205,6 +231,21 @@ CASES = [
 @pytest.mark.parametrize("call,op,mention,kind", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_where_pytorch_raises_minigrad_raises_naming_the_op(call, op, mention, kind):
     refused_by_both(call, op, mention, kind)
+
+
+def test_an_in_place_write_from_another_device_names_the_write():
+    """(Not paired: PyTorch's 'meta' lets x.add_(meta) through; from a CUDA tensor into a CPU one it refuses.)"""
+    for write in (lambda x, y: x.add_(y), lambda x, y: x.mul_(y), lambda x, y: x.__iadd__(y)):
+        with pytest.raises(RuntimeError, match=r"^(add_|mul_|\+=): inputs are on different devices \(\w+ and \w+\)"):
+            write(mg.ones(3), mg.ones(3, device="meta"))
+
+
+@pytest.mark.skipif(mg.default_device() == "cpu", reason="needs a default device other than the CPU (the stand-in pass)")
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+def test_class_indices_on_the_cpu_for_logits_on_the_gpu_are_refused(loss):
+    """They were read from the host unseen (the loss came out right on the stand-in, where NumPy indexes with them)."""
+    with pytest.raises(RuntimeError, match=rf"^{loss}: inputs are on different devices \(cpu and cuda\)"):
+        getattr(MF, loss)(mg.randn(2, 3), mg.tensor([0, 1], device="cpu"))
 
 
 # ----------------------------------------------------------------------------- generated: dims out of range

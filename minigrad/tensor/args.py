@@ -25,6 +25,15 @@ def check_float(op, t):
                         f"with .float() first")
 
 
+def check_device(op, *tensors):
+    """Tensors that one op combines outside `apply` (which checks its inputs itself: tape.py), on one device: a
+    comparison, an in-place write, a loss's targets. Otherwise the op would raise CuPy's words, or run silently."""
+    devices = sorted({t.device for t in tensors if isinstance(t, Variable)})
+    if len(devices) > 1:
+        raise RuntimeError(f"{op}: inputs are on different devices ({' and '.join(devices)}); move them to one "
+                           f"device with .to(device) first")
+
+
 def normalize_dtype(dtype):
     """'float32', np.float32 or np.dtype('float32') -> np.dtype('float32'); refuses what minigrad lacks."""
     try:

@@ -22,7 +22,7 @@ from ..ops import ShapeError
 from ..backend.random import draw_categories
 from .modes import _on, _version_counter
 from .tape import Variable, _before_write, _values
-from .args import check_float, dim_alias
+from .args import check_device, check_float, dim_alias
 from .args import _array_of, _bool_array, _check_in_range, _index_key, _integer_index, _is_number, _shape
 
 # (values, indices), as torch.return_types: `values, indices = x.max(1)` and `x.max(1).values` both work
@@ -340,6 +340,7 @@ class Composed:
     def _clamp_by_tensors(self, lo, hi):
         """self.clamp(lo, hi) where a bound is a tensor (a number beside it is a constant one): self and the bounds in
         one dtype by NOTE [type promotion], their shapes broadcast, one ops.ClampTensor."""
+        check_device("clamp", self, lo, hi)  # (apply's check would name the op, clamp_tensor)
         x, sides, bounds = self, [], []
         for side, b in (("lo", lo), ("hi", hi)):
             if b is not None:
@@ -361,6 +362,7 @@ class Comparisons:
     __slots__ = ()
 
     def _compare(self, other, fn):
+        check_device(fn.__name__, self, other)
         other = _values(other, fn.__name__) if isinstance(other, Variable) else other
         try:
             return self._new(backend.as_array(fn(_values(self, fn.__name__), other)))
@@ -419,6 +421,7 @@ class Comparisons:
 
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """|self - other| <= atol + rtol * |other| everywhere (a Python bool), as torch.allclose."""
+        check_device("allclose", self, other)
         if ops.broadcast_shapes(self.shape, other.shape) is None:
             raise ShapeError(f"allclose: shapes {self.shape} and {other.shape} do not broadcast: compared from the "
                              f"right, each pair of dims must be equal or one of them 1")
@@ -526,6 +529,7 @@ class InPlace:
         if alpha != 1:
             other = other * alpha
         a, b = self._operands(self, other, name, true_division=op_cls is ops.Div)
+        check_device(name, a, b)
         if a.dtype != self.dtype:
             raise RuntimeError(f"{name}: the result would be {a.dtype.name}, but this tensor is {self.dtype.name}: "
                                f"an in-place op cannot change the dtype; write x = x ... or convert first")
