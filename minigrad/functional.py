@@ -5,6 +5,7 @@ of tensor ops (cross_entropy), so its backward comes from the tape.
 
 Read next: nn.py, the modules that hold parameters and call these.
 """
+import numbers
 import warnings
 
 from . import backend, ops
@@ -223,6 +224,8 @@ def _check_indices(name, input, target, class_dim):
 
 def _picked(name, logp, target, weight, ignore_index, reduction, label_smoothing):
     """-logp[target] per item, weighted, smoothed and reduced as PyTorch's cross_entropy and nll_loss."""
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):  # 0.5 would ignore nothing
+        raise TypeError(f"{name}: ignore_index must be an int (a class index), got {ignore_index!r}")
     c = logp.shape[0 if logp.ndim == 1 else 1]
     if logp.ndim != 2:  # classes last, then one row per item: (N, d1, ..., C) -> (M, C)
         logp = logp.reshape(1, c) if logp.ndim == 1 else logp.permute(0, *range(2, logp.ndim), 1).reshape(-1, c)
@@ -365,6 +368,8 @@ def dropout(input, p=0.5, training=True, inplace=False, *, mask_dtype=None):
     None or 'bool' keeps the 1-byte mask; a float dtype name ('float32', ...) keeps a mask in that dtype,
     with the scale folded in, as minigrad did before. The values and gradients are the same either way.
     """
+    if not isinstance(p, (int, float)):
+        raise TypeError(f"dropout: p must be a number, a probability in [0, 1], got {p!r}")
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: p must be a probability in [0, 1], got {p}")
     refuse_inplace("dropout", inplace)

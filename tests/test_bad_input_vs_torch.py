@@ -153,6 +153,23 @@ CASES = [
     ("sum along dim 1.0", lambda L: L.r(2, 3).sum(dim=1.0), "sum", r"1\.0", TypeError),
     ("mean along dim 'a'", lambda L: L.r(2, 3).mean(dim="a"), "mean", "'a'", TypeError),
     ("softmax along dim 2", lambda L: L.r(2, 3).softmax(dim=2), "softmax", "dim 2.*" + S23, IndexError),  # held
+    ("permute(0, 5) of a 2-d tensor", lambda L: L.r(2, 3).permute(0, 5), "permute", r"\(0, 5\)", IndexError),
+    # counts that are not ints, or out of range (multinomial(-1) drew one sample, tril(0.5) was tril(0))
+    ("topk(1.5)", lambda L: L.r(5).topk(1.5), "topk", "k must be an int.*1.5", TypeError),
+    ("chunk(1.5)", lambda L: L.r(5).chunk(1.5), "chunk", "1.5", TypeError),
+    ("split(1.5)", lambda L: L.r(5).split(1.5), "split", "1.5", TypeError),
+    ("split into sizes [5, -1]", lambda L: L.r(4).split([5, -1]), "split", r">= 0.*\[5, -1\]", ShapeError),
+    ("narrow from 1.5", lambda L: L.r(5).narrow(0, 1.5, 2), "narrow", "start.*1.5", TypeError),
+    ("multinomial of -1 samples", lambda L: L.m.multinomial(L.t([0.5, 0.5]), -1), "multinomial", "-1", ValueError),
+    ("multinomial of 0 samples", lambda L: L.t([0.5, 0.5]).multinomial(0), "multinomial", "0", ValueError),
+    ("tril(0.5)", lambda L: L.r(3, 3).tril(0.5), "tril", "0.5", TypeError),
+    ("cross_entropy with ignore_index=0.5",
+     lambda L: L.F.cross_entropy(L.r(2, 3), L.t([0, 1]), ignore_index=0.5), "cross_entropy", "0.5", TypeError),
+    ("reshape('a')", lambda L: L.r(6).reshape("a"), "reshape", "'a'", TypeError),
+    ("t < 'a'", lambda L: L.r(3) < "a", "lt", "str", TypeError),
+    ("F.dropout with p='a'", lambda L: L.F.dropout(L.r(3), "a"), "dropout", "'a'", TypeError),
+    ("nn.Dropout('a')", lambda L: L.nn.Dropout("a"), "Dropout", "'a'", TypeError),
+    ("manual_seed('a')", lambda L: L.m.manual_seed("a"), "manual_seed", "'a'", ValueError),
     # sizes: negative, not ints, or two -1 (NumPy read any negative size as -1; repeat(2, -1) tiled once)
     ("reshape to (-2, 3)", lambda L: L.r(2, 3).reshape(-2, 3), "reshape", r"\(-2, 3\)", ShapeError),
     ("view(-1, -1)", lambda L: L.r(2, 3).view(-1, -1), "reshape", r"\(-1, -1\)", ShapeError),  # held
@@ -246,6 +263,18 @@ def test_class_indices_on_the_cpu_for_logits_on_the_gpu_are_refused(loss):
     """They were read from the host unseen (the loss came out right on the stand-in, where NumPy indexes with them)."""
     with pytest.raises(RuntimeError, match=rf"^{loss}: inputs are on different devices \(cpu and cuda\)"):
         getattr(MF, loss)(mg.randn(2, 3), mg.tensor([0, 1], device="cpu"))
+
+
+def test_a_negative_seed_is_taken_as_pytorch_takes_it():
+    """manual_seed(-1) raised NumPy's 'expected non-negative integer'; PyTorch counts it down from 2**64 - 1."""
+    torch.manual_seed(-1)
+    draws = []
+    for _ in range(2):
+        mg.manual_seed(-1)
+        draws.append(mg.rand(3).tolist())
+    assert draws[0] == draws[1]
+    mg.manual_seed(2 ** 64 - 2)  # the same seed, as PyTorch maps it
+    assert mg.rand(3).tolist() == draws[0]
 
 
 # ----------------------------------------------------------------------------- generated: dims out of range

@@ -134,6 +134,8 @@ class Dropout(Module):
     PyTorch does; a float dtype name keeps the mask older frameworks kept, to emulate their memory."""
 
     def __init__(self, p=0.5, inplace=False, *, mask_dtype=None):
+        if not isinstance(p, (int, float)):
+            raise TypeError(f"Dropout: p must be a number, a probability in [0, 1], got {p!r}")
         if not 0 <= p <= 1:
             raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p}")
         F.refuse_inplace("Dropout", inplace)

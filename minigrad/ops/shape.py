@@ -5,6 +5,7 @@ code; an op that only moves data counts zero (NOTE [FLOP convention] in base.py)
 Read next: linear.py, the matrix products.
 """
 import math
+import numbers
 
 from ..backend import as_array, broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of, zeros
 from .base import Op, ShapeError, keepdim_shape, normalize_dims, unbroadcast
@@ -156,7 +157,11 @@ class Reshape(Op):
 
     def forward(self, x, shape):
         self.in_shape = x.shape
-        if any(n < -1 for n in shape) or list(shape).count(-1) > 1:  # NumPy takes any negative size for -1
+        try:  # (min and count: this runs for every reshape)
+            bad = len(shape) > 0 and (min(shape) < -1 or shape.count(-1) > 1)  # NumPy takes any negative for -1
+        except TypeError:
+            raise TypeError(f"reshape: sizes must be ints, got {tuple(shape)}") from None
+        if bad:
             raise ShapeError(f"reshape: invalid shape {tuple(shape)} for a tensor of shape {x.shape}: sizes are >= 0, "
                              f"and at most one is -1 (the size that makes the element count fit)")
         try:
@@ -196,7 +201,11 @@ class Permute(Op):
     returns_view = True
 
     def forward(self, x, dims):
-        if sorted(d % max(x.ndim, 1) for d in dims) != list(range(x.ndim)):
+        n = max(x.ndim, 1)
+        if any(not -n <= d < n for d in dims):  # d % n would wrap it around: permute(0, 5) of a 2-d tensor ran
+            raise IndexError(f"permute: dims {tuple(dims)} name a dim out of range for a tensor of shape {x.shape} "
+                             f"(expected ints in [{-n}, {n - 1}])")
+        if sorted(d % n for d in dims) != list(range(x.ndim)):
             raise ShapeError(f"permute: dims {tuple(dims)} are not a permutation of the {x.ndim} dims "
                              f"of a tensor of shape {x.shape}")
         self.dims = tuple(d % x.ndim for d in dims)
@@ -372,6 +381,8 @@ class Tri(Op):
     def forward(self, x, diagonal=0, upper=False):
         if x.ndim < 2:
             raise ShapeError(f"{'triu' if upper else 'tril'}: needs at least 2 dims, got shape {x.shape}")
+        if isinstance(diagonal, bool) or not isinstance(diagonal, numbers.Integral):  # as PyTorch; NumPy floors
+            raise TypeError(f"{'triu' if upper else 'tril'}: diagonal must be an int, got {diagonal!r}")
         self.diagonal, self.upper = diagonal, upper
         return self._apply(x)
 

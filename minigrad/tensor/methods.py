@@ -29,6 +29,12 @@ from .args import _array_of, _bool_array, _check_in_range, _index_key, _integer_
 _VALUES_INDICES = {name: collections.namedtuple(name, ["values", "indices"]) for name in ("max", "min", "topk", "sort")}
 
 
+def _check_int(op, name, value):
+    """An argument that counts (topk's k, chunk's chunks, split's sizes, narrow's start, ...): an int, as PyTorch's."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{op}: {name} must be an int, got {value!r} of type {type(value).__name__}")
+
+
 def _root(s, p):
     """s ** (1/p) of a floating s, with a zero gradient where s == 0 (where d sqrt(s) is infinite and 0 * inf
     would be nan), as PyTorch's norm and std: one op whatever the values (NOTE [a root's gradient at zero], in ops),
@@ -141,6 +147,7 @@ class Composed:
             values, indices = self.reshape(1).topk(k, 0, largest, sorted)
             return _VALUES_INDICES["topk"](values.reshape(()), indices.reshape(()))
         d = ops.normalize_dims("topk", dim, self.ndim, self.shape)[0]
+        _check_int("topk", "k", k)
         if not 0 <= k <= self.shape[d]:
             raise ShapeError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
         a = _values(self, "topk")
@@ -220,15 +227,20 @@ class Composed:
         Views of this tensor, as in PyTorch."""
         d = self._dim("split", dim)
         n = self.shape[d]
-        if isinstance(split_size_or_sections, (int, np.integer)):
+        if not isinstance(split_size_or_sections, (list, tuple)):
+            _check_int("split", "split_size", split_size_or_sections)
             size = int(split_size_or_sections)
             if size < 0 or (size == 0 and n):  # as PyTorch: 0 only splits a dim of size 0 (into one piece)
                 raise ShapeError(f"split: split_size must be positive (0 only for a dim of size 0), got {size} for "
                                  f"dim {dim} of shape {self.shape}")
             sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
         else:
-            sizes = [int(k) for k in split_size_or_sections]
-            if sum(sizes) != n or any(k < 0 for k in sizes):
+            sizes = list(split_size_or_sections)
+            for k in sizes:
+                _check_int("split", "each size", k)
+                if k < 0:
+                    raise ShapeError(f"split: sizes must be >= 0, got {sizes}")
+            if sum(sizes) != n:
                 raise ShapeError(f"split: sizes {sizes} add up to {sum(sizes)}, but dim {dim} of shape {self.shape} "
                                  f"has size {n}")
         starts = itertools.accumulate([0] + sizes)
@@ -237,6 +249,7 @@ class Composed:
     def chunk(self, chunks, dim=0):
         """Split into `chunks` pieces of equal size along dim (the last one smaller, and fewer pieces when the
         size does not allow that many, as torch.chunk)."""
+        _check_int("chunk", "chunks", chunks)
         if chunks <= 0:
             raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
         n = self.shape[self._dim("chunk", dim)]
@@ -285,6 +298,9 @@ class Composed:
         if self.ndim not in (1, 2) or not backend.is_float(self.dtype):
             raise TypeError(f"multinomial: input must be a 1-d or 2-d float tensor of weights, got {self.dtype} "
                             f"{self.shape}")
+        _check_int("multinomial", "num_samples", num_samples)
+        if num_samples <= 0:  # as PyTorch: -1 drew one sample, 0 none
+            raise ValueError(f"multinomial: num_samples must be positive, got {num_samples}")
         w = backend.to_numpy(_values(self, "multinomial")).astype("float64").reshape(-1, self.shape[-1])
         picks = draw_categories(w, num_samples, replacement)
         return self._new(_array_of(picks.reshape(self.shape[:-1] + (num_samples,)), "int64", self.device))
@@ -304,6 +320,8 @@ class Composed:
         """The `length` entries from `start` along dim: a view, as torch.narrow."""
         d = self._dim("narrow", dim)
         n = self.shape[d]
+        _check_int("narrow", "start", start)
+        _check_int("narrow", "length", length)
         start = start + n if start < 0 else start
         if not 0 <= start <= start + length <= n:
             raise IndexError(f"narrow: start {start} and length {length} fall outside dim {dim} of size {n} "
@@ -369,6 +387,9 @@ class Comparisons:
         except ValueError:  # NumPy's "operands could not be broadcast together"
             raise ShapeError(f"{fn.__name__}: shapes {self.shape} and {getattr(other, 'shape', ())} do not broadcast: "
                              f"compared from the right, each pair of dims must be equal or one of them 1") from None
+        except TypeError:  # NumPy's "ufunc 'less' did not contain a loop with signature matching types"
+            raise TypeError(f"{fn.__name__}: cannot compare a tensor with {type(other).__name__} {other!r:.40}; "
+                            f"compare with a number or a Tensor") from None
 
     def __lt__(self, other):
         return self._compare(other, operator.lt)
