@@ -290,6 +290,9 @@ def _check_pair(name, input, target, refuse=False):
     if input.shape != target.shape:
         if refuse:
             raise ValueError(f"{name}: target size {target.shape} must be the same as input size {input.shape}")
+        if ops.broadcast_shapes(input.shape, target.shape) is None:  # (else the error would name sub, inside)
+            raise ShapeError(f"{name}: input of shape {input.shape} and target of shape {target.shape} do not "
+                             f"broadcast; give the target the input's shape")
         warnings.warn(f"{name}: using a target size {target.shape} that is different to the input size "
                       f"{input.shape}. This will likely lead to incorrect results due to broadcasting. Please ensure "
                       f"they have the same size (PyTorch's warning)", UserWarning, stacklevel=3)

@@ -24,7 +24,9 @@ from minigrad.ops import ShapeError
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch,  # the warnings PyTorch (and log 0) give on the way to the result compared
+              pytest.mark.filterwarnings("ignore:Using a target size", "ignore:optimizer contains a parameter group",
+                                         "ignore:divide by zero encountered in log")]
 
 
 class Lib:
@@ -204,6 +206,10 @@ CASES = [
     ("< of shapes that do not broadcast", lambda L: L.r(2, 3) < L.r(2), "lt", S23, ShapeError),
     ("allclose of shapes that do not broadcast", lambda L: L.r(3).allclose(L.r(4)), "allclose", r"\(4,\)",
      ShapeError),
+    ("mse_loss of shapes that do not broadcast", lambda L: L.F.mse_loss(L.r(2, 3), L.r(4)), "mse_loss",
+     r"\(2, 3\).*\(4,\)", ShapeError),
+    ("l1_loss of shapes that do not broadcast", lambda L: L.F.l1_loss(L.r(2, 3), L.r(3, 2)), "l1_loss",
+     r"\(3, 2\)", ShapeError),
     ("t[0] = value of another length", lambda L: L.r(2, 3).__setitem__(0, L.r(4)), "setitem", r"\(4,\)", ShapeError),
     ("fill_ with a 1-d tensor", lambda L: L.r(3).fill_(L.r(3)), "fill_", r"\(3,\)", ShapeError),
     ("item of an empty tensor", lambda L: L.r(0).item(), "item", r"\(0,\)", ShapeError),
