@@ -322,6 +322,31 @@ def test_a_dim_out_of_range_is_an_index_error_naming_the_method_and_dim(method, 
     refused_by_both(lambda L: call(L, L.r(*shape), dim), name, rf"dim.*{dim}", IndexError)
 
 
+# ----------------------------------------------------------------------------- generated: shapes that do not broadcast
+
+BINARY = [
+    ("add", lambda L, a, b: a + b), ("sub", lambda L, a, b: a - b), ("mul", lambda L, a, b: a * b),
+    ("div", lambda L, a, b: a / b), ("maximum", lambda L, a, b: L.m.maximum(a, b)),
+    ("minimum", lambda L, a, b: a.minimum(b)), ("eq", lambda L, a, b: a == b), ("ge", lambda L, a, b: a >= b),
+    ("where", lambda L, a, b: L.m.where(a > 0, a, b)), ("allclose", lambda L, a, b: a.allclose(b)),
+    ("clamp", lambda L, a, b: a.clamp(min=b)), ("mse_loss", lambda L, a, b: L.F.mse_loss(a, b)),
+    ("l1_loss", lambda L, a, b: L.F.l1_loss(a, b)), ("masked_fill", lambda L, a, b: a.masked_fill(b > 0, 0.0)),
+    ("copy_", lambda L, a, b: a.copy_(b)), ("add_", lambda L, a, b: a.add_(b)),
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(op=st.sampled_from(BINARY), shape=st.lists(st.integers(2, 3), min_size=1, max_size=3), data=st.data())
+def test_shapes_that_do_not_broadcast_name_the_op_and_both_shapes(op, shape, data):
+    name, call = op
+    other = list(shape)
+    k = data.draw(st.integers(0, len(shape) - 1))
+    other[k] = {2: 3, 3: 2}[shape[k]]  # a size that is neither equal nor 1
+    other = other[data.draw(st.integers(0, k)):]  # and maybe fewer dims, from the left
+    a, b = (tuple(s) for s in (shape, other))
+    refused_by_both(lambda L: call(L, L.r(*a), L.r(*b)), name, rf"\({b[0]},", RuntimeError)
+
+
 # ----------------------------------------------------------------------------- generated: non-float inputs
 
 FLOAT_ONLY = [
