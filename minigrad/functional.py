@@ -5,17 +5,24 @@ of tensor ops (cross_entropy), so its backward comes from the tape.
 
 Read next: nn.py, the modules that hold parameters and call these.
 """
+import numbers
 import warnings
 
 from . import backend, ops
 from .names import not_offered
 from .ops import ShapeError
-from .tensor import Tensor, apply, autocast_inputs, normalize_dtype, where
+from .tensor import Tensor, apply, autocast_inputs, check_device, check_float, normalize_dtype, where
 
 
 def _check_tensor(x, op, name="input"):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: {name} must be a Tensor, got {type(x).__name__}")
+
+
+def _float_input(x, op):
+    """A Tensor of a floating-point dtype, as PyTorch's activations, softmax, layer_norm and losses need."""
+    _check_tensor(x, op)
+    check_float(op, x)
 
 
 def linear(input, weight, bias=None):
@@ -43,6 +50,7 @@ def gelu(input, approximate="none"):
     """x * Phi(x), exact ('none') or with the tanh approximation ('tanh')."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    _float_input(input, "gelu")
     return apply(ops.Gelu, input, approximate=approximate)
 
 
@@ -56,18 +64,21 @@ def refuse_inplace(name, inplace):
 def silu(input, inplace=False):
     """x * sigmoid(x) (swish), composed: the sigmoid keeps its output, the product both its factors."""
     refuse_inplace("silu", inplace)
+    _float_input(input, "silu")
     return input * input.sigmoid()
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x; at 0 the gradient is negative_slope, as PyTorch's."""
     refuse_inplace("leaky_relu", inplace)
+    _float_input(input, "leaky_relu")
     return where(input > 0, input, input * negative_slope)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as PyTorch's. The exp is of beta x clamped
     at threshold: in the branch where() does not take it would overflow to inf, and its gradient, 0 * inf, be nan."""
+    _float_input(input, "softplus")
     bx = input * beta if beta != 1 else input
     soft = (bx.clamp(max=threshold).exp() + 1).log()
     return where(bx > threshold, input, soft / beta if beta != 1 else soft)
@@ -77,6 +88,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(its p-norm along dim, eps), as PyTorch's: each row (dim=1) scaled to norm 1."""
     if out is not None:
         raise TypeError("normalize: out= is not supported; use the tensor it returns")
+    _float_input(input, "normalize")
+    ops.normalize_dims("normalize", dim, input.ndim, input.shape)  # a dim out of range names normalize
     return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
 
 
@@ -169,7 +182,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     input, target, weight = autocast_inputs("cross_entropy", input, target, weight)  # float32 under autocast
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
-    class_dim, weight = _check_classes("cross_entropy", input, weight)
+    class_dim, weight = _check_classes("cross_entropy", input, target, weight)
     if backend.is_float(target.dtype) and target.shape == input.shape:
         if ignore_index != -100:  # PyTorch's RuntimeError, where ignoring it would silently count every item
             raise RuntimeError(f"cross_entropy: ignore_index={ignore_index} is not supported for class probabilities "
@@ -188,13 +201,15 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_tensor(target, "nll_loss", "target")
     reduction = legacy_reduction("nll_loss", size_average, reduce, reduction)
     input, target, weight = autocast_inputs("nll_loss", input, target, weight)
-    class_dim, weight = _check_classes("nll_loss", input, weight)
+    class_dim, weight = _check_classes("nll_loss", input, target, weight)
     _check_indices("nll_loss", input, target, class_dim)
     return _picked("nll_loss", input, target, weight, ignore_index, reduction, 0.0)
 
 
-def _check_classes(name, input, weight):
+def _check_classes(name, input, target, weight):
     """(the class dim, the class weights detached): the checks that cross_entropy and nll_loss share."""
+    check_float(name, input)
+    check_device(name, input, target, weight)  # targets on another device would index the logits' rows unseen
     if input.ndim == 0:
         what = "logits" if name == "cross_entropy" else "log-probabilities"
         raise ShapeError(f"{name}: the {what} must have a class dim: (C,), (N, C) or (N, C, d1, ...)")
@@ -226,6 +241,8 @@ def _check_indices(name, input, target, class_dim):
 
 def _picked(name, logp, target, weight, ignore_index, reduction, label_smoothing):
     """-logp[target] per item, weighted, smoothed and reduced as PyTorch's cross_entropy and nll_loss."""
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):  # 0.5 would ignore nothing
+        raise TypeError(f"{name}: ignore_index must be an int (a class index), got {ignore_index!r}")
     c = logp.shape[0 if logp.ndim == 1 else 1]
     if logp.ndim != 2:  # classes last, then one row per item: (N, d1, ..., C) -> (M, C)
         logp = logp.reshape(1, c) if logp.ndim == 1 else logp.permute(0, *range(2, logp.ndim), 1).reshape(-1, c)
@@ -286,9 +303,13 @@ def _check_pair(name, input, target, refuse=False):
     ValueError (binary_cross_entropy_with_logits)."""
     _check_tensor(input, name)
     _check_tensor(target, name, "target")
+    check_device(name, input, target)
     if input.shape != target.shape:
         if refuse:
             raise ValueError(f"{name}: target size {target.shape} must be the same as input size {input.shape}")
+        if ops.broadcast_shapes(input.shape, target.shape) is None:  # (else the error would name sub, inside)
+            raise ShapeError(f"{name}: input of shape {input.shape} and target of shape {target.shape} do not "
+                             f"broadcast; give the target the input's shape")
         warnings.warn(f"{name}: using a target size {target.shape} that is different to the input size "
                       f"{input.shape}. This will likely lead to incorrect results due to broadcasting. Please ensure "
                       f"they have the same size (PyTorch's warning)", UserWarning, stacklevel=3)
@@ -299,6 +320,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     _check_pair("mse_loss", input, target)
     reduction = legacy_reduction("mse_loss", size_average, reduce, reduction)
     input, target = autocast_inputs("mse_loss", input, target)
+    check_float("mse_loss", input if backend.is_float(input.dtype) else target)  # PyTorch's: one of them at least
     return _reduced((input - target) ** 2, reduction)
 
 
@@ -307,6 +329,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     _check_pair("l1_loss", input, target)
     reduction = legacy_reduction("l1_loss", size_average, reduce, reduction)
     input, target = autocast_inputs("l1_loss", input, target)
+    if reduction == "mean":  # PyTorch's: one of them at least, for the mean
+        check_float("l1_loss", input if backend.is_float(input.dtype) else target)
     return _reduced((input - target).abs(), reduction)
 
 
@@ -318,6 +342,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction)
     input, target, weight, pos_weight = autocast_inputs("binary_cross_entropy_with_logits", input, target, weight,
                                                         pos_weight)
+    check_float("binary_cross_entropy_with_logits", input)
     if target.dtype != input.dtype:
         raise TypeError(f"binary_cross_entropy_with_logits: targets must be floats of the input's dtype "
                         f"{input.dtype} (probabilities in [0, 1]), got {target.dtype}; convert with "
@@ -340,6 +365,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the last len(normalized_shape) dims to mean 0 and variance 1, then scale and shift."""
+    _float_input(input, "layer_norm")
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if input.shape[input.ndim - len(normalized_shape):] != normalized_shape:
         raise ShapeError(f"layer_norm: normalized_shape {normalized_shape} does not match the last dims of "
@@ -362,15 +388,15 @@ def dropout(input, p=0.5, training=True, inplace=False, *, mask_dtype=None):
     None or 'bool' keeps the 1-byte mask; a float dtype name ('float32', ...) keeps a mask in that dtype,
     with the scale folded in, as minigrad did before. The values and gradients are the same either way.
     """
+    if not isinstance(p, (int, float)):
+        raise TypeError(f"dropout: p must be a number, a probability in [0, 1], got {p!r}")
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: p must be a probability in [0, 1], got {p}")
     refuse_inplace("dropout", inplace)
     mask_dtype = dropout_mask_dtype(mask_dtype)
     if not training or p == 0:
         return input
-    if not backend.is_float(input.dtype):
-        raise TypeError(f"dropout: needs a floating-point input, got {input.dtype} of shape {input.shape}; "
-                        f"convert it with .float() first")
+    check_float("dropout", input)
     keep = ops.draw_keep(input.shape, p, input.device)
     if mask_dtype != "bool":  # the older 4-byte mask: keep / (1 - p) in mask_dtype
         scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
@@ -489,6 +515,7 @@ def embedding(input, weight, padding_idx=None):
     _check_tensor(input, "embedding")
     if input.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be an integer tensor, got {input.dtype}")
+    check_device("embedding", input, weight)
     if weight.ndim != 2:
         raise ShapeError(f"embedding: weight must be 2-D, (num_embeddings, embedding_dim), got shape {weight.shape}, "
                          f"as in PyTorch; a table of numbers is weight.reshape(-1, 1)")

@@ -17,9 +17,16 @@ _generator = np.random.Generator(np.random.PCG64(0))
 
 
 def manual_seed(seed):
-    """Reseed the generator (as torch.manual_seed)."""
+    """Reseed the generator (as torch.manual_seed: an int in [-2**63, 2**64); a negative one counts down from
+    2**64 - 1, as there; the stream is NumPy's, not PyTorch's)."""
     global _generator
-    _generator = np.random.Generator(np.random.PCG64(int(seed)))
+    try:
+        seed = int(seed)
+    except (TypeError, ValueError) as e:  # PyTorch's ValueError for int('a'), TypeError for None
+        raise type(e)(f"manual_seed: seed must be an int, got {seed!r}") from None
+    if not -2 ** 63 <= seed < 2 ** 64:
+        raise ValueError(f"manual_seed: seed must be in [-2**63, 2**64 - 1], as in PyTorch, got {seed}")
+    _generator = np.random.Generator(np.random.PCG64(seed if seed >= 0 else 0xffff_ffff_ffff_ffff + seed))
 
 
 def get_rng_state():

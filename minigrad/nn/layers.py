@@ -10,6 +10,7 @@ from .. import functional as F
 from .. import backend
 from ..backend.random import draw
 from ..tensor import is_recomputing, no_grad, ones, tensor, zeros
+from ..tensor.args import _shape
 from .module import Module, Parameter, _uniform
 
 
@@ -17,7 +18,7 @@ class Linear(Module):
     """y = x @ weight.T + bias; weight (out_features, in_features), PyTorch's default init."""
 
     def __init__(self, in_features, out_features, bias=True, device=None):
-        self.in_features, self.out_features = in_features, out_features
+        self.in_features, self.out_features = _shape((in_features, out_features), "Linear")  # ints >= 0
         bound = 1 / math.sqrt(in_features) if in_features else 0
         # PyTorch's kaiming_uniform_(a=sqrt(5)) reduces to U(-1/sqrt(in), 1/sqrt(in)); so does its bias
         self.weight = _uniform((out_features, in_features), bound, device)
@@ -133,6 +134,8 @@ class Dropout(Module):
     PyTorch does; a float dtype name keeps the mask older frameworks kept, to emulate their memory."""
 
     def __init__(self, p=0.5, inplace=False, *, mask_dtype=None):
+        if not isinstance(p, (int, float)):
+            raise TypeError(f"Dropout: p must be a number, a probability in [0, 1], got {p!r}")
         if not 0 <= p <= 1:
             raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p}")
         F.refuse_inplace("Dropout", inplace)
@@ -150,7 +153,7 @@ class LayerNorm(Module):
     """Normalize over the last dims, then scale (weight, ones) and shift (bias, zeros)."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None):
-        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape = _shape((normalized_shape,), "LayerNorm")  # an int or a tuple of ints >= 0
         self.eps = eps
         self.weight = Parameter(ones(*self.normalized_shape, device=device)) if elementwise_affine else None
         self.bias = Parameter(zeros(*self.normalized_shape, device=device)) if elementwise_affine and bias else None
@@ -179,7 +182,7 @@ class Embedding(Module):
                 ("_freeze", _freeze, "set emb.weight.requires_grad_(False) after making the Embedding")):
             if value is not None and value is not False:
                 raise NotImplementedError(f"nn.Embedding: {name}={value!r} is not supported: {instead}")
-        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.num_embeddings, self.embedding_dim = _shape((num_embeddings, embedding_dim), "Embedding")  # ints >= 0
         host = draw("standard_normal", size=(num_embeddings, embedding_dim), device=device).astype("float32")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:

@@ -26,7 +26,7 @@ objects as before the split. (cross_entropy and embedding have no op of their ow
 Read first: base.py, then one op of each kind (Add, Sum, Linear, Softmax); then tensor.py, which runs them.
 """
 from .base import (Op, ShapeError, broadcast_shapes, flops_table, keepdim_shape, normalize_dim, normalize_dims,
-                   unbroadcast)
+                   refuse_bool, unbroadcast)
 from .pointwise import (Abs, Add, Cast, Clamp, ClampTensor, Clone, Cos, Div, Exp, Gelu, Log, MaskedFill, Maximum,
                         Minimum, Mul, Neg, Pow, PowTensor, Relu, Round, Sigmoid, Sign, Sin, Sqrt, Sub, Tanh, ToDevice,
                         Where, power)
@@ -36,7 +36,7 @@ from .linear import Linear, Matmul, matmul, rows
 from .nn import Dropout, LayerNorm, LogSoftmax, ScaledDotProductAttention, Softmax, draw_keep
 
 __all__ = ["Op", "ShapeError", "broadcast_shapes", "flops_table", "keepdim_shape", "normalize_dim", "normalize_dims",
-           "unbroadcast",
+           "refuse_bool", "unbroadcast",
            "Abs", "Add", "Cast", "Clamp", "ClampTensor", "Clone", "Cos", "Div", "Exp", "Gelu", "Log", "MaskedFill",
            "Maximum", "Minimum", "Mul", "Neg", "Pow", "PowTensor", "Relu", "Round", "Sigmoid", "Sign", "Sin", "Sqrt",
            "Sub", "Tanh", "ToDevice", "Where", "power",

@@ -105,6 +105,13 @@ def flops_table():
     return table
 
 
+def refuse_bool(op, *arrays, instead="convert it with .long() or .float() first"):
+    """PyTorch's ops that refuse a bool tensor (neg, abs, relu, matmul; subtraction: tensor.py's _binary) refuse it
+    here too, where NumPy would compute something (abs of a bool, a logical matmul) or raise its own message."""
+    if any(a.dtype == bool for a in arrays):
+        raise TypeError(f"{op}: a bool tensor is not supported, as in PyTorch; {instead}")
+
+
 def broadcast_shapes(*shapes):
     """The shape that NumPy broadcasting gives these shapes, or None when they do not broadcast."""
     try:
@@ -128,10 +135,12 @@ def normalize_dims(op, dim, ndim, shape=None):
     None and () mean every dim, as in PyTorch's reductions."""
     if dim is None or (isinstance(dim, (tuple, list)) and not dim):
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
     for d in dims:
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not lo <= d <= hi:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {dim!r} (tensor of shape {shape})")
+        if not lo <= d <= hi:
             raise IndexError(f"{op}: dim {d!r} is out of range for a tensor of shape {shape} "
                              f"(expected an int in [{lo}, {hi}])")
     axes = [int(d) % ndim if ndim else 0 for d in dims]

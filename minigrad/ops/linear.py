@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ..backend import POOL_MIN, empty, sum_leading, xp_of
-from .base import Op, ShapeError, unbroadcast
+from .base import Op, ShapeError, refuse_bool, unbroadcast
 
 
 def rows(a):
@@ -36,6 +36,7 @@ class Matmul(Op):
     name = "matmul"
 
     def forward(self, a, b):
+        refuse_bool("matmul", a, b)
         if a.ndim == 0 or b.ndim == 0:
             raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}; "
                              "use * to multiply by a scalar")

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..backend import device_of, empty_like, masked_fill, out_like, pooled, to_device, xp_of
 from ..backend.special import normal_cdf
-from .base import Op, ShapeError, unbroadcast
+from .base import Op, ShapeError, refuse_bool, unbroadcast
 
 
 # ----------------------------------------------------------------------------- elementwise, binary
@@ -259,6 +259,7 @@ class Neg(Op):
     flops_per_element = (1, (1,))
 
     def forward(self, x):
+        refuse_bool("neg", x, instead="to invert a mask write ~mask; for numbers convert it with .long() first")
         return -x
 
     def backward(self, g):
@@ -391,6 +392,7 @@ class Abs(Op):
     flops_per_element = (1, (2,))  # sign, *
 
     def forward(self, x):
+        refuse_bool("abs", x)
         self.save_for_backward(x)
         return xp_of(x).abs(x)
 
@@ -428,6 +430,7 @@ class Relu(Op):
     flops_per_element = (1, (2,))  # compare, *
 
     def forward(self, x):
+        refuse_bool("relu", x)
         y = xp_of(x).maximum(x, 0)
         self.save_for_backward(y)
         return y

@@ -5,6 +5,7 @@ code; an op that only moves data counts zero (NOTE [FLOP convention] in base.py)
 Read next: linear.py, the matrix products.
 """
 import math
+import numbers
 
 from ..backend import (accumulator, as_array, broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of,
                        zeros)
@@ -172,6 +173,13 @@ class Reshape(Op):
 
     def forward(self, x, shape):
         self.in_shape = x.shape
+        try:  # (min and count: this runs for every reshape)
+            bad = len(shape) > 0 and (min(shape) < -1 or shape.count(-1) > 1)  # NumPy takes any negative for -1
+        except TypeError:
+            raise TypeError(f"reshape: sizes must be ints, got {tuple(shape)}") from None
+        if bad:
+            raise ShapeError(f"reshape: invalid shape {tuple(shape)} for a tensor of shape {x.shape}: sizes are >= 0, "
+                             f"and at most one is -1 (the size that makes the element count fit)")
         try:
             return reshape(x, shape)
         except ValueError:
@@ -342,6 +350,10 @@ class Cat(Op):
     flops_per_element = None  # any number of inputs: all zero
 
     def forward(self, *xs, dim=0):
+        for i, x in enumerate(xs):
+            if x.ndim == 0:  # as PyTorch
+                raise ShapeError(f"cat: the 0-d tensor at position {i} cannot be concatenated: it has no dim to join "
+                                 f"along; mg.stack joins 0-d tensors, or reshape(1) them first")
         self.dim = normalize_dim(self.name, dim, xs[0].ndim, xs[0].shape)[0]
         self.sizes = [x.shape[self.dim] for x in xs]
         try:
@@ -382,6 +394,8 @@ class Tri(Op):
     def forward(self, x, diagonal=0, upper=False):
         if x.ndim < 2:
             raise ShapeError(f"{'triu' if upper else 'tril'}: needs at least 2 dims, got shape {x.shape}")
+        if isinstance(diagonal, bool) or not isinstance(diagonal, numbers.Integral):  # as PyTorch; NumPy floors
+            raise TypeError(f"{'triu' if upper else 'tril'}: diagonal must be an int, got {diagonal!r}")
         self.diagonal, self.upper = diagonal, upper
         return self._apply(x)
 

@@ -37,7 +37,7 @@ from .modes import (Autocast, Cache, Listener, active_autocast, active_cache, ac
                     mark_written, no_grad, profiling, recomputing)
 from .tape import (Variable, backward, backward_within, hand_over, keep, mark, noting_reads, record, records_since,
                    release, zero_grads)
-from .args import DTYPES, FLOAT_DTYPES, check_cuda_device, normalize_dtype, parse_to_args
+from .args import DTYPES, FLOAT_DTYPES, check_cuda_device, check_device, check_float, normalize_dtype, parse_to_args
 from .tensor import Tensor, apply
 from .factories import from_numpy
 from .factories import (arange, cat, full, maximum, minimum, multinomial, ones, ones_like, rand, randint, randn, stack,
@@ -49,7 +49,8 @@ __all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "
            "Autocast", "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache",
            "active_autocast", "autocast_inputs", "mark_written",
            "Variable", "record", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
-           "zero_grads", "noting_reads", "DTYPES", "FLOAT_DTYPES", "check_cuda_device", "normalize_dtype", "parse_to_args"]
+           "zero_grads", "noting_reads", "DTYPES", "FLOAT_DTYPES", "check_cuda_device", "check_device", "check_float",
+           "normalize_dtype", "parse_to_args"]
 
 # The tape's private parts that the floors above it use, named here so that each is seen: checkpoint (the cache's
 # answers: a tensor around an array the ledger already counts, the read guards, version counters, a switch of its

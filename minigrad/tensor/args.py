@@ -8,12 +8,30 @@ import functools
 import numpy as np
 
 from .. import backend
+from ..ops import ShapeError
 from .tape import Variable, _values
 
 # ----------------------------------------------------------------------------- dtypes
 
 FLOAT_DTYPES = tuple(np.dtype(d) for d in ("float16", "float32", "float64")) + (backend.BFLOAT16,)  # NOTE [bfloat16]
 DTYPES = FLOAT_DTYPES + tuple(np.dtype(d) for d in ("int8", "int16", "int32", "int64", "uint8", "bool"))
+
+
+def check_float(op, t):
+    """What PyTorch computes in floating point only (mean, var, softmax, layer_norm, gelu, the losses, ...) refuses an
+    integer or bool tensor, as PyTorch does; exp, log, sin, ... make it float32 instead (Tensor._floating)."""
+    if not backend.is_float(t.dtype):
+        raise TypeError(f"{op}: needs a floating-point input, got {t.dtype} of shape {tuple(t.shape)}; convert it "
+                        f"with .float() first")
+
+
+def check_device(op, *tensors):
+    """Tensors that one op combines outside `apply` (which checks its inputs itself: tape.py), on one device: a
+    comparison, an in-place write, a loss's targets. Otherwise the op would raise CuPy's words, or run silently."""
+    devices = sorted({t.device for t in tensors if isinstance(t, Variable)})
+    if len(devices) > 1:
+        raise RuntimeError(f"{op}: inputs are on different devices ({' and '.join(devices)}); move them to one "
+                           f"device with .to(device) first")
 
 
 def normalize_dtype(dtype):
@@ -66,7 +84,11 @@ def _array_of(data, dtype=None, device=None):
         array = backend.to_device(data, device)
         dt = normalize_dtype(dtype) if dtype is not None else normalize_dtype(array.dtype)
         return array.astype(dt, copy=True)
-    host = np.asarray(data)
+    try:
+        host = np.asarray(data)
+    except ValueError:  # NumPy's "inhomogeneous shape"
+        raise ShapeError(f"tensor: the nested lists have different lengths, so they make no shape: {data!r:.60}") \
+            from None
     if host.dtype == object:
         raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} {data!r:.60}")
     if dtype is None:  # Python floats become float32, as in PyTorch
@@ -96,8 +118,16 @@ def exact_number(op_cls, a, b):
     return {}
 
 
-def _shape(shape):
-    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+def _shape(shape, op=None):
+    """Sizes, or one tuple or list of them, as a tuple; with op (a new tensor's shape, repeat's counts), each checked
+    to be an int >= 0, as PyTorch checks them."""
+    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+    for n in shape if op else ():
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"{op}: sizes must be ints, got {n!r} of type {type(n).__name__} in {shape}")
+        if n < 0:
+            raise ShapeError(f"{op}: sizes must be >= 0, got {n} in {shape}")
+    return shape
 
 
 def _index_key(key, t):

@@ -2,13 +2,15 @@
 arange, and the functions of several tensors: cat, stack, where, maximum, minimum (PyTorch's names and signatures).
 Each makes a new leaf from an array (tensor.py's `_new`, which the ledger counts) or applies one op.
 """
+import math
 import warnings
 
 import numpy as np
 
 from .. import backend, ops
 from ..backend.random import draw
-from .args import DTYPES, _array_of, _shape, normalize_dtype
+from ..ops import ShapeError
+from .args import DTYPES, _array_of, _is_number, _shape, normalize_dtype
 from .tensor import Tensor, _new, _where, apply
 
 # ----------------------------------------------------------------------------- making tensors
@@ -45,54 +47,69 @@ def from_numpy(ndarray):
     return _new(ndarray.view())
 
 
-def _filled(fill, shape, dtype, device, requires_grad):
+def _filled(op, fill, shape, dtype, device, requires_grad):
     device = backend.normalize_device(device)
     dt = normalize_dtype(dtype or "float32")
-    return _new(backend.xp_for(device).full(_shape(shape), fill, dtype=dt), requires_grad)
+    return _new(backend.xp_for(device).full(_shape(shape, op), fill, dtype=dt), requires_grad)
 
 
 def zeros(*shape, dtype=None, device=None, requires_grad=False):
-    return _filled(0, shape, dtype, device, requires_grad)
+    return _filled("zeros", 0, shape, dtype, device, requires_grad)
 
 
 def ones(*shape, dtype=None, device=None, requires_grad=False):
-    return _filled(1, shape, dtype, device, requires_grad)
+    return _filled("ones", 1, shape, dtype, device, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """fill_value everywhere; without a dtype, fill_value's: bool, int64 for an int, float32 for a float (torch.full)."""
     if dtype is None and isinstance(fill_value, (bool, int, np.bool_, np.integer)):
         dtype = "bool" if isinstance(fill_value, (bool, np.bool_)) else "int64"
-    return _filled(fill_value, size, dtype, device, requires_grad)
+    if not _is_number(fill_value):
+        raise TypeError(f"full: fill_value must be a number, got {type(fill_value).__name__}")
+    return _filled("full", fill_value, size, dtype, device, requires_grad)
+
+
+def _like(op, t):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(t).__name__}; mg.tensor(...) makes one")
+    return t
 
 
 def zeros_like(input, *, dtype=None, requires_grad=False):
-    return zeros(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad)
+    t = _like("zeros_like", input)
+    return zeros(*t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
 
 
 def ones_like(input, *, dtype=None, requires_grad=False):
-    return ones(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad)
+    t = _like("ones_like", input)
+    return ones(*t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
 
 
-def _random(method, shape, dtype, device, requires_grad):
+def _random(op, method, shape, dtype, device, requires_grad):
     dt = normalize_dtype(dtype or "float32")
-    host = draw(method, size=_shape(shape), device=device).astype(dt, copy=False)
+    if not backend.is_float(dt):  # PyTorch's too: the draws would be truncated to integers
+        raise TypeError(f"{op}: dtype must be a floating-point dtype, got {dt.name}; mg.randint draws integers")
+    host = draw(method, size=_shape(shape, op), device=device).astype(dt, copy=False)
     return tensor(host, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def randn(*shape, dtype=None, device=None, requires_grad=False):
     """Standard normal samples from minigrad's generator (mg.manual_seed)."""
-    return _random("standard_normal", shape, dtype, device, requires_grad)
+    return _random("randn", "standard_normal", shape, dtype, device, requires_grad)
 
 
 def rand(*shape, dtype=None, device=None, requires_grad=False):
     """Uniform samples in [0, 1) from minigrad's generator."""
-    return _random("random", shape, dtype, device, requires_grad)
+    return _random("rand", "random", shape, dtype, device, requires_grad)
 
 
 def randint(low, high, size, *, dtype="int64", device=None):
     """Integers in [low, high) from minigrad's generator."""
-    return tensor(draw("integers", low, high, size=_shape((size,)), device=device), dtype=dtype, device=device)
+    if not low < high:  # as PyTorch, whatever the size
+        raise ValueError(f"randint: low must be less than high, got low={low} and high={high}")
+    size = _shape((size,), "randint")
+    return tensor(draw("integers", low, high, size=size, device=device), dtype=dtype, device=device)
 
 
 def multinomial(input, num_samples, replacement=False):
@@ -106,6 +123,9 @@ def multinomial(input, num_samples, replacement=False):
 
 def arange(start, end=None, step=1, *, dtype=None, device=None):
     start, end = (0, start) if end is None else (start, end)
+    if step == 0 or not all(math.isfinite(x) for x in (start, end, step)) or (end - start) * step < 0:
+        raise ValueError(f"arange: cannot go from {start} to {end} by step {step}: the bounds must be finite, the step "
+                         f"non-zero and of the sign of end - start, as in PyTorch")
     device = backend.normalize_device(device)
     host = np.arange(start, end, step)
     return tensor(host, dtype=dtype or ("int64" if host.dtype.kind in "iu" else "float32"), device=device)
@@ -113,20 +133,30 @@ def arange(start, end=None, step=1, *, dtype=None, device=None):
 
 # ----------------------------------------------------------------------------- functions on several tensors
 
+def _tensors(op, tensors):
+    """cat's and stack's sequence of tensors, as a list, or PyTorch's error: iterating over one tensor would join
+    its rows."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}: expected a list or tuple of tensors, got {type(tensors).__name__}"
+                        + (f" of shape {tensors.shape}; wrap it in a list: mg.{op}([t, ...])"
+                           if isinstance(tensors, Tensor) else ""))
+    if not tensors:
+        raise ShapeError(f"{op}: expected a non-empty list of tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: expected a list of tensors, got {type(t).__name__} at position {i}; wrap it "
+                            f"with mg.tensor(...)")
+    return list(tensors)
+
+
 def cat(tensors, dim=0):
     """Concatenate along an existing dim."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("cat: expected a non-empty list of tensors")
-    return apply(ops.Cat, *tensors, dim=dim)
+    return apply(ops.Cat, *_tensors("cat", tensors), dim=dim)
 
 
 def stack(tensors, dim=0):
     """Stack along a new dim."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("stack: expected a non-empty list of tensors")
-    return apply(ops.Stack, *tensors, dim=dim)
+    return apply(ops.Stack, *_tensors("stack", tensors), dim=dim)
 
 
 def maximum(input, other):

@@ -3,7 +3,7 @@
 `apply`) or calls the Tensor's one-op methods (self.mean(), self * x, self.reshape(...)), and makes a new leaf with
 `self._new`; they are the Tensor's hooks, as this file sits below tensor.py and cannot import it.
 
-  Composed     var, std, logsumexp, norm, topk, max/min along a dim, clamp by tensors, flatten, unsqueeze,
+  Composed     var, std, logsumexp, norm, amax, amin, topk, max/min along a dim, clamp by tensors, flatten, unsqueeze,
                squeeze, repeat, split, chunk, unbind, index_select, gather, multinomial
   Comparisons  <, <=, >, >=, ==, !=, ~, any, all, argmax, argmin: not differentiable, read outside the tape
   InPlace      NOTE [in-place]: add_, sub_, mul_, div_ (and +=, ...), fill_, zero_, copy_, clamp_, t[key] = value
@@ -22,11 +22,17 @@ from ..ops import ShapeError
 from ..backend.random import draw_categories
 from .modes import _on, _version_counter
 from .tape import Variable, _before_write, _values
-from .args import dim_alias, exact_number
+from .args import check_device, check_float, dim_alias, exact_number
 from .args import _array_of, _bool_array, _check_in_range, _index_key, _integer_index, _is_number, _shape
 
 # (values, indices), as torch.return_types: `values, indices = x.max(1)` and `x.max(1).values` both work
 _VALUES_INDICES = {name: collections.namedtuple(name, ["values", "indices"]) for name in ("max", "min", "topk", "sort")}
+
+
+def _check_int(op, name, value):
+    """An argument that counts (topk's k, chunk's chunks, split's sizes, narrow's start, ...): an int, as PyTorch's."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{op}: {name} must be an int, got {value!r} of type {type(value).__name__}")
 
 
 def _root(s, p):
@@ -44,6 +50,15 @@ class Composed:
     from the ops it applies (STYLE.md, 'compose before you fuse'). multinomial samples: no gradient."""
     __slots__ = ()
 
+    def _floating(self, op=None):
+        """Integer and bool tensors become float32 for exp, log, sin, ... (as in PyTorch); an op named here, which
+        PyTorch computes on floats only (mean, var, softmax, ...), refuses them instead, as PyTorch does."""
+        if self._data.dtype.kind not in "biu":
+            return self
+        if op:
+            check_float(op, self)
+        return self.to("float32")
+
     @dim_alias
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         """The variance over dim (every element by default): the sum of squared deviations from the mean
@@ -58,7 +73,7 @@ class Composed:
             raise TypeError(f"{name}: give unbiased or correction, not both (unbiased=False is correction=0)")
         if correction is None:
             correction = 0 if unbiased is False else 1
-        x = self._floating()
+        x = self._floating(name)
         n = math.prod(x.shape[a] for a in ops.normalize_dims(name, dim, x.ndim, x.shape))
         if n <= correction:  # PyTorch's warning, word for word
             warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
@@ -95,7 +110,8 @@ class Composed:
         """The p-norm over dim (every element by default), as torch.norm: 'fro' or 2 (the square root of the
         sum of squares), 1, inf, -inf, 0 (the count of non-zeros) or any other p > 0. At a zero vector the
         gradient is 0, as in PyTorch, not the nan that d sqrt(s) at s = 0 would give."""
-        x = self._floating()
+        x = self._floating("norm")
+        ops.normalize_dims("norm", dim, x.ndim, x.shape)  # a dim out of range names norm, not the sum inside
         if p in ("fro", 2):
             return _root((x * x).sum(dim, keepdim), 2)
         if p == 1:
@@ -112,17 +128,31 @@ class Composed:
         raise ValueError(f"norm: p must be 'fro', 0, a number > 0, inf or -inf, got {p!r} ('nuc' and p < 0 are "
                          f"not supported)")
 
+    @dim_alias
+    def amax(self, dim=None, keepdim=False):
+        """The largest values over dim (an int or a tuple; every dim by default); ties share the gradient."""
+        ops.normalize_dims("amax", dim, self.ndim, self.shape)  # a dim out of range names amax, not its op, max
+        return self._apply(ops.Max, self, dim=dim, keepdim=keepdim)
+
+    @dim_alias
+    def amin(self, dim=None, keepdim=False):
+        """The smallest values over dim; ties share the gradient."""
+        ops.normalize_dims("amin", dim, self.ndim, self.shape)
+        return self._apply(ops.Min, self, dim=dim, keepdim=keepdim)
+
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """The k largest (or smallest) values along dim and their indices, as torch.topk; the values carry the
         gradient back to where they came from. Always in order (sorted=False allows any order, so this one
         too); equal values keep the lower index first; nan counts as the largest."""
         axes = ops.normalize_dim("topk", dim, self.ndim, self.shape)
         if self.ndim == 0:
+            ops.normalize_dims("topk", dim, 0, self.shape)  # a 0-d tensor's dim: 0 or -1 (IndexError)
             values, indices = self.reshape(1).topk(k, 0, largest, sorted)
             return _VALUES_INDICES["topk"](values.reshape(()), indices.reshape(()))
         d = axes[0]
+        _check_int("topk", "k", k)
         if not 0 <= k <= self.shape[d]:
-            raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
+            raise ShapeError(f"topk: k={k} is out of range for dim {dim} of size {self.shape[d]} (shape {self.shape})")
         a = _values(self, "topk")
         xp = backend.xp_of(a)
         if largest:  # the ascending order of the reversed values, reversed: equal ones keep the lower index first, and
@@ -181,7 +211,7 @@ class Composed:
 
     def repeat(self, *sizes, repeats=None):
         """Tile the data sizes[i] times along dim i (new leading dims for extra sizes), copying, as torch.repeat."""
-        sizes = _shape(sizes) if repeats is None else tuple(repeats)
+        sizes = _shape(sizes, "repeat") if repeats is None else _shape(tuple(repeats), "repeat")
         if len(sizes) < self.ndim:
             raise ShapeError(f"repeat: {len(sizes)} repeat counts {sizes} for a tensor of {self.ndim} dims "
                              f"{self.shape}; give one per dim at least")
@@ -205,15 +235,20 @@ class Composed:
         split_size_or_sections)."""
         d = self._dim("split", dim)
         n = self.shape[d]
-        if isinstance(split_size, (int, np.integer)):
+        if not isinstance(split_size, (list, tuple)):
+            _check_int("split", "split_size", split_size)
             size = int(split_size)
             if size < 0 or (size == 0 and n):  # as PyTorch: 0 only splits a dim of size 0 (into one piece)
-                raise ValueError(f"split: split_size must be positive (0 only for a dim of size 0), got {size} for "
+                raise ShapeError(f"split: split_size must be positive (0 only for a dim of size 0), got {size} for "
                                  f"dim {dim} of shape {self.shape}")
             sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
         else:
-            sizes = [int(k) for k in split_size]
-            if sum(sizes) != n or any(k < 0 for k in sizes):
+            sizes = list(split_size)
+            for k in sizes:
+                _check_int("split", "each size", k)
+                if k < 0:
+                    raise ShapeError(f"split: sizes must be >= 0, got {sizes}")
+            if sum(sizes) != n:
                 raise ShapeError(f"split: sizes {sizes} add up to {sum(sizes)}, but dim {dim} of shape {self.shape} "
                                  f"has size {n}")
         starts = itertools.accumulate([0] + sizes)
@@ -222,8 +257,9 @@ class Composed:
     def chunk(self, chunks, dim=0):
         """Split into `chunks` pieces of equal size along dim (the last one smaller, and fewer pieces when the
         size does not allow that many, as torch.chunk)."""
+        _check_int("chunk", "chunks", chunks)
         if chunks <= 0:
-            raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+            raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
         n = self.shape[self._dim("chunk", dim)]
         if not n:  # as torch.chunk: `chunks` empty pieces (split(0) would give one)
             return self.split([0] * chunks, dim)
@@ -252,6 +288,7 @@ class Composed:
                              f"input shape {self.shape}")
         axes = ops.normalize_dim("gather", dim, self.ndim, self.shape)
         if self.ndim == 0:
+            ops.normalize_dims("gather", dim, 0, self.shape)  # a 0-d tensor's dim: 0 or -1 (IndexError)
             return self.reshape(1).gather(0, self._new(idx.reshape(1))).reshape(())
         d = axes[0]
         if any(m > n for k, (m, n) in enumerate(zip(idx.shape, self.shape)) if k != d):
@@ -270,6 +307,9 @@ class Composed:
         if self.ndim not in (1, 2) or not backend.is_float(self.dtype):
             raise TypeError(f"multinomial: input must be a 1-d or 2-d float tensor of weights, got {self.dtype} "
                             f"{self.shape}")
+        _check_int("multinomial", "num_samples", num_samples)
+        if num_samples <= 0:  # as PyTorch: -1 drew one sample, 0 none
+            raise ValueError(f"multinomial: num_samples must be positive, got {num_samples}")
         w = backend.to_numpy(_values(self, "multinomial")).astype("float64").reshape(-1, self.shape[-1])
         picks = draw_categories(w, num_samples, replacement)
         return self._new(_array_of(picks.reshape(self.shape[:-1] + (num_samples,)), "int64", self.device))
@@ -282,12 +322,15 @@ class Composed:
         return _VALUES_INDICES["sort"](*self.topk(n, dim, largest=descending))
 
     def argsort(self, dim=-1, descending=False, *, stable=False):
+        ops.normalize_dim("argsort", dim, self.ndim, self.shape)  # a dim out of range names argsort, not sort
         return self.detach().sort(dim, descending).indices
 
     def narrow(self, dim, start, length):
         """The `length` entries from `start` along dim: a view, as torch.narrow."""
         d = self._dim("narrow", dim)
         n = self.shape[d]
+        _check_int("narrow", "start", start)
+        _check_int("narrow", "length", length)
         start = start + n if start < 0 else start
         if not 0 <= start <= start + length <= n:
             raise IndexError(f"narrow: start {start} and length {length} fall outside dim {dim} of size {n} "
@@ -301,7 +344,11 @@ class Composed:
         known = math.prod(n for n in sizes if n != -1)
         if sizes.count(-1) == 1 and known:  # -1 from this dim's size: reshape's, from all, is ambiguous when it is 0
             sizes = tuple(self.shape[d] // known if n == -1 else n for n in sizes)
-        return self.reshape(self.shape[:d] + sizes + self.shape[d + 1:])
+        try:
+            return self.reshape(self.shape[:d] + sizes + self.shape[d + 1:])
+        except ShapeError:
+            raise ShapeError(f"unflatten: sizes {sizes} do not split dim {dim} of size {self.shape[d]} (shape "
+                             f"{self.shape}): their product must be {self.shape[d]}, with at most one -1") from None
 
     def masked_select(self, mask):
         """The elements where mask (bool, broadcast with this tensor) is True, as a 1-d copy."""
@@ -326,6 +373,7 @@ class Composed:
     def _clamp_by_tensors(self, lo, hi):
         """self.clamp(lo, hi) where a bound is a tensor (a number beside it is a constant one): self and the bounds in
         one dtype by NOTE [type promotion], their shapes broadcast, one ops.ClampTensor."""
+        check_device("clamp", self, lo, hi)  # (apply's check would name the op, clamp_tensor)
         x, sides, bounds = self, [], []
         for side, b in (("lo", lo), ("hi", hi)):
             if b is not None:
@@ -347,8 +395,16 @@ class Comparisons:
     __slots__ = ()
 
     def _compare(self, other, fn):
+        check_device(fn.__name__, self, other)
         other = _values(other, fn.__name__) if isinstance(other, Variable) else other
-        return self._new(backend.as_array(fn(_values(self, fn.__name__), other)))
+        try:
+            return self._new(backend.as_array(fn(_values(self, fn.__name__), other)))
+        except ValueError:  # NumPy's "operands could not be broadcast together"
+            raise ShapeError(f"{fn.__name__}: shapes {self.shape} and {getattr(other, 'shape', ())} do not broadcast: "
+                             f"compared from the right, each pair of dims must be equal or one of them 1") from None
+        except TypeError:  # NumPy's "ufunc 'less' did not contain a loop with signature matching types"
+            raise TypeError(f"{fn.__name__}: cannot compare a tensor with {type(other).__name__} {other!r:.40}; "
+                            f"compare with a number or a Tensor") from None
 
     def __lt__(self, other):
         return self._compare(other, operator.lt)
@@ -401,6 +457,10 @@ class Comparisons:
 
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """|self - other| <= atol + rtol * |other| everywhere (a Python bool), as torch.allclose."""
+        check_device("allclose", self, other)
+        if ops.broadcast_shapes(self.shape, other.shape) is None:
+            raise ShapeError(f"allclose: shapes {self.shape} and {other.shape} do not broadcast: compared from the "
+                             f"right, each pair of dims must be equal or one of them 1")
         xp = backend.xp_of(self._data)
         return bool(xp.allclose(_values(self, "allclose"), _values(other, "allclose"), rtol, atol, equal_nan))
 
@@ -430,9 +490,15 @@ class Comparisons:
         return self._arg("argmin", dim, keepdim)
 
     def _arg(self, name, dim, keepdim):
+        """The index of the largest (smallest) value of the flattened tensor, or along dim (one int), with PyTorch's
+        IndexError for a dim out of range, or with no element to pick from."""
         axes = None if dim is None else ops.normalize_dim(name, dim, self.ndim, self.shape) or None  # one int (0-d: none)
+        dim = axes and axes[0]
+        if (self.shape[dim] if dim is not None else self._data.size) == 0:
+            where_ = "" if dim is None else f" along dim {dim}"
+            raise IndexError(f"{name}: the tensor of shape {self.shape} has no element{where_} to pick from")
         a = _values(self, name)
-        return self._new(backend.as_array(getattr(a, name)(axis=axes and axes[0], keepdims=keepdim)))
+        return self._new(backend.as_array(getattr(a, name)(axis=dim, keepdims=keepdim)))
 
 
 _UFUNCS = {ops.Add: "add", ops.Sub: "subtract", ops.Mul: "multiply", ops.Div: "divide"}  # the in-place writes
@@ -479,7 +545,10 @@ class InPlace:
                     _values(o, name)
             _before_write(self, name)
         if not recording and numpy_write is not None:
-            numpy_write(self._data)
+            try:
+                numpy_write(self._data)
+            except TypeError as e:  # NumPy's casting rule: a float value into an integer tensor
+                raise TypeError(f"{name}: {e} (this tensor is {self.dtype.name} of shape {self.shape})") from None
             _version_counter(self).n += 1
             return self
         new = functional()
@@ -503,6 +572,7 @@ class InPlace:
             other = other * alpha
         a, b = self._operands(self, other, name, true_division=op_cls is ops.Div)
         number = exact_number(op_cls, self, other)  # NOTE [a number beside 2-byte floats] (ops/pointwise.py)
+        check_device(name, a, b)
         if a.dtype != self.dtype:
             raise RuntimeError(f"{name}: the result would be {a.dtype.name}, but this tensor is {self.dtype.name}: "
                                f"an in-place op cannot change the dtype; write x = x ... or convert first")
@@ -547,6 +617,10 @@ class InPlace:
         return self._arith_("/=", ops.Div, other)
 
     def fill_(self, value):
+        if isinstance(value, Variable) and value.ndim:  # as PyTorch; where() would write one value per element
+            raise ShapeError(f"fill_: value must be a number or a 0-d tensor, got a tensor of shape {value.shape}; "
+                             f"copy_ writes a tensor of several values")
+
         def numpy_write(array):
             array[...] = value._data if isinstance(value, Variable) else value
         everywhere = backend.xp_of(self._data).ones(self.shape, dtype=bool)
@@ -590,7 +664,8 @@ class InPlace:
 
         def numpy_write(array):
             backend.xp_of(array).clip(array, min, max, out=array)
-        return self._write("clamp_", lambda: self.clamp(min, max), (), numpy_write)
+        promotes = self.dtype.kind in "biu" and any(isinstance(b, (float, np.floating)) for b in (min, max))
+        return self._write("clamp_", lambda: self.clamp(min, max), (), None if promotes else numpy_write)
 
     def __setitem__(self, key, value):
         """t[key] = value, as in PyTorch (value converted to this tensor's dtype). Where key names an element twice,
@@ -606,6 +681,7 @@ class InPlace:
         def numpy_write(array):
             try:
                 backend.put(array, key, value._data)  # a repeated index: the last write wins (NOTE [repeated indices])
-            except (IndexError, ValueError) as e:
-                raise type(e)(f"setitem: {e} (tensor of shape {self.shape}, value of shape {value.shape})") from None
+            except (IndexError, ValueError) as e:  # a ValueError: shapes that do not broadcast, RuntimeError's too
+                kind = IndexError if isinstance(e, IndexError) else ShapeError
+                raise kind(f"setitem: {e} (tensor of shape {self.shape}, value of shape {value.shape})") from None
         return self._write("setitem", lambda: self._apply(ops.IndexPut, self, value, key=key), (value,), numpy_write)

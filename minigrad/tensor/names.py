@@ -57,6 +57,12 @@ _INSTEAD = {
 }
 
 
+def _alpha(op, alpha, t):
+    if isinstance(alpha, bool) and t.dtype != bool:  # as PyTorch: True would be read as 1 unseen
+        raise TypeError(f"{op}: alpha={alpha} is a bool, which only a bool tensor takes; give a number (1 or 0)")
+    return alpha
+
+
 class Names:
     """PyTorch's method names for the Tensor's operators and methods, new tensors like this one, its sizes in bytes,
     and __getattr__, what a name it lacks says."""
@@ -67,11 +73,11 @@ class Names:
 
     def add(self, other, *, alpha=1):
         """self + alpha * other, as torch.add."""
-        return self + (other if alpha == 1 else other * alpha)
+        return self + (other if _alpha("add", alpha, self) == 1 else other * alpha)
 
     def sub(self, other, *, alpha=1):
         """self - alpha * other, as torch.sub."""
-        return self - (other if alpha == 1 else other * alpha)
+        return self - (other if _alpha("sub", alpha, self) == 1 else other * alpha)
 
     def mul(self, other):
         return self * other
@@ -155,7 +161,8 @@ class Names:
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         device = self.device if device is None else backend.normalize_device(device)
         dtype = self.dtype if dtype is None else normalize_dtype(dtype)
-        return self._new(backend.xp_for(device).full(_shape((size,)), fill_value, dtype=dtype), requires_grad)
+        return self._new(backend.xp_for(device).full(_shape((size,), "new_full"), fill_value, dtype=dtype),
+                         requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         return self.new_full(_shape(size), 0, dtype=dtype, device=device, requires_grad=requires_grad)

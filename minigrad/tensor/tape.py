@@ -293,8 +293,9 @@ def _check_same_device_and_dtype(name, arrays):
                                f"move them to one device with .to(device) first")
         if a.dtype != first.dtype:
             dtypes = sorted({x.dtype.name for x in arrays})
+            to = next((x.dtype.name for x in arrays if backend.is_float(x.dtype)), first.dtype.name)  # int: to a float
             raise TypeError(f"{name}: inputs have different dtypes ({' and '.join(dtypes)}); minigrad does not "
-                            f"promote silently: convert one with .to('{first.dtype.name}') first")
+                            f"promote silently: convert one with .to('{to}') first")
 
 
 # ----------------------------------------------------------------------------- reads outside the tape

@@ -359,7 +359,7 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
 
     def item(self):
         if self._data.size != 1:
-            raise ValueError(f"item: only a one-element tensor converts to a Python number, this one has shape "
+            raise ShapeError(f"item: only a one-element tensor converts to a Python number, this one has shape "
                              f"{self.shape}; reduce it first (.sum(), .mean()) or index one element")
         return _values(self, "item").reshape(()).item()
 
@@ -449,6 +449,9 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
 
     # --- arithmetic (NOTE [type promotion])
     def _binary(self, op_cls, other, name, reflected=False):
+        if op_cls is ops.Sub and bool in (self._data.dtype, getattr(other, "dtype", type(other))):  # as PyTorch
+            raise TypeError("sub: subtracting a bool (tensor) is not supported, as in PyTorch; to invert a mask "
+                            "write ~mask; for numbers convert it with .long() first")
         a, b = (other, self) if reflected else (self, other)  # exact_number: NOTE [a number beside 2-byte floats]
         return apply(op_cls, *_operands(a, b, name, true_division=op_cls is ops.Div), **exact_number(op_cls, a, b))
 
@@ -502,10 +505,6 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
         base = base.to("int64") if base.dtype == bool else base  # bool ** 2: int64, as bool + 2 (NOTE [type promotion])
         return apply(ops.Pow, base, exponent=exponent)
 
-    def _floating(self):
-        """Integer and bool tensors become float32 for exp, log, ... (as in PyTorch)."""
-        return self if self._data.dtype.kind not in "biu" else self.to("float32")
-
     def exp(self):
         return apply(ops.Exp, self._floating())
 
@@ -546,7 +545,7 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
 
     @dim_alias
     def mean(self, dim=None, keepdim=False):
-        return apply(ops.Mean, self._floating(), dim=dim, keepdim=keepdim)
+        return apply(ops.Mean, self._floating("mean"), dim=dim, keepdim=keepdim)
 
     @dim_alias
     def max(self, dim=None, keepdim=False):
@@ -558,16 +557,6 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
     def min(self, dim=None, keepdim=False):
         """Of all elements: the smallest (ties share the gradient). Along one dim: (values, indices)."""
         return apply(ops.Min, self, keepdim=keepdim) if dim is None else self._along("min", ops.Min, dim, keepdim)
-
-    @dim_alias
-    def amax(self, dim=None, keepdim=False):
-        """The largest values over dim (an int or a tuple; every dim by default); ties share the gradient."""
-        return apply(ops.Max, self, dim=dim, keepdim=keepdim)
-
-    @dim_alias
-    def amin(self, dim=None, keepdim=False):
-        """The smallest values over dim; ties share the gradient."""
-        return apply(ops.Min, self, dim=dim, keepdim=keepdim)
 
     @dim_alias
     def prod(self, dim=None, keepdim=False):
@@ -591,11 +580,11 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
 
     @dim_alias
     def softmax(self, dim):
-        return apply(ops.Softmax, self._floating(), dim=dim)
+        return apply(ops.Softmax, self._floating("softmax"), dim=dim)
 
     @dim_alias
     def log_softmax(self, dim):
-        return apply(ops.LogSoftmax, self._floating(), dim=dim)
+        return apply(ops.LogSoftmax, self._floating("log_softmax"), dim=dim)
 
     # --- shape
     def contiguous(self):
