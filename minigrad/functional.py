@@ -140,9 +140,7 @@ def _softmax_input(name, input, dim, dtype):
     _check_tensor(input, name)
     if dtype is not None:
         input = input.to(dtype)
-    if not backend.is_float(input.dtype):
-        raise TypeError(f"{name}: the input must be a float tensor, got {input.dtype}; convert it with .float(), or "
-                        f"pass dtype=")
+    check_float(name, input, also=", or pass dtype=")
     if dim is None:
         dim = 0 if input.ndim in (0, 1, 3) else 1
         warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "

@@ -92,6 +92,8 @@ ELSEWHERE = {
 
 # PyTorch's signature, where neither inspect, its docstring nor a schema reads it (each checked by calling it so)
 READ_BY_HAND = {
+    # its docstring says where(condition, y); its overloads, and a call, take other (x.where(c, y=...) is a TypeError)
+    "Tensor.where": "(condition, other)",
     "amp.is_autocast_enabled": "(device_type=None)",
     "mg.is_autocast_enabled": "(device_type=None)",
 }

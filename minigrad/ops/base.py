@@ -149,5 +149,14 @@ def normalize_dims(op, dim, ndim, shape=None):
     return tuple(sorted(axes)) if ndim else ()  # a 0-d tensor has no axes to reduce
 
 
+def normalize_dim(op, dim, ndim, shape=None, name="dim"):
+    """One dim (an int, possibly negative), as normalize_dims gives it: where PyTorch takes one int (cumsum, softmax,
+    cat, topk, split, ...), a tuple, a list or None is its TypeError, not a first dim or every dim read silently."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{op}: argument '{name}' must be one int, got {dim!r} (tensor of shape {shape}); this "
+                        f"op works along one dim at a time")
+    return normalize_dims(op, dim, ndim, shape)
+
+
 def keepdim_shape(shape, axes):
     return tuple(1 if i in axes else n for i, n in enumerate(shape))

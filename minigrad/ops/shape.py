@@ -217,7 +217,11 @@ class Permute(Op):
     returns_view = True
 
     def forward(self, x, dims):
-        axes = [normalize_dim(self.name, d, x.ndim, x.shape)[:1] for d in dims]  # each in range, as PyTorch's
+        try:  # each an int in range, as PyTorch's (d % ndim would wrap it: permute(0, 5) of a 2-d tensor ran)
+            axes = [normalize_dim(self.name, d, x.ndim, x.shape)[:1] for d in dims]
+        except IndexError:
+            raise IndexError(f"permute: dims {tuple(dims)} name a dim out of range for a tensor of shape {x.shape} "
+                             f"(expected ints in [{-max(x.ndim, 1)}, {max(x.ndim, 1) - 1}])") from None
         if sorted(a[0] for a in axes if a) != list(range(x.ndim)) or len(dims) != x.ndim:
             raise ShapeError(f"permute: dims {tuple(dims)} are not a permutation of the {x.ndim} dims "
                              f"of a tensor of shape {x.shape}")

@@ -17,12 +17,12 @@ FLOAT_DTYPES = tuple(np.dtype(d) for d in ("float16", "float32", "float64")) + (
 DTYPES = FLOAT_DTYPES + tuple(np.dtype(d) for d in ("int8", "int16", "int32", "int64", "uint8", "bool"))
 
 
-def check_float(op, t):
+def check_float(op, t, also=""):
     """What PyTorch computes in floating point only (mean, var, softmax, layer_norm, gelu, the losses, ...) refuses an
     integer or bool tensor, as PyTorch does; exp, log, sin, ... make it float32 instead (Tensor._floating)."""
     if not backend.is_float(t.dtype):
         raise TypeError(f"{op}: needs a floating-point input, got {t.dtype} of shape {tuple(t.shape)}; convert it "
-                        f"with .float() first")
+                        f"with .float() first{also}")
 
 
 def check_device(op, *tensors):

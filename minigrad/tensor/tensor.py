@@ -596,7 +596,8 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
         shape = _shape(args) if shape is None else tuple(shape)  # reshape(2, 3), reshape((2, 3)) or shape=(2, 3)
         return apply(ops.Reshape, self, shape=shape)
 
-    view = reshape  # NOTE: unlike torch.view this also accepts non-contiguous tensors (NumPy copies)
+    def view(self, *args, size=None):  # NOTE: unlike torch.view this also takes non-contiguous tensors (NumPy copies)
+        return self.reshape(*args, shape=size)
 
     def transpose(self, dim0, dim1):
         return apply(ops.Transpose, self, dim0=dim0, dim1=dim1)
