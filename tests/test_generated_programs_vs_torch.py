@@ -16,6 +16,7 @@ raised in backward (test_gradcheck_ops.py); clamp truncated a float bound for an
 tensor raised (test_edge_cases_vs_torch.py).
 """
 import functools
+import math
 import operator
 
 import numpy as np
@@ -140,15 +141,31 @@ def binary(draw, a, b):
     return both(fns[name], a, b)
 
 
+def ties_differ(a, largest, dims, absolute=False):
+    """Do the two libraries' inputs tie at other places for a max (min) over dims? PyTorch's float64 tanh GELU is not
+    the same function at every position of one array (its vectorized loop and its scalar tail differ by an ulp: of 18
+    elements, gelu(-1, approximate='tanh') was -0x1.453d22357147ap-3 at position 15 and ...478p-3 at 17), so where
+    minigrad's values tie, PyTorch's may not, and the gradient of a max goes to other places (seen: amin of it)."""
+    m, t = (np.abs(host(x)) if absolute else host(x) for x in (a.m, a.t))
+    if not m.size or not m.ndim:
+        return False
+    pick = np.max if largest else np.min
+    return not np.array_equal(m == pick(m, axis=dims, keepdims=True), t == pick(t, axis=dims, keepdims=True))
+
+
 def reduction(draw, a):
     name = draw(st.sampled_from(["sum", "mean", "amax", "amin", "max", "min", "var", "std", "logsumexp", "norm",
                                  "softmax", "log_softmax", "cumsum", "prod"]))
     keepdim = draw(st.booleans())
     if name in ("sum", "mean", "amax", "amin"):
         d = dims_of(draw, a.ndim)
+        if name in ("amax", "amin") and ties_differ(a, name == "amax", d):
+            return None
         return both(lambda L, f, x: getattr(x, name)() if d is None else getattr(x, name)(d, keepdim=keepdim), a)
     if name in ("max", "min"):  # along a dim: the values, and the gradient to the index returned (the first)
         d = dim_of(draw, a.ndim)
+        if ties_differ(a, name == "max", d if a.ndim else None):
+            return None
         return both(lambda L, f, x: getattr(x, name)(d, keepdim=keepdim).values, a)
     if name in ("var", "std"):
         d, c = dims_of(draw, a.ndim), draw(st.sampled_from([0, 1, 2]))
@@ -161,6 +178,8 @@ def reduction(draw, a):
         return both(lambda L, f, x: x.logsumexp(d, keepdim=keepdim), a)
     if name == "norm":
         p, d = draw(st.sampled_from([1, 2, 3, 0.5, float("inf"), float("-inf")])), dims_of(draw, a.ndim)
+        if math.isinf(p) and ties_differ(a, p > 0, d, absolute=True):
+            return None
         return both(lambda L, f, x: x.norm(p, d, keepdim) if L is mg else
                     torch.linalg.vector_norm(x, p, d, keepdim), a)
     d = dim_of(draw, a.ndim)
