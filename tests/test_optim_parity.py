@@ -431,3 +431,28 @@ def test_clip_grad_norm_gives_torchs_gradients_where_the_norms_agree(dtype):
         total, want = nn.utils.clip_grad_norm_([p], max_norm), torch.nn.utils.clip_grad_norm_([q], max_norm)
         assert to_host(total) == want.numpy()
         np.testing.assert_array_equal(to_host(p.grad), q.grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["SGD", "AdamW"])
+def test_step_takes_a_closure_as_pytorchs(name):
+    """PyTorch's step(closure): the closure runs first, in grad mode (even under no_grad), computes the loss and its
+    gradients, and step returns that loss. It was a TypeError ('takes 1 positional argument')."""
+    torch = pytest.importorskip("torch")
+    kw = {"lr": 0.1, "momentum": 0.9} if name == "SGD" else {"lr": 0.1}
+    ps_mg, ps_th = mg_params(), th_params(torch)
+    opt_mg, opt_th = getattr(mg.optim, name)(ps_mg, **kw), getattr(torch.optim, name)(ps_th, **kw)
+
+    def closure_of(opt, ps):
+        def closure():
+            opt.zero_grad()
+            loss = loss_of(ps)
+            loss.backward()
+            return loss
+        return closure
+    for _ in range(3):
+        with mg.no_grad(), torch.no_grad():
+            got, want = opt_mg.step(closure_of(opt_mg, ps_mg)), opt_th.step(closure_of(opt_th, ps_th))
+        assert isinstance(got, mg.Tensor) and float(got.item()) == pytest.approx(want.item(), rel=RTOL)
+        for a, b in zip(ps_mg, ps_th):
+            np.testing.assert_allclose(to_host(a.detach()), b.detach().numpy(), rtol=RTOL, atol=1e-15)
+    assert opt_mg.step() is None and opt_th.step() is None

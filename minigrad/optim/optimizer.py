@@ -25,26 +25,32 @@ import numbers
 import numpy as np
 
 from .. import backend
-from ..tensor import Tensor, active_profiler, mark_written, zero_grads
+from ..tensor import Tensor, active_profiler, enable_grad, mark_written, zero_grads
 
 
 def _reported(step):
     """step(), bracketed by the active profile's on_step (NOTE [what a profile counts], profiler/ledger.py) and timed
     by it (NOTE [self time]), and followed by a version bump of every parameter it may have written (NOTE
-    [version counters], tensor/modes.py)."""
+    [version counters], tensor/modes.py). With a closure, PyTorch's step(closure): it runs first, in grad mode (it
+    zeroes the gradients, computes the loss and calls backward), and its loss is what step returns."""
     @functools.wraps(step)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self, closure=None):
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
         profiler = active_profiler()
         if profiler is not None:
             profiler.on_step(self, done=False)
             clock = profiler.start_clock()
-        out = step(self, *args, **kwargs)
+        step(self)
         if profiler is not None:
             profiler.stop_clock(clock, type(self).__name__, "step")
             profiler.on_step(self, done=True)
         mark_written(p for p in self.params if p.grad is not None)
         self._opt_called = True  # PyTorch's flag: lr_scheduler warns when its first step comes before this one
-        return out
+        return loss
+    del wrapper.__wrapped__  # its signature is the wrapper's, step(closure=None), as PyTorch's
     return wrapper
 
 
