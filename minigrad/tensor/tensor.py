@@ -453,7 +453,8 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
             raise TypeError("sub: subtracting a bool (tensor) is not supported, as in PyTorch; to invert a mask "
                             "write ~mask; for numbers convert it with .long() first")
         a, b = (other, self) if reflected else (self, other)  # exact_number: NOTE [a number beside 2-byte floats]
-        return apply(op_cls, *_operands(a, b, name, true_division=op_cls is ops.Div), **exact_number(op_cls, a, b))
+        number = exact_number(op_cls, a, b) if op_cls.takes_number and not isinstance(other, Tensor) else {}
+        return apply(op_cls, *_operands(a, b, name, true_division=op_cls is ops.Div), **number)
 
     def __add__(self, other):
         return self._binary(ops.Add, other, "add")
