@@ -1,0 +1,313 @@
+"""Generated sequences of Module operations, applied to a minigrad model and the same torch model side by side.
+
+Each example builds one of a few small models in both libraries (Linear, LayerNorm, Embedding, Dropout, BatchNorm1d,
+ReLU in Sequential, ModuleList and ModuleDict, nested, with a shared module and a tied weight), then applies the same
+drawn operations to both: setattr of a Parameter / Module / Tensor / None / int over a name (turning a parameter
+into a buffer into a child into a plain attribute), delattr, register_buffer (persistent or not), register_parameter,
+add_module, the containers' append / extend / insert / [i] = / del [i] / slicing / update / pop, requires_grad_,
+train / eval, double / float / to(dtype), apply, copy.deepcopy, load_state_dict(strict=False) from a fresh model.
+After each operation both have raised the same exception class, or both compare equal: named_parameters,
+named_buffers, named_modules and named_children (names, order, which names hold one shared object; prefix, recurse,
+remove_duplicate), state_dict (keys, values, dtypes), each module's .training, each parameter's requires_grad and
+dtype. At the end one optimizer step over parameters() must move the same values by the same amounts, and
+zero_grad(set_to_none=False) leave the same zeros. What is deliberately different is written where it is skipped.
+"""
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import minigrad as mg
+from minigrad import nn
+
+from on_device import to_host
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+
+class Lib:
+    """The few things a program needs from either library, by one name."""
+
+    def __init__(self, ours):
+        self.ours, self.nn = ours, (nn if ours else torch.nn)
+
+    def tensor(self, values, dtype="float32"):
+        return mg.tensor(np.asarray(values, dtype=dtype)) if self.ours else torch.tensor(np.asarray(values, dtype=dtype))
+
+    def param(self, values):
+        return self.nn.Parameter(self.tensor(values))
+
+    def host(self, t):
+        return np.array(to_host(t) if self.ours else t.detach().numpy())  # a copy: torch's state_dict shares
+
+    def no_grad(self):
+        return mg.no_grad() if self.ours else torch.no_grad()
+
+    def sgd(self, params):
+        return (mg.optim.SGD if self.ours else torch.optim.SGD)(params, lr=1.0)
+
+
+def dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+# ----------------------------------------------------------------------------- the models
+
+def chain(lib):
+    n = lib.nn
+    return n.Sequential(n.Linear(2, 2), n.ReLU(), n.Linear(2, 2), n.Dropout(0.1))
+
+
+def nested(lib):
+    n = lib.nn
+    m = n.Module()
+    m.emb = n.Embedding(4, 2)
+    m.blocks = n.ModuleList([n.Linear(2, 2), n.Sequential(n.LayerNorm(2), n.ReLU()), n.Dropout(0.2)])
+    m.heads = n.ModuleDict({"a": n.Linear(2, 2, bias=False), "b": n.BatchNorm1d(2)})
+    m.again = m.blocks[0]  # one module under two names
+    m.heads["a"].weight = m.blocks[0].weight  # a tied weight
+    m.register_buffer("mask", lib.tensor([1.0, 0.0]))
+    m.register_buffer("cache", lib.tensor([0.5, 0.5]), persistent=False)
+    return m
+
+
+def tied_lists(lib):
+    n = lib.nn
+    shared = n.Linear(2, 2)
+    m = n.Sequential(shared, n.ModuleList([shared, n.LayerNorm(2)]), n.ModuleDict({"s": shared}))
+    m.scale = lib.param([2.0, 3.0])
+    return m
+
+
+MODELS = {"chain": chain, "nested": nested, "tied_lists": tied_lists}
+
+
+def fill(lib, model):
+    """Deterministic values by position, so both libraries start from the same numbers."""
+    with lib.no_grad():
+        for i, (_, t) in enumerate(list(model.named_parameters()) + list(model.named_buffers())):
+            if dtype_name(t.dtype).startswith("float"):
+                values = (i + 1 + 0.125 * np.arange(int(np.prod(t.shape)))).reshape(t.shape)
+                t.copy_(lib.tensor(values, dtype_name(t.dtype)))
+    return model
+
+
+# ----------------------------------------------------------------------------- the operations
+
+NAMES = ["weight", "bias", "0", "1", "a", "x"]
+CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict,
+              torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
+
+
+def new_value(lib, kind):
+    n = lib.nn
+    return {"param": lambda: lib.param([0.25, -0.5]), "tensor": lambda: lib.tensor([1.5, 2.5]),
+            "relu": lambda: n.ReLU(), "linear": lambda: fill(lib, n.Linear(2, 2)), "none": lambda: None,
+            "int": lambda: 3}[kind]()
+
+
+def registered_as(model, name):
+    """torch's registry that holds `name` on a torch module (None: a plain attribute or nothing)."""
+    for kind in ("_parameters", "_buffers", "_modules"):
+        if name in getattr(model, kind):
+            return kind
+    return None
+
+
+def resolve(op, theirs):
+    """The drawn op made concrete on the torch model as it is now (a module path, an attribute name), before either
+    library runs it; None where it is not tried."""
+    kind, path, *args = op
+    paths = [name for name, _ in theirs.named_modules(remove_duplicate=False)]
+    path = paths[path % len(paths)]
+    target = theirs.get_submodule(path)
+    if args and kind not in ("requires_grad_", "train", "cast", "container", "load"):
+        names = list(target._parameters) + list(target._buffers) + list(target._modules) + NAMES
+        args[0] = names[args[0] % len(names)]
+    if kind == "setattr" and args[1] == "tensor" and registered_as(target, args[0]) is None:
+        return None  # on purpose: a plain Tensor attribute is a buffer here, a plain attribute in torch
+    if kind == "container" and not isinstance(target, CONTAINERS):
+        return None
+    return (kind, path, *args)
+
+
+def apply_op(lib, root, op):
+    """Do op to root (either library's model)."""
+    kind, path, *args = op
+    target = root.get_submodule(path)
+    if kind == "setattr":
+        name, value = args
+        setattr(target, name, new_value(lib, value))
+    elif kind == "delattr":
+        delattr(target, args[0])
+    elif kind == "register_buffer":
+        name, persistent, none = args
+        target.register_buffer(name, None if none else lib.tensor([4.0, 5.0]), persistent=persistent)
+    elif kind == "register_parameter":
+        name, none = args
+        target.register_parameter(name, None if none else lib.param([6.0, 7.0]))
+    elif kind == "add_module":
+        name, value = args
+        target.add_module(name, new_value(lib, value))
+    elif kind == "requires_grad_":
+        target.requires_grad_(args[0])
+    elif kind == "train":
+        target.train(args[0])
+    elif kind == "eval":
+        target.eval()
+    elif kind == "cast":
+        {"double": lambda: target.double(), "float": lambda: target.float(),
+         "to64": lambda: target.to(mg.float64 if lib.ours else torch.float64),
+         "to32": lambda: target.to(dtype=mg.float32 if lib.ours else torch.float32)}[args[0]]()
+    elif kind == "apply":
+        def freeze_linears(m):
+            if isinstance(m, lib.nn.Linear):
+                m.weight.requires_grad_(False)
+        target.apply(freeze_linears)
+    elif kind == "deepcopy":
+        root.add_module("copied", copy.deepcopy(target))
+    elif kind == "container":
+        container_op(lib, root, target, *args)
+    elif kind == "load":
+        fresh = fill(lib, MODELS[args[0]](lib))
+        keys = root.load_state_dict(fresh.state_dict(), strict=False)
+        # on purpose: torch fills a missing BatchNorm num_batches_tracked (its shim for checkpoints before 0.4.1)
+        return sorted(k for k in keys.missing_keys if not k.endswith("num_batches_tracked")), \
+            sorted(keys.unexpected_keys)
+    return None
+
+
+def container_op(lib, root, target, op, i, value):
+    n = lib.nn
+    module = new_value(lib, value)
+    if isinstance(target, (nn.ModuleDict, torch.nn.ModuleDict)):
+        key = NAMES[i % len(NAMES)]
+        if op == "set":
+            target[key] = module
+        elif op == "del":
+            del target[key]
+        elif op == "pop":
+            target.pop(key)
+        elif op == "update":
+            target.update({key: module, "z": n.ReLU()})
+        elif op == "get":
+            root.add_module("got", target[key])
+        return
+    i = i - 2  # negative indices too
+    if op == "set":
+        target[i] = module
+    elif op == "del":
+        del target[i]
+    elif op == "pop":
+        target.pop(i)
+    elif op == "append":
+        target.append(module)
+    elif op == "extend":
+        target.extend([module, n.ReLU()])
+    elif op == "insert":
+        target.insert(i, module)
+    elif op == "update":
+        root.add_module("sliced", target[i:])
+    elif op == "get":
+        root.add_module("got", target[i])
+
+
+paths = st.integers(0, 12)  # resolve() picks the module, and the name from `names`
+names = st.integers(0, 12)
+ops = st.one_of(
+    st.tuples(st.just("setattr"), paths, names,
+              st.sampled_from(["param", "tensor", "relu", "linear", "none", "int"])),
+    st.tuples(st.just("delattr"), paths, names),
+    st.tuples(st.just("register_buffer"), paths, names, st.booleans(), st.booleans()),
+    st.tuples(st.just("register_parameter"), paths, names, st.booleans()),
+    st.tuples(st.just("add_module"), paths, names, st.sampled_from(["relu", "linear", "none"])),
+    st.tuples(st.just("requires_grad_"), paths, st.booleans()),
+    st.tuples(st.just("train"), paths, st.booleans()),
+    st.tuples(st.just("eval"), paths),
+    st.tuples(st.just("cast"), paths, st.sampled_from(["double", "float", "to64", "to32"])),
+    st.tuples(st.just("apply"), paths),
+    st.tuples(st.just("deepcopy"), paths),
+    st.tuples(st.just("container"), paths,
+              st.sampled_from(["set", "del", "pop", "append", "extend", "insert", "update", "get"]),
+              st.integers(0, 5), st.sampled_from(["relu", "linear"])),
+    st.tuples(st.just("load"), paths, st.sampled_from(sorted(MODELS))),
+)
+
+
+# ----------------------------------------------------------------------------- what is compared
+
+def sharing(pairs):
+    """Each name with the first name that holds the same object: which names are one parameter / module."""
+    first, out = {}, []
+    for name, obj in pairs:
+        out.append((name, first.setdefault(id(obj), name)))
+    return out
+
+
+def snapshot(lib, model):
+    def named(fn, **kw):
+        return sharing(fn(**kw))
+
+    out = {}
+    for what in ("named_parameters", "named_buffers"):
+        fn = getattr(model, what)
+        out[what] = [named(fn), named(fn, remove_duplicate=False), named(fn, prefix="p", recurse=False)]
+    out["named_modules"] = [named(model.named_modules), named(model.named_modules, remove_duplicate=False),
+                            named(model.named_modules, prefix="m")]
+    out["named_children"] = named(model.named_children)
+    out["module types"] = [type(m).__name__ for m in model.modules()]
+    out["training"] = [(name, m.training) for name, m in model.named_modules(remove_duplicate=False)]
+    out["parameters"] = [(name, p.requires_grad, dtype_name(p.dtype), tuple(p.shape))
+                         for name, p in model.named_parameters(remove_duplicate=False)]
+    out["buffers"] = [(name, dtype_name(b.dtype)) for name, b in model.named_buffers(remove_duplicate=False)]
+    sd = model.state_dict()
+    out["state_dict keys"] = list(sd)
+    out["state_dict"] = {k: (dtype_name(v.dtype), lib.host(v).tolist())
+                         for k, v in sd.items()}
+    out["unnamed walks"] = ([id(p) for p in model.parameters()] == [id(p) for _, p in model.named_parameters()]
+                            and [id(b) for b in model.buffers()] == [id(b) for _, b in model.named_buffers()])
+    return out
+
+
+def outcome(fn):
+    try:
+        return "ok", fn()
+    except Exception as e:  # noqa: BLE001: the class is compared
+        return "raised", type(e).__name__, str(e)
+
+
+def step(lib, model):
+    """One SGD step with a gradient of ones on every parameter that requires grad; what each state_dict value moved
+    by, and the gradients that zero_grad(set_to_none=False) leaves."""
+    before = {k: lib.host(v) for k, v in model.state_dict().items()}
+    params = list(model.parameters())
+    for p in params:
+        if p.requires_grad:
+            p.grad = lib.tensor(np.ones(p.shape), dtype_name(p.dtype))
+    if params:
+        lib.sgd(params).step()
+    after = model.state_dict()
+    moved = {k: lib.host(v) - before[k] for k, v in after.items()
+             if dtype_name(v.dtype).startswith("float")}
+    model.zero_grad(set_to_none=False)
+    grads = [(name, None if p.grad is None else lib.host(p.grad).tolist()) for name, p in model.named_parameters()]
+    return {k: v.tolist() for k, v in moved.items()}, grads
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(model=st.sampled_from(sorted(MODELS)), program=st.lists(ops, min_size=1, max_size=6))
+def test_module_programs_match_torch(model, program):
+    libs = Lib(True), Lib(False)
+    ours, theirs = (fill(lib, MODELS[model](lib)) for lib in libs)
+    assert snapshot(libs[0], ours) == snapshot(libs[1], theirs)
+    for op in program:
+        op = resolve(op, theirs)
+        if op is None:
+            continue
+        theirs_did = outcome(lambda: apply_op(libs[1], theirs, op))
+        ours_did = outcome(lambda: apply_op(libs[0], ours, op))
+        assert ours_did[:2] == theirs_did[:2], (op, ours_did, theirs_did)
+        assert snapshot(libs[0], ours) == snapshot(libs[1], theirs), op
+    assert step(libs[0], ours) == step(libs[1], theirs)
