@@ -168,7 +168,9 @@ class Module:
     def _remembered(self, key, walk):
         """walk(lists), remembered while the tree is unchanged: walk adds (the list, a copy) to `lists` for each
         list it passes."""
-        walks = self.__dict__.setdefault("_walks", {})  # here, not in __init__: subclasses need not call it
+        walks = self.__dict__.get("_walks")  # here, not in __init__: subclasses need not call it
+        if walks is None or walks["owner"] != id(self):  # copy.copy shared the original's: its own, then
+            walks = self.__dict__["_walks"] = {"owner": id(self)}
         hit = walks.get(key)
         if hit is not None and hit[0] == _changes:
             for a, b in hit[1]:
@@ -426,10 +428,10 @@ class Module:
             raise RuntimeError(f"{where}: missing keys {keys.missing_keys}, unexpected keys {keys.unexpected_keys}; "
                                f"strict=False loads the keys both have")
         arrays = {}
-        for name, value in state_dict.items():
-            if name not in own:
+        for name, t in own.items():  # in the model's order, as PyTorch's: a tied weight gets its last name's value
+            if name not in state_dict:
                 continue
-            t = own[name]
+            value = state_dict[name]
             array = value._data if isinstance(value, Tensor) else value
             array = backend.to_device(backend.to_numpy(array) if not backend.is_array(array) else array, t.device)
             if array.shape != t.shape:  # checked for every key before any is written, unlike PyTorch
