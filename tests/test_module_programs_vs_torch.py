@@ -256,7 +256,7 @@ ops = st.one_of(
     st.tuples(st.just("register_parameter"), paths, names, st.booleans()),
     st.tuples(st.just("add_module"), paths, names, st.sampled_from(["relu", "linear", "none"])),
     st.tuples(st.just("requires_grad_"), paths, st.booleans()),
-    st.tuples(st.just("train"), paths, st.booleans()),
+    st.tuples(st.just("train"), paths, st.sampled_from([True, False, 0])),
     st.tuples(st.just("eval"), paths),
     st.tuples(st.just("cast"), paths, st.sampled_from(["double", "float", "to64", "to32"])),
     st.tuples(st.just("apply"), paths),
@@ -344,6 +344,7 @@ FOUND = [
     ("chain", [("grads", 0), ("deepcopy", 0)]),  # the copy kept .grad and was stepped by it; torch's has none
     ("nested", [("load", 0, "nested", True)]),  # a tied weight took the value of the dict's last key, not the
     # model's last name (torch loads in the model's order: blocks.0.weight before heads.a.weight)
+    ("chain", [("train", 0, 0)]),  # train(0) set training = 0; torch: ValueError (a bool is expected)
     ("chain", [("container", 0, "set", 0, "relu"), ("container", 0, "del", 3, "relu"),
                ("container", 0, "insert", 3, "linear"), ("container", 0, "pop", 1, "relu")]),
     ("nested", [("container", 2, "insert", 2, "linear"), ("container", 2, "del", 0, "relu"),

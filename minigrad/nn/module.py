@@ -359,6 +359,9 @@ class Module:
         return self
 
     def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError(f"{type(self).__name__}.train: training mode is expected to be boolean, got "
+                             f"{mode!r}; write train(True), train(False) or eval()")
         for m in self.modules():
             m.training = mode
         return self
