@@ -84,7 +84,14 @@ def tied_lists(lib):
     return m
 
 
-MODELS = {"chain": chain, "nested": nested, "tied_lists": tied_lists}
+def empty_slots(lib):
+    """Layers whose weight, bias or running statistics are empty slots (None), as torch registers them."""
+    n = lib.nn
+    return n.Sequential(n.BatchNorm1d(2, affine=False, track_running_stats=False), n.LayerNorm(2, bias=False),
+                        n.LayerNorm(2, elementwise_affine=False), n.Linear(2, 2, bias=False), n.Embedding(3, 2))
+
+
+MODELS = {"chain": chain, "nested": nested, "tied_lists": tied_lists, "empty_slots": empty_slots}
 
 
 def fill(lib, model):
@@ -344,6 +351,7 @@ FOUND = [
     ("chain", [("grads", 0), ("deepcopy", 0)]),  # the copy kept .grad and was stepped by it; torch's has none
     ("nested", [("load", 0, "nested", True)]),  # a tied weight took the value of the dict's last key, not the
     # model's last name (torch loads in the model's order: blocks.0.weight before heads.a.weight)
+    ("empty_slots", [("setattr", 1, 0, "tensor")]),  # BatchNorm1d(affine=False).weight = tensor: a buffer
     ("chain", [("train", 0, 0)]),  # train(0) set training = 0; torch: ValueError (a bool is expected)
     ("chain", [("container", 0, "set", 0, "relu"), ("container", 0, "del", 3, "relu"),
                ("container", 0, "insert", 3, "linear"), ("container", 0, "pop", 1, "relu")]),
