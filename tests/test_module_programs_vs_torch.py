@@ -143,11 +143,12 @@ def resolve(op, theirs):
     if kind == "container" and args[0] in ("del", "pop", "insert") and \
             any(name.isdigit() for name in list(target._parameters) + list(target._buffers)):
         return None  # on purpose: torch renumbers its layers onto a parameter's name ('0'), here refused
-    if kind == "container" and args[0] == "insert" and not isinstance(target, torch.nn.ModuleDict):
-        if list(target._modules) != [str(i) for i in range(len(target._modules))] or \
-                (args[1] < 2 and isinstance(target, torch.nn.ModuleList)):
-            return None  # on purpose: torch's insert assumes names '0'..'n-1' (and ModuleList's a non-negative
-            # index), and fails or misnames otherwise; here insert renumbers, and counts -1 from the end
+    numbered = list(target._modules) == [str(i) for i in range(len(target._modules))]
+    if kind == "container" and not numbered and (args[0] == "insert" or isinstance(target, torch.nn.ModuleList)):
+        return None  # on purpose: torch's ModuleList (and Sequential's insert) finds a layer by the name str(i),
+        # which after `del ml.0` is another layer or none; here the i-th layer is the i-th, whatever its name
+    if kind == "container" and args[0] == "insert" and args[1] < 2 and isinstance(target, torch.nn.ModuleList):
+        return None  # on purpose: torch's ModuleList.insert fails on a negative index; here -1 counts from the end
     return (kind, path, *args)
 
 
@@ -399,3 +400,14 @@ def test_a_shallow_copy_walks_its_own_attributes():
     for m, n in ((model, 2), (other, 4)):
         assert [id(p) for p in m.parameters()] == [id(p) for _, p in m.named_parameters()] and len(m.state_dict()) == n
         assert [id(b) for b in m.buffers()] == [id(b) for _, b in m.named_buffers()]
+
+
+def test_assigning_the_wrong_kind_is_refused_and_says_what_to_write():
+    lin = nn.Linear(2, 2)
+    weight = lin.weight
+    with pytest.raises(TypeError, match=r"cannot assign Tensor as parameter 'weight' of Linear: an nn.Parameter "
+                                        r"\(wrap a tensor: nn.Parameter\(t\)\) or None expected"):
+        lin.weight = lin.weight * 2
+    assert lin.weight is weight and [p for p in lin.parameters()] == [weight, lin.bias]
+    lin.weight = nn.Parameter(lin.weight.detach() * 2)  # what the message says
+    assert list(dict(lin.named_parameters())) == ["weight", "bias"]

@@ -42,7 +42,7 @@ class Parameter(Tensor):
         """A new Parameter of a copy of the values, with the same requires_grad and no .grad, as PyTorch's: a model
         copied mid-accumulation (an EMA or evaluation copy) does not carry gradients an optimizer would step by."""
         if id(self) not in memo:
-            memo[id(self)] = Parameter(self.detach().clone(), self.requires_grad)
+            memo[id(self)] = type(self)(self.detach().clone(), self.requires_grad)
         return memo[id(self)]
 
     def __repr__(self):
@@ -229,24 +229,25 @@ class Module:
     def __setattr__(self, name, value):
         global _changes
         _changes += 1  # NOTE [unnamed walks]
-        if name.startswith("_") or name not in self.__dict__:
-            self.__dict__.get("_empty", {}).pop(name, None)
+        if name.startswith("_") or name not in self.__dict__:  # private, or new: nothing to keep
             return object.__setattr__(self, name, value)
         old, new = self._kind(name), _kind_of(value)
         allowed = {"parameter": ("parameter",), "module": ("parameter", "module"),
                    "buffer": ("parameter", "module", "buffer")}.get(old)
         if value is not None and allowed and new not in allowed:
-            wanted = {"parameter": "an nn.Parameter", "module": "a Module", "buffer": "a Tensor"}[old]
-            raise TypeError(f"cannot assign {type(value).__name__} as {old} {name!r} of {type(self).__name__} "
-                            f"({wanted} or None expected, as in PyTorch); wrap a tensor in nn.Parameter(...), "
-                            f"or `del` the attribute first to make it something else")
+            wanted = {"parameter": "an nn.Parameter (wrap a tensor: nn.Parameter(t))", "module": "a Module",
+                      "buffer": "a Tensor"}[old]
+            raise TypeError(f"cannot assign {type(value).__name__} as {old} {name!r} of {type(self).__name__}: "
+                            f"{wanted} or None expected, as in PyTorch; `del` the attribute first to make it "
+                            f"something else")
         empty = self.__dict__.setdefault("_empty", {})  # here, not in __init__: subclasses need not call it
         if value is None:
             if old is not None:
                 empty[name] = old
-        elif new != old:
+        else:
             empty.pop(name, None)
-            object.__delattr__(self, name)  # to the end, as in PyTorch's registry of the new kind
+            if new != old:
+                object.__delattr__(self, name)  # to the end, as in PyTorch's registry of the new kind
         if new in ("parameter", "module"):
             self.__dict__.get("_non_persistent", set()).discard(name)  # NOTE [non-persistent buffers]
         object.__setattr__(self, name, value)
