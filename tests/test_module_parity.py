@@ -434,8 +434,9 @@ def test_a_cast_or_move_that_changes_nothing_keeps_the_gradients():
     weights = [p.data for p in m.parameters()]
     m.float().to(mg.default_device())
     assert all(p.grad is g and p.data is w for p, g, w in zip(m.parameters(), grads, weights))
-    m.double()
-    assert all(p.grad is None for p in m.parameters())  # float32 gradients would not fit float64 weights
+    m.double()  # a cast that changes the weights casts their gradients too, as PyTorch's (not dropped)
+    assert all(p.grad is not g and p.grad.dtype == np.float64 and (to_host(p.grad) == to_host(g)).all()
+               for p, g in zip(m.parameters(), grads))
 
 
 # ----------------------------------------------------------------------------- BatchNorm1d(momentum=None)

@@ -129,9 +129,12 @@ def test_train_eval_recurse():
 def test_to_float64_changes_parameter_and_buffer_dtypes():
     m = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Tanh(), nn.Linear(4, 2))
     _backward(m, mg.randn(5, 3))
+    grads = [to_host(p.grad) for p in m.parameters()]
     assert m.to("float64") is m
     assert all(p.dtype == np.float64 for p in m.parameters())
-    assert all(p.grad is None for p in m.parameters())  # old float32 grads would not fit
+    # the gradients are cast with the parameters, as PyTorch's, so the next step still steps by them
+    assert all(p.grad.dtype == np.float64 and (to_host(p.grad) == g).all() for p, g in zip(m.parameters(), grads))
+    m.zero_grad()
     assert m[1].running_mean.dtype == np.float64 and m[1].running_var.dtype == np.float64
     assert m[1].num_batches_tracked.dtype == np.int64  # integers are not cast
     out = m(mg.randn(5, 3, dtype="float64"))

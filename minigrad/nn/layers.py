@@ -22,7 +22,7 @@ class Linear(Module):
         bound = 1 / math.sqrt(in_features) if in_features else 0
         # PyTorch's kaiming_uniform_(a=sqrt(5)) reduces to U(-1/sqrt(in), 1/sqrt(in)); so does its bias
         self.weight = _uniform((out_features, in_features), bound, device)
-        self.bias = _uniform((out_features,), bound, device) if bias else None
+        self.register_parameter("bias", _uniform((out_features,), bound, device) if bias else None)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
@@ -155,8 +155,10 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None):
         self.normalized_shape = _shape((normalized_shape,), "LayerNorm")  # an int or a tuple of ints >= 0
         self.eps = eps
-        self.weight = Parameter(ones(*self.normalized_shape, device=device)) if elementwise_affine else None
-        self.bias = Parameter(zeros(*self.normalized_shape, device=device)) if elementwise_affine and bias else None
+        self.register_parameter("weight", Parameter(ones(*self.normalized_shape, device=device))
+                                if elementwise_affine else None)
+        self.register_parameter("bias", Parameter(zeros(*self.normalized_shape, device=device))
+                                if elementwise_affine and bias else None)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -211,13 +213,16 @@ class BatchNorm1d(Module):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.weight = Parameter(ones(num_features, device=device)) if affine else None
-        self.bias = Parameter(zeros(num_features, device=device)) if affine else None
+        self.register_parameter("weight", Parameter(ones(num_features, device=device)) if affine else None)
+        self.register_parameter("bias", Parameter(zeros(num_features, device=device)) if affine else None)
         self.track_running_stats = track_running_stats
         if track_running_stats:
             self.running_mean = zeros(num_features, device=device)
             self.running_var = ones(num_features, device=device)
             self.num_batches_tracked = tensor(0, dtype="int64", device=device)
+        else:  # empty buffer slots, as PyTorch's (NOTE [attribute kinds] in module.py)
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
 
     def forward(self, input):
         if input.ndim not in (2, 3) or input.shape[1] != self.num_features:

@@ -5,8 +5,9 @@ Module is a child, a list of Modules is a list of children, and any other Tensor
 (BatchNorm's running statistics). It remembers that walk until some module's attribute is set or
 deleted or a list of children changes (NOTE [unnamed walks]). Attributes whose names start with '_'
 are private. PyTorch's add_module, register_parameter and register_buffer set such attributes by
-name; only register_buffer(..., persistent=False) adds something more: it keeps that buffer out of
-state_dict.
+name; register_buffer(..., persistent=False) also keeps that buffer out of state_dict. Setting an
+attribute keeps PyTorch's rules of kind (NOTE [attribute kinds]): `lin.weight = some_tensor` is
+refused, as in PyTorch, rather than turning the weight into a buffer that nothing trains.
 
 Read next: layers.py (Linear, LayerNorm, ...), losses.py, utils.py (clip_grad_norm_), init.py, then optim/ (what
 changes the parameters) and gpt.py (a model built from these).
@@ -37,6 +38,13 @@ class Parameter(Tensor):
         self.requires_grad_(requires_grad)
         self._set_data(self._data)  # so that an active profile counts it as a parameter
 
+    def __deepcopy__(self, memo):
+        """A new Parameter of a copy of the values, with the same requires_grad and no .grad, as PyTorch's: a model
+        copied mid-accumulation (an EMA or evaluation copy) does not carry gradients an optimizer would step by."""
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.detach().clone(), self.requires_grad)
+        return memo[id(self)]
+
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
@@ -52,6 +60,15 @@ class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpect
 def _is_module_list(value):
     """A list or tuple of modules held in one attribute: its modules are children (ModuleList, a plain list)."""
     return isinstance(value, (list, tuple)) and len(value) > 0 and all(isinstance(m, Module) for m in value)
+
+
+def _kind_of(value):
+    """What a value is when a module holds it (NOTE [attribute kinds]); None: a plain attribute."""
+    if isinstance(value, Parameter):
+        return "parameter"
+    if isinstance(value, Module):
+        return "module"
+    return "buffer" if isinstance(value, Tensor) else None
 
 
 def _uniform(shape, bound, device=None):
@@ -151,7 +168,9 @@ class Module:
     def _remembered(self, key, walk):
         """walk(lists), remembered while the tree is unchanged: walk adds (the list, a copy) to `lists` for each
         list it passes."""
-        walks = self.__dict__.setdefault("_walks", {})  # here, not in __init__: subclasses need not call it
+        walks = self.__dict__.get("_walks")  # here, not in __init__: subclasses need not call it
+        if walks is None or walks["owner"] != id(self):  # copy.copy shared the original's: its own, then
+            walks = self.__dict__["_walks"] = {"owner": id(self)}
         hit = walks.get(key)
         if hit is not None and hit[0] == _changes:
             for a, b in hit[1]:
@@ -192,15 +211,53 @@ class Module:
             stack += reversed(children)
         return found
 
+    # NOTE [attribute kinds]: PyTorch keeps parameters, buffers and children in three registries, and its
+    # __setattr__ keeps a name in its registry: `lin.weight = lin.weight * 2` is refused (a Tensor is not a
+    # Parameter) rather than turning the weight into a buffer that no optimizer sees; `seq[0] = 3` likewise.
+    # Here the kind is the value's type, so the same rules read the old value: a Parameter may replace anything,
+    # a Module anything but a parameter, a Tensor a buffer or a plain attribute. None empties a slot and keeps its
+    # kind (remembered in `_empty`, as PyTorch keeps `_parameters['bias'] = None`; register_* with None, too).
+    # A value of another kind than the old one goes to the end (PyTorch appends it to the new kind's registry, so
+    # the order of named_parameters and state_dict is the same); one of the same kind keeps its place.
+    def _kind(self, name):
+        """'parameter', 'buffer', 'module' (also for a slot of that kind holding None), or None: plain or absent."""
+        value = self.__dict__.get(name)
+        if value is None:
+            return self.__dict__.get("_empty", {}).get(name)
+        return _kind_of(value)
+
     def __setattr__(self, name, value):
         global _changes
         _changes += 1  # NOTE [unnamed walks]
+        if name.startswith("_") or name not in self.__dict__:  # private, or new: nothing to keep
+            return object.__setattr__(self, name, value)
+        old, new = self._kind(name), _kind_of(value)
+        allowed = {"parameter": ("parameter",), "module": ("parameter", "module"),
+                   "buffer": ("parameter", "module", "buffer")}.get(old)
+        if value is not None and allowed and new not in allowed:
+            wanted = {"parameter": "an nn.Parameter (wrap a tensor: nn.Parameter(t))", "module": "a Module",
+                      "buffer": "a Tensor"}[old]
+            raise TypeError(f"cannot assign {type(value).__name__} as {old} {name!r} of {type(self).__name__}: "
+                            f"{wanted} or None expected, as in PyTorch; `del` the attribute first to make it "
+                            f"something else")
+        empty = self.__dict__.setdefault("_empty", {})  # here, not in __init__: subclasses need not call it
+        if value is None:
+            if old is not None:
+                empty[name] = old
+        else:
+            empty.pop(name, None)
+            if new != old:
+                object.__delattr__(self, name)  # to the end, as in PyTorch's registry of the new kind
+        if new in ("parameter", "module"):
+            self.__dict__.get("_non_persistent", set()).discard(name)  # NOTE [non-persistent buffers]
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
         global _changes
         _changes += 1
         object.__delattr__(self, name)
+        self.__dict__.get("_empty", {}).pop(name, None)
+        self.__dict__.get("_non_persistent", set()).discard(name)
 
     def parameters(self, recurse=True):
         return iter(self._tensors(True, recurse))
@@ -234,7 +291,7 @@ class Module:
                              f"add an index, as in {target + '.0'!r}")
 
     # --- registering by name, as PyTorch does (a plain attribute assignment does the same here)
-    def _check_name(self, method, name, may_replace):
+    def _check_name(self, method, name, kind):
         if not isinstance(name, str):
             raise TypeError(f"{method}: the name must be a str, got {type(name).__name__}")
         if not name or "." in name:
@@ -242,37 +299,41 @@ class Module:
         if name.startswith("_"):
             raise KeyError(f"{method}: {name!r} starts with '_', which marks a private attribute here (never a "
                            f"parameter, buffer or child); choose a name without the leading '_'")
-        if hasattr(self, name) and not may_replace(getattr(self, name)):
+        if hasattr(self, name) and self._kind(name) != kind:  # PyTorch's rule (NOTE [attribute kinds])
             raise KeyError(f"{method}: attribute {name!r} already exists on {type(self).__name__}; choose another name")
 
     def add_module(self, name, module):
         """Register a child under `name` (as `self.name = module` does); None leaves an empty slot."""
-        self._check_name("add_module", name, lambda old: isinstance(old, Module))
+        self._check_name("add_module", name, "module")
         if module is not None:
             _as_module(module, f"add_module({name!r}, ...): the module")
-        setattr(self, name, module)
+        self._register(name, module, "module")
+
+    def _register(self, name, value, kind):
+        setattr(self, name, value)
+        if value is None:  # an empty slot of this kind (NOTE [attribute kinds])
+            self.__dict__.setdefault("_empty", {})[name] = kind
 
     register_module = add_module
 
     def register_parameter(self, name, param):
-        self._check_name("register_parameter", name, lambda old: old is None or isinstance(old, Parameter))
+        self._check_name("register_parameter", name, "parameter")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"register_parameter: {name!r} must be an nn.Parameter or None, got "
                             f"{type(param).__name__}; wrap it: nn.Parameter(t)")
-        setattr(self, name, param)
+        self._register(name, param, "parameter")
 
     def register_buffer(self, name, tensor, persistent=True):
         """Hold a tensor that is state but not trained (a mask, running statistics): moved and cast by .to(),
         saved by state_dict() unless persistent=False."""
-        self._check_name("register_buffer", name,
-                         lambda old: old is None or (isinstance(old, Tensor) and not isinstance(old, Parameter)))
+        self._check_name("register_buffer", name, "buffer")
         if isinstance(tensor, Parameter):
             raise TypeError(f"register_buffer: {name!r} is a Parameter, which the module would train; use "
                             f"register_parameter, or pass p.detach() for a buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got {type(tensor).__name__}; "
                             f"wrap it: mg.tensor(...)")
-        setattr(self, name, tensor)
+        self._register(name, tensor, "buffer")
         # NOTE [non-persistent buffers]: a buffer is any Tensor attribute; only this set says which to leave
         # out of state_dict. It is created on first use because subclasses need not call Module.__init__.
         non_persistent = self.__dict__.setdefault("_non_persistent", set())
@@ -299,6 +360,9 @@ class Module:
         return self
 
     def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError(f"{type(self).__name__}.train: training mode is expected to be boolean, got "
+                             f"{mode!r}; write train(True), train(False) or eval()")
         for m in self.modules():
             m.training = mode
         return self
@@ -312,17 +376,20 @@ class Module:
         if dtype is not None and not backend.is_float(dtype):
             raise TypeError(f"{type(self).__name__}.to: parameters must stay floating point, got dtype {dtype.name}; "
                             f"use 'float16', 'bfloat16', 'float32' or 'float64'")
-        for t in list(self.parameters()) + list(self.buffers()):
-            data = t._data
+        def moved(array):
             if device is not None:
-                data = backend.to_device(data, device)
-            if dtype is not None and backend.is_float(data.dtype) and data.dtype != dtype:
-                data = data.astype(dtype)
+                array = backend.to_device(array, device)
+            if dtype is not None and backend.is_float(array.dtype) and array.dtype != dtype:
+                array = array.astype(dtype)
+            return array
+
+        for t in list(self.parameters()) + list(self.buffers()):
+            data = moved(t._data)
             if data is t._data:
-                continue  # already there: its gradient still fits and is kept, as in PyTorch
+                continue  # already there: its gradient is kept as it is, as in PyTorch
             t._set_data(data)
-            if t.grad is not None:
-                t.grad = None  # a gradient of the old device/dtype would not fit
+            if t.grad is not None:  # moved and cast with it, as PyTorch's: a gradient accumulated before
+                t.grad = tensor(moved(t.grad._data))  # .double() is still there for the next step
         return self
 
     def cuda(self, device=None):
@@ -365,10 +432,10 @@ class Module:
             raise RuntimeError(f"{where}: missing keys {keys.missing_keys}, unexpected keys {keys.unexpected_keys}; "
                                f"strict=False loads the keys both have")
         arrays = {}
-        for name, value in state_dict.items():
-            if name not in own:
+        for name, t in own.items():  # in the model's order, as PyTorch's: a tied weight gets its last name's value
+            if name not in state_dict:
                 continue
-            t = own[name]
+            value = state_dict[name]
             array = value._data if isinstance(value, Tensor) else value
             array = backend.to_device(backend.to_numpy(array) if not backend.is_array(array) else array, t.device)
             if array.shape != t.shape:  # checked for every key before any is written, unlike PyTorch
@@ -408,7 +475,68 @@ def _as_module(obj, where):
                     f"nn.Linear(4, 16) or nn.Tanh()")
 
 
-class Sequential(Module):
+class _Indexed:
+    """What Sequential and ModuleList share, as PyTorch's: `m[i] = layer` keeps the name at position i; `del m[i]`,
+    pop and insert renumber the layers '0', '1', ... (PyTorch renumbers after a delete; an insert shifts them)."""
+
+    def _slots(self):
+        """(name, module or None) in order: PyTorch counts an emptied slot (`seq[0] = None`) in len and indexing."""
+        return [(name, value) for name, value in vars(self).items()
+                if not name.startswith("_") and self._kind(name) == "module"]
+
+    def _names(self):
+        return [name for name, _ in self._slots()]
+
+    def __len__(self):
+        return len(self._slots())
+
+    def __iter__(self):
+        return (m for _, m in self._slots())
+
+    def _name_at(self, idx, what):
+        names = self._names()
+        if not isinstance(idx, int) or isinstance(idx, bool):
+            raise TypeError(f"{type(self).__name__}.{what}: the index must be an int, got {type(idx).__name__}")
+        if not -len(names) <= idx < len(names):
+            raise IndexError(f"{type(self).__name__}.{what}: index {idx} is out of range for {len(names)} modules")
+        return names[idx]
+
+    def _renumber(self, modules):
+        for name in self._names():
+            delattr(self, name)
+        for i, m in enumerate(modules):
+            self.add_module(str(i), m)  # None: an empty slot, kept
+
+    def __setitem__(self, idx, module):
+        setattr(self, self._name_at(idx, "__setitem__"), _as_module(module, f"{type(self).__name__}[{idx}] = ..."))
+
+    def __delitem__(self, idx):
+        modules = [m for _, m in self._slots()]
+        if isinstance(idx, slice):
+            del modules[idx]
+        else:
+            modules.pop(self._names().index(self._name_at(idx, "__delitem__")))
+        self._renumber(modules)
+
+    def pop(self, idx):
+        module = self[idx]
+        del self[idx]
+        return module
+
+    def insert(self, index, module):
+        modules, n = [m for _, m in self._slots()], len(self)
+        if not -n <= index <= n:
+            raise IndexError(f"{type(self).__name__}.insert: index {index} is out of range for {n} modules")
+        modules.insert(index, _as_module(module, f"{type(self).__name__}.insert: the module"))
+        self._renumber(modules)
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+
+class Sequential(_Indexed, Module):
     """Modules applied one after another; indexable and iterable.
 
     Sequential(a, b) names its layers '0', '1'; Sequential(OrderedDict(...)) takes the names given. A slice
@@ -438,19 +566,13 @@ class Sequential(Module):
         return self
 
     def __getitem__(self, idx):
-        items = list(self._child_items())
+        items = self._slots()
         if isinstance(idx, slice):
             return type(self)(OrderedDict(items[idx]))
         return items[idx][1]
 
-    def __len__(self):
-        return sum(1 for _ in self._child_items())
 
-    def __iter__(self):
-        return (m for _, m in self._child_items())
-
-
-class ModuleList(Module):
+class ModuleList(_Indexed, Module):
     """A list of modules, registered as '0', '1', ... ; a slice is a new ModuleList numbered from 0 (as PyTorch)."""
 
     def __init__(self, modules=None):
@@ -465,20 +587,9 @@ class ModuleList(Module):
         self.add_module(str(n), _as_module(module, f"ModuleList: item {n}"))
         return self
 
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
-
     def __getitem__(self, idx):
-        items = [m for _, m in self._child_items()]
+        items = [m for _, m in self._slots()]
         return ModuleList(items[idx]) if isinstance(idx, slice) else items[idx]
-
-    def __len__(self):
-        return sum(1 for _ in self._child_items())
-
-    def __iter__(self):
-        return (m for _, m in self._child_items())
 
 
 class ModuleDict(Module):
@@ -502,6 +613,15 @@ class ModuleDict(Module):
         if name not in self:
             raise KeyError(name)
         delattr(self, name)
+
+    def pop(self, key):
+        module = self[key]
+        del self[key]
+        return module
+
+    def clear(self):
+        for name in self.keys():
+            delattr(self, name)
 
     def __contains__(self, name):
         return name in dict(self._child_items())
