@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from ..backend import (device_of, empty_like, max_rows, mean_rows, pooled, reduce_sum, sum_leading, sum_rows,
-                       to_device, xp_for, xp_of)
+from ..backend import (accumulator, device_of, empty_like, max_rows, mean_rows, pooled, reduce_sum, sum_leading,
+                       sum_rows, to_device, xp_for, xp_of)
 from ..backend.random import generator, get_rng_state
 from .base import Op, keepdim_shape, normalize_dim, unbroadcast
 
@@ -89,22 +89,37 @@ class LayerNorm(Op):
         weight = weight_bias[0] if has_weight and weight_bias else None
         bias = weight_bias[-1] if len(weight_bias) > has_weight else None
         self.axes = tuple(range(x.ndim - ndim, x.ndim))
+        acc = accumulator(x.dtype)  # NOTE [a 2-byte layer_norm]
+        low = (lambda a: a) if acc is None else (lambda a: a.astype(x.dtype))
+        xw = x if acc is None else x.astype(acc)
         # NOTE [host memory pool] (backend/pool.py): x-hat and y are new arrays from the pool, the rest in place
-        xhat = xp.subtract(x, mean_rows(x, len(self.axes)), out=empty_like(x))
-        var = mean_rows(xp.square(xhat, out=empty_like(x)), len(self.axes))
+        xhat = xp.subtract(xw, mean_rows(xw, len(self.axes)), out=empty_like(xw))
+        var = mean_rows(xp.square(xhat, out=empty_like(xw)), len(self.axes))
         rstd = 1 / xp.sqrt(var + eps)
         xhat *= rstd
         self.has_weight = weight is not None
-        self.save_for_backward(xhat, rstd, weight)
+        saved = low(xhat)
+        self.save_for_backward(saved, low(rstd), weight)
         if weight is None:
-            return xhat if bias is None else pooled(xp.add, xhat, bias)
-        y = xp.multiply(xhat, weight, out=empty_like(x))
+            return saved if bias is None else low(pooled(xp.add, xhat, bias))
+        y = xp.multiply(xhat, weight, out=empty_like(xw))
         if bias is not None:
             y += bias
-        return y
+        return low(y)
 
+    # NOTE [a 2-byte layer_norm]: float16 and bfloat16 are normalized in float32 and rounded once, as PyTorch's
+    # kernels do: a row's mean rounded to 2 bytes before x - mean is off by up to half its last place, which the
+    # division by the row's spread scales up (a bfloat16 row of mean 3 and spread 0.03 was 32 units of bfloat16's
+    # precision off). What the record saves stays in the input's dtype (x-hat, 1/std: the ledger's bytes, as
+    # before); the backward takes them and g up to float32, and rounds the gradients once.
     def backward(self, g):
-        xhat, rstd, w = self.saved
+        acc = accumulator(g.dtype)
+        if acc is None:
+            return self._backward(g, *self.saved)
+        up = (lambda a: None if a is None else a.astype(acc))
+        return tuple(None if d is None else d.astype(g.dtype) for d in self._backward(*map(up, (g, *self.saved))))
+
+    def _backward(self, g, xhat, rstd, w):
         needs = self.needs_input_grad
         grads = [None]
         xp, t = xp_of(g), empty_like(xhat)  # NOTE [host memory pool] (backend/pool.py)
