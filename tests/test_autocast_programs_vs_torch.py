@@ -42,7 +42,7 @@ LOWS = ["bfloat16", "float16"] if DEVICE == "cpu" else ["float16"]  # CuPy has n
 EPS = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10, "float32": 2.0 ** -23}
 # PyTorch's docs, "CUDA Ops that can autocast to float32", the ones drawn here (torch's CPU autocast stands in for
 # CUDA's on torch's side: these run in float32 by hand there)
-CUDA_FLOAT32 = {"softmax", "log_softmax", "layer_norm", "exp", "log", "pow", "sum", "cumsum", "norm",
+CUDA_FLOAT32 = {"softmax", "log_softmax", "layer_norm", "exp", "log", "pow", "sum", "cumsum", "norm", "reciprocal",
                 "cross_entropy", "mse_loss"}
 N, D, V = 4, 8, 10
 NUMBERS = [0.5, 3.0, 0.1, -1.7]
@@ -115,7 +115,13 @@ for _i, _c in enumerate(NUMBERS):  # a Python number beside a tensor, each side
     OPS[f"rsub_{_c}"] = (1, lambda L, w, a, c=_c: c - a)
     OPS[f"div_{_c}"] = (1, lambda L, w, a, c=_c: a / c)
     OPS[f"add_{_c}"] = (1, lambda L, w, a, c=_c: a + c)
-OPS["rdiv"] = (1, lambda L, w, a: 3.0 / (a * a + 1))
+OPS["rdiv"] = (1, lambda L, w, a: 3.0 / L.f32("reciprocal", a * a + 1)[0])  # PyTorch's: reciprocal, then * 3
+OPS["rpow"] = (1, lambda L, w, a: 2.0 ** L.f32("pow", a.tanh())[0])
+OPS["pow_tensor"] = (2, lambda L, w, a, b: _pow(*L.f32("pow", a.abs() + 1, b.tanh())))
+
+
+def _pow(a, b):
+    return a ** b
 LOSSES = {"cross_entropy", "mse_loss"}
 
 
@@ -326,3 +332,23 @@ def test_a_2_byte_layer_norm_of_rows_far_from_zero_is_torchs(low):
             assert y.dtype == x.grad.dtype == getattr(mg, low)
     for what, o, t, e in zip(("y", "x.grad", "w.grad", "b.grad"), got, want, exact):
         close(o, t, e, low, what, None, tol=4)
+
+
+def test_on_cuda_the_float32_list_is_pytorchs_documented_one():
+    """Found by the programs above on the stand-in (CUDA's lists: PyTorch's docs, "CUDA Ops that can autocast to
+    float32", which torch here cannot run): var and std gave float32 (the sum inside them is in CUDA's float32
+    list; PyTorch's var is in no list: float16), x ** y, 2 ** x and 2 / x gave float16 (pow's Tensor forms and
+    reciprocal, which PyTorch's 2 / x is, are in the list: float32), and norm was float32 but squared its input in
+    float16 first (PyTorch casts norm's input: its value was 2^-11 off, 256 float32 units)."""
+    if DEVICE != "cuda":
+        pytest.skip("CUDA's lists apply to 'cuda' tensors (MINIGRAD_DEVICE=cuda: the GPU or the CuPy stand-in)")
+    rng = np.random.default_rng(0)
+    a = (rng.random((4, 64)) + 0.5).astype(np.float32)
+    x = mg.tensor(a, device="cuda").to(mg.float16)
+    exact = torch.tensor(a).half().double()
+    with mg.autocast("cuda"):
+        assert x.var(-1).dtype == x.std(-1).dtype == x.var().dtype == mg.float16
+        assert (x ** x).dtype == (2 ** x).dtype == (2 / x).dtype == mg.float32 and (x / 2).dtype == mg.float16
+        n = x.norm(dim=-1)
+        assert n.dtype == F.normalize(x).dtype == mg.float32
+    assert apart(host(n), exact.norm(dim=-1).numpy(), "float32") <= 8

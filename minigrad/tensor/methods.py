@@ -20,7 +20,7 @@ import numpy as np
 from .. import backend, ops
 from ..ops import ShapeError
 from ..backend.random import draw_categories
-from .modes import _on, _version_counter
+from .modes import _on, _version_counter, autocast_inputs, autocasting
 from .tape import Variable, _before_write, _values
 from .args import check_device, check_float, dim_alias, exact_number
 from .args import _array_of, _bool_array, _check_in_range, _index_key, _integer_index, _is_number, _shape
@@ -80,8 +80,9 @@ class Composed:
                           f"reduction factor (input numel divided by output numel).", UserWarning, stacklevel=4)
         # the mean's own gradient, sum(x - mean) / n, is zero: PyTorch's closed form 2 (x - mean) g / (n - correction)
         # leaves it out, and so does this (with it, n == correction gave nan: +inf and -inf summed through the mean)
-        deviation = x - x.detach().mean(dim, keepdim=True)
-        squares = (deviation * deviation).sum(dim, keepdim)
+        with autocasting(None):  # var is in no autocast list: its sum inside is not CUDA's float32 sum either
+            deviation = x - x.detach().mean(dim, keepdim=True)
+            squares = (deviation * deviation).sum(dim, keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction: inf or nan, as in PyTorch
             return squares / max(n - correction, 0)
 
@@ -110,7 +111,7 @@ class Composed:
         """The p-norm over dim (every element by default), as torch.norm: 'fro' or 2 (the square root of the
         sum of squares), 1, inf, -inf, 0 (the count of non-zeros) or any other p > 0. At a zero vector the
         gradient is 0, as in PyTorch, not the nan that d sqrt(s) at s = 0 would give."""
-        x = self._floating("norm")
+        (x,) = autocast_inputs("norm", self._floating("norm"))  # float32 on CUDA's lists, before the squares
         ops.normalize_dims("norm", dim, x.ndim, x.shape)  # a dim out of range names norm, not the sum inside
         if p in ("fro", 2):
             return _root((x * x).sum(dim, keepdim), 2)
