@@ -135,8 +135,9 @@ def leaves(lib, low, seed, device):
               for k, s in arrays.items()}
     arrays["ln_w"] += 1
     idx, t = rng.integers(0, V, N), rng.integers(0, D, N)
-    if lib == "mg":
-        w = {k: mg.tensor(a, device=device) for k, a in arrays.items()}
+    if lib == "mg":  # the weights are Parameters (the ledger counts their cast copies), the inputs tensors
+        w = {k: (mg.nn.Parameter if k not in ("x", "xl") else lambda t: t)(mg.tensor(a, device=device))
+             for k, a in arrays.items()}
         w["xl"] = w["xl"].to(low)
         for v in w.values():
             v.requires_grad_(True)
@@ -165,13 +166,13 @@ def programs(draw):
     return list(zip(names, picks, modes))
 
 
-def run(program, lib, low, seed, device=None, record=None):
+def run(program, lib, low, seed, device=None, record=None, w=None):
     """Run the program in one library ('mg', 'torch', or 'float64': torch without autocast, the exact reference);
     returns (the ops' outputs, the loss, the leaves). record(name, inputs, out, mode) sees each op as it runs."""
     name = "mg" if lib == "mg" else "torch"
     cuda_lists = (device or DEVICE) == "cuda" or (device == "meta" and DEVICE == "cuda")
     L = Lib(name, cuda_lists)
-    w = leaves(lib, low, seed, device or DEVICE)
+    w = w or leaves(lib, low, seed, device or DEVICE)
     kind = "cuda" if cuda_lists else "cpu"
     region = (lambda on: mg.autocast(kind, dtype=getattr(mg, low), enabled=on)) if name == "mg" else \
         (lambda on: torch.autocast("cpu", dtype=getattr(torch, low), enabled=on))
@@ -274,6 +275,27 @@ def test_a_programs_dtypes_values_and_gradients_are_torchs(low, program, seed):
         close(host(g), host(tg), host(xg), low, f"grad of {k}", program)
 
 
+@pytest.mark.parametrize("low", LOWS)
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(program=programs(), seed=st.integers(0, 2 ** 16))
+def test_a_program_on_meta_gives_the_real_ledger_event_by_event(low, program, seed):
+    """As tests/test_amp.py's GPT step: 'meta' follows the policy of the device it stands for, so the same program
+    on meta tensors records the same casts, copies and dtypes, and its ledger is the real run's."""
+    def ledger(device):
+        w = leaves("mg", low, seed, device)
+        with mg.profile(*w.values()) as prof:
+            run(program, "mg", low, seed, device=device, w=w)
+        return prof
+
+    real, meta = ledger(DEVICE), ledger("meta")
+    assert meta.timeline() == real.timeline(), program
+    assert meta.bytes_at_peak() == real.bytes_at_peak()
+    assert meta.saved_bytes_by_dtype() == real.saved_bytes_by_dtype()
+    assert meta.cast_weight_bytes() == real.cast_weight_bytes()
+    for phase in ("forward", "backward"):
+        assert meta.flops(phase) == real.flops(phase)
+
+
 def close(ours, theirs, exact, low, what, program, tol=16):
     assert ours.shape == theirs.shape
     if not np.isfinite(theirs).all():  # an overflow in torch's run (exp of a large value): minigrad's must match
@@ -352,3 +374,21 @@ def test_on_cuda_the_float32_list_is_pytorchs_documented_one():
         n = x.norm(dim=-1)
         assert n.dtype == F.normalize(x).dtype == mg.float32
     assert apart(host(n), exact.norm(dim=-1).numpy(), "float32") <= 8
+
+
+def test_a_reshape_that_copies_is_a_view_of_the_copy_on_meta_as_in_numpy():
+    """Found by the ledger test above (program: h = x_low + x_low; h2 = h + x (a float32 leaf); attention on
+    (h2, h, h) split into heads): NumPy's reshape of an array it cannot view (a transposed gradient) copies into a
+    new C-ordered array of the old shape and returns a view of that copy (its .base); 'meta' returned the copy
+    itself, base None. So a leaf handed such a gradient took it as its .grad on 'meta' and copied it on the CPU
+    (a view may be someone else's memory: NOTE [who owns a gradient]), and the ledger's transient bytes differed
+    by the gradient's size for an op (a float32 (4, 8): 128 bytes at the Cast's backward)."""
+    a = np.zeros((2, 4, 4), np.float32).transpose(1, 0, 2)
+    with mg.device("meta"):
+        m = mg.zeros(2, 4, 4)._data.transpose(1, 0, 2)
+    for x in (a, m):
+        r = x.reshape(4, 8)
+        assert r.base is not None and r.base.shape == (4, 2, 4) and r.base.base is None
+        assert r.strides == (32, 4) and r.base.strides == (32, 16, 4)
+    program = [("add", [0, 0, 0], "on"), ("add", [0, 68, 0], "on"), ("sdpa", [0, 1, 1], "on")]
+    test_a_program_on_meta_gives_the_real_ledger_event_by_event.hypothesis.inner_test(LOWS[-1], program, 0)
