@@ -107,6 +107,8 @@ OPS = {
     "slice":        (1, lambda L, w, a: L.M.cat([a[:, D // 2:], a[:, :D // 2]], 1)),
     "dropout_eval": (1, lambda L, w, a: L.Fn.dropout(a, 0.5, training=False)),
     "embedding":    (0, lambda L, w: L.Fn.embedding(w["idx"], w["E"])),
+    "scale0d":      (1, lambda L, w, a: a * w["s"]),  # a float32 0-d weight (a logit scale) beside a 2-byte tensor
+    "mean0d":       (2, lambda L, w, a, b: a - b.mean()),  # a 0-d tensor of another dtype
     "cross_entropy": (1, lambda L, w, a: L.Fn.cross_entropy(*L.f32("cross_entropy", a), w["t"])),
     "mse_loss":     (2, lambda L, w, a, b: L.Fn.mse_loss(*L.f32("mse_loss", a, b))),
 }
@@ -130,8 +132,8 @@ def leaves(lib, low, seed, device):
     the low precision (requiring grad too), integer indices and targets."""
     rng = np.random.default_rng(seed)
     arrays = {"W1": (D, D), "b1": (D,), "W2": (D, D), "ln_w": (D,), "ln_b": (D,), "E": (V, D), "x": (N, D),
-              "xl": (N, D)}
-    arrays = {k: (rng.standard_normal(s) / (np.sqrt(D) if k in ("W1", "W2") else 1)).astype(np.float32)
+              "xl": (N, D), "s": ()}
+    arrays = {k: np.asarray(rng.standard_normal(s) / (np.sqrt(D) if k in ("W1", "W2") else 1), np.float32)
               for k, s in arrays.items()}
     arrays["ln_w"] += 1
     idx, t = rng.integers(0, V, N), rng.integers(0, D, N)
@@ -266,7 +268,7 @@ def test_a_programs_dtypes_values_and_gradients_are_torchs(low, program, seed):
     # the chain's values and the gradients: rounding carried along, or no farther from float64's than torch's
     for (op, a), (_, b), (_, x) in zip(ours, theirs, exact):
         close(host(a), host(b), host(x), low, op, program)
-    for k in ("W1", "b1", "W2", "ln_w", "ln_b", "E", "x", "xl"):
+    for k in ("W1", "b1", "W2", "ln_w", "ln_b", "E", "x", "xl", "s"):
         g, tg, xg = w[k].grad, tw[k].grad, xw[k].grad
         assert (g is None) == (tg is None), (k, program)
         if g is None:
@@ -392,3 +394,32 @@ def test_a_reshape_that_copies_is_a_view_of_the_copy_on_meta_as_in_numpy():
         assert r.strides == (32, 4) and r.base.strides == (32, 16, 4)
     program = [("add", [0, 0, 0], "on"), ("add", [0, 68, 0], "on"), ("sdpa", [0, 1, 1], "on")]
     test_a_program_on_meta_gives_the_real_ledger_event_by_event.hypothesis.inner_test(LOWS[-1], program, 0)
+
+
+@pytest.mark.parametrize("low", LOWS)
+def test_a_0d_tensor_does_not_widen_a_tensor_with_dims(low):
+    """Found by the programs above (a * s, s a float32 0-d weight such as CLIP's logit scale, a a 2-byte product):
+    PyTorch's type promotion lets a tensor with dims decide the dtype over a 0-d one of the same kind (float), so
+    the product stays 2-byte; minigrad's autocast promoted to float32, the whole output in 4 bytes. Only where
+    every float input is 0-d do they decide (float32 then)."""
+    rng = np.random.default_rng(0)
+    a, s = rng.standard_normal((4, 8)).astype(np.float32), np.float32(1.7)
+    x, xf = mg.tensor(a, device=DEVICE).to(low), mg.tensor(a, device=DEVICE)
+    ts = mg.nn.Parameter(mg.tensor(s, device=DEVICE))
+    tx, tts, txf = torch.tensor(a).to(getattr(torch, low)), torch.tensor(s).requires_grad_(True), torch.tensor(a)
+    x.requires_grad_(True)
+    tx.requires_grad_(True)
+    with mg.autocast(DEVICE, dtype=getattr(mg, low)), torch.autocast("cpu", dtype=getattr(torch, low)):
+        pairs = {"x * s": (x * ts, tx * tts), "s + x": (ts + x, tts + tx),
+                 "x.sum() * s": (x.sum() * ts, tx.sum() * tts),
+                 "where": (mg.where(x > 0, x, ts), torch.where(tx > 0, tx, tts)),
+                 "xf * x.mean()": (xf * x.mean(), txf * tx.mean())}
+        for what, (m, t) in pairs.items():
+            assert tname(m) == tname(t), what
+            close(host(m), host(t), host(t), low, what, None, tol=2)
+        loss, tloss = (x * ts).float().sum(), (tx * tts).float().sum()
+    loss.backward()
+    tloss.backward()
+    assert tname(ts.grad) == "float32" and tname(x.grad) == low
+    close(host(ts.grad), host(tts.grad), host(tts.grad), low, "s.grad", None, tol=4)
+    close(host(x.grad), host(tx.grad), host(tx.grad), low, "x.grad", None, tol=2)

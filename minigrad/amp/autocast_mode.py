@@ -121,8 +121,13 @@ class _Policy(Autocast):
 
 
 def _widest(inputs):
-    """The dtype that PyTorch's type promotion gives these tensors' floats, if they differ; else None."""
-    dtypes = {t.dtype for t in inputs if isinstance(t, Tensor) and backend.is_float(t.dtype)}
+    """The dtype that PyTorch's type promotion gives these tensors' floats, if they differ; else None. As PyTorch's,
+    a tensor with dims decides over a 0-d one of the same kind: a 2-byte product times a float32 0-d weight (a
+    logit scale) stays 2-byte; only where every float input is 0-d do they decide."""
+    floats = [t for t in inputs if isinstance(t, Tensor) and backend.is_float(t.dtype)]
+    dtypes = {t.dtype for t in ([t for t in floats if t.ndim] or floats)}
+    if len(dtypes) == 1 and len({t.dtype for t in floats}) > 1:  # a 0-d one differs: cast it to the others'
+        return dtypes.pop()
     if len(dtypes) < 2:
         return None
     size = max(d.itemsize for d in dtypes)
