@@ -30,7 +30,8 @@ FLOAT16, FLOAT32, FLOAT64, BFLOAT16 = np.dtype("float16"), np.dtype("float32"), 
 #       they run in their input's dtype, their sums inside too (tensor/methods.py, _var).
 #   everything else: the input's dtype, and where an op takes one dtype for all its inputs (an add of a float32
 #       residual and a bfloat16 product, cat, where, ...), the widest of them, as PyTorch's type promotion does
-#       there (float16 with bfloat16: float32). minigrad never promotes otherwise, so autocast casts explicitly.
+#       there (float16 with bfloat16: float32; a 0-d tensor does not widen one with dims). minigrad never promotes
+#       otherwise, so autocast casts explicitly.
 # One choice of minigrad's own: PyTorch's CPU layer_norm kernel takes a bfloat16 input with float32 weight and bias
 # and gives bfloat16; minigrad's op takes one dtype, so the weight and bias are cast to the input's dtype (the
 # same output dtype; values within bfloat16's rounding of PyTorch's, which keeps the weights float32 inside).
