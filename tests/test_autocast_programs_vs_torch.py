@@ -423,3 +423,21 @@ def test_a_0d_tensor_does_not_widen_a_tensor_with_dims(low):
     assert tname(ts.grad) == "float32" and tname(x.grad) == low
     close(host(ts.grad), host(tts.grad), host(tts.grad), low, "s.grad", None, tol=4)
     close(host(x.grad), host(tx.grad), host(tx.grad), low, "x.grad", None, tol=2)
+
+
+@pytest.mark.parametrize("low", LOWS)
+def test_a_2_byte_tanh_gelu_is_torchs_to_an_ulp(low):
+    """Found by the programs above (x - 1.7, doubled, then GELU's tanh approximation): computed in the 2-byte dtype,
+    1 + tanh(...) cancelled to 0 where tanh rounds to -1 (bfloat16 GELU(-3.36) was -0.0, PyTorch's -0.00105; float16
+    a third off at -3.3) and float16's x^3 overflowed. Now in float32, rounded once, as PyTorch: within an ulp of
+    each value, forward and backward (beyond x = -5, where float32 itself cancels, within 2^-18)."""
+    a = np.linspace(-12, 12, 4001).astype(np.float32)
+    x, tx = mg.tensor(a, device=DEVICE).to(low).requires_grad_(True), torch.tensor(a).to(getattr(torch, low))
+    tx.requires_grad_(True)
+    y, ty = F.gelu(x, approximate="tanh"), TF.gelu(tx, approximate="tanh")
+    y.backward(mg.ones_like(y))
+    ty.backward(torch.ones_like(ty))
+    assert y.dtype == x.grad.dtype == getattr(mg, low)
+    for ours, theirs in ((host(y), host(ty)), (host(x.grad), host(tx.grad))):
+        ulp = EPS[low] * np.abs(theirs) + 2.0 ** -18  # the far tail: float32's own 1 + tanh, 1 - tanh^2 cancel
+        assert np.all(np.abs(ours - theirs) <= ulp), np.max(np.abs(ours - theirs) / ulp)

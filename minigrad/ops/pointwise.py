@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from ..backend import BFLOAT16, device_of, empty_like, masked_fill, out_like, pooled, to_device, xp_of
+from ..backend import BFLOAT16, accumulator, device_of, empty_like, masked_fill, out_like, pooled, to_device, xp_of
 from ..backend.special import normal_cdf
 from .base import Op, ShapeError, refuse_bool, unbroadcast
 
@@ -463,11 +463,13 @@ class Gelu(Op):
         self.save_for_backward(x)
         if approximate == "tanh":
             self.flops_per_element = self.flops_per_element_tanh
-            y = self._tanh_of_inner(x)
+            acc = accumulator(x.dtype)  # a 2-byte x: in float32, rounded once (NOTE [a 2-byte GELU])
+            xw = x if acc is None else x.astype(acc)
+            y = self._tanh_of_inner(xw)
             y += 1
             y *= 0.5  # halved before x multiplies (NOTE [GELU at large x])
-            y *= x  # 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
-            return y
+            y *= xw  # 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
+            return y if acc is None else y.astype(x.dtype)
         y = normal_cdf(x)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
         y *= x
         return y
@@ -500,18 +502,28 @@ class Gelu(Op):
         t *= g
         return t
 
+    def _tanh_grad(self, xp, x, g):
+        try:
+            with np.errstate(over="raise", invalid="raise"):
+                return self._tanh_backward(x, g)
+        except FloatingPointError:  # NOTE [GELU at large x]
+            with np.errstate(all="ignore"):
+                grad = self._tanh_backward(x, g)
+                saturated = xp.isfinite(x) & (xp.abs(x) > 20)
+                return xp.where(saturated, (x > 0) * g, grad).astype(grad.dtype, copy=False)
+
+    # NOTE [a 2-byte GELU]: the tanh approximation of a float16 or bfloat16 x runs in float32 and is rounded once,
+    # as PyTorch's kernels compute it: in the 2-byte dtype, 1 + tanh(...) cancels to 0 where tanh rounds to -1
+    # (bfloat16 from x = -3.4 on: GELU gave -0.0, PyTorch -0.00105), and float16's x^3 overflows from |x| = 40.
+    # The exact GELU's Phi is float32's already (backend/special.py, normal_cdf).
     def backward(self, g):
         (x,) = self.saved
         xp = xp_of(x)
         if self.approximate == "tanh":
-            try:
-                with np.errstate(over="raise", invalid="raise"):
-                    return (self._tanh_backward(x, g),)
-            except FloatingPointError:  # NOTE [GELU at large x]
-                with np.errstate(all="ignore"):
-                    grad = self._tanh_backward(x, g)
-                    saturated = xp.isfinite(x) & (xp.abs(x) > 20)
-                    return (xp.where(saturated, (x > 0) * g, grad).astype(grad.dtype, copy=False),)
+            acc = accumulator(x.dtype)
+            if acc is not None:  # NOTE [a 2-byte GELU]
+                return (self._tanh_grad(xp, x.astype(acc), g.astype(acc)).astype(g.dtype),)
+            return (self._tanh_grad(xp, x, g),)
         grad = xp.square(x, out=empty_like(x))  # in place from here: GELU's activations are a GPT's widest
                                                 # (out=: NumPy would return a 0-d result as a scalar)
         grad *= -0.5
