@@ -441,3 +441,19 @@ def test_a_2_byte_tanh_gelu_is_torchs_to_an_ulp(low):
     for ours, theirs in ((host(y), host(ty)), (host(x.grad), host(tx.grad))):
         ulp = EPS[low] * np.abs(theirs) + 2.0 ** -18  # the far tail: float32's own 1 + tanh, 1 - tanh^2 cancel
         assert np.all(np.abs(ours - theirs) <= ulp), np.max(np.abs(ours - theirs) / ulp)
+
+
+def test_a_0d_weights_gradient_on_meta_is_the_real_ones_at_the_peak():
+    """Found by the ledger test above (a * s, s a 0-d float32 weight): the sum of every element of a gradient is
+    NumPy's scalar, and reshape(()) leaves it so; on 'meta' it made a view of the 0-d sum, which the weight copied
+    before taking it as its .grad: the same timeline, but the peak's make-up differed (4 bytes transient first)."""
+    def step(device):
+        x = mg.tensor(np.ones((4, 8), np.float32), device=device).requires_grad_(True)
+        s = mg.nn.Parameter(mg.tensor(np.float32(2), device=device))
+        with mg.profile(x, s) as prof:
+            y = x * s
+            (y + y).sum().backward()
+        return prof
+
+    real, meta = step(DEVICE), step("meta")
+    assert meta.timeline() == real.timeline() and meta.bytes_at_peak() == real.bytes_at_peak()
