@@ -31,6 +31,16 @@ def _sum(x, axis):
     return reduce_sum(x, axis, keepdims=True)
 
 
+# NOTE [a 2-byte softmax]: softmax and log_softmax of float16 or bfloat16 run in float32 and are rounded once, as
+# PyTorch's kernels: in the 2-byte dtype, x - max is rounded before exp, an error that exp turns into a relative one
+# of the small probabilities (bfloat16: 8 units of their last place, PyTorch's half a unit). What the record saves
+# stays in the 2-byte dtype (the ledger's bytes); the backward takes it and g up to float32 and rounds once too.
+def _wide(a):
+    """a in float32 if it is a 2-byte float (NOTE [a 2-byte softmax]), else a itself."""
+    acc = accumulator(a.dtype)
+    return a if acc is None else a.astype(acc)
+
+
 class Softmax(Op):
     """y = exp(x - max) / sum; dx = y (g - sum(g y)) along dim. keep_input: also keep x, which backward never
     reads, to emulate PyTorch before 1.11, whose softmax backward took the input too (F.softmax)."""
@@ -40,9 +50,11 @@ class Softmax(Op):
     def forward(self, x, dim, keep_input=False):
         xp = xp_of(x)
         self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
-        y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))
+        xw = _wide(x)  # NOTE [a 2-byte softmax]
+        y = xp.subtract(xw, _max(xw, self.axis), out=empty_like(xw))
         xp.exp(y, out=y)
         y /= _sum(y, self.axis)
+        y = y if xw is x else y.astype(x.dtype)
         if keep_input:
             self.save_for_backward(y, x)  # kept, never read: the memory older software held
         else:
@@ -50,12 +62,12 @@ class Softmax(Op):
         return y
 
     def backward(self, g):
-        y = self.saved[0]
-        xp = xp_of(y)
-        gx = xp.multiply(g, y, out=empty_like(y))
-        xp.subtract(g, _sum(gx, self.axis), out=gx)
+        y = _wide(self.saved[0])
+        xp, gw = xp_of(y), _wide(g)
+        gx = xp.multiply(gw, y, out=empty_like(y))
+        xp.subtract(gw, _sum(gx, self.axis), out=gx)
         gx *= y  # y (g - sum(g y)), in the one array
-        return (gx,)
+        return (gx if gw is g else gx.astype(g.dtype),)
 
 
 class LogSoftmax(Op):
@@ -66,18 +78,21 @@ class LogSoftmax(Op):
     def forward(self, x, dim):
         xp = xp_of(x)
         self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
-        y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))  # NOTE [host memory pool]
+        xw = _wide(x)  # NOTE [a 2-byte softmax]
+        y = xp.subtract(xw, _max(xw, self.axis), out=empty_like(xw))  # NOTE [host memory pool]
         with np.errstate(divide="ignore"):  # along an empty dim: log 0, subtracted from no element
             y -= xp.log(_sum(xp.exp(y, out=empty_like(y)), self.axis))  # x - max - log sum exp
+        y = y if xw is x else y.astype(x.dtype)
         self.save_for_backward(y)
         return y
 
     def backward(self, g):
-        (y,) = self.saved
-        xp = xp_of(y)
+        y = _wide(self.saved[0])
+        xp, gw = xp_of(y), _wide(g)
         gx = xp.exp(y, out=empty_like(y))
-        gx *= _sum(g, self.axis)
-        return (xp.subtract(g, gx, out=gx),)  # g - softmax(x) sum(g)
+        gx *= _sum(gw, self.axis)
+        gx = xp.subtract(gw, gx, out=gx)  # g - softmax(x) sum(g)
+        return (gx if gw is g else gx.astype(g.dtype),)
 
 
 class LayerNorm(Op):
