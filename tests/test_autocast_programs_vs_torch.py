@@ -520,3 +520,23 @@ def test_a_2_byte_softmax_is_rounded_once(low, fn):
     unit = EPS[low] * 2.0 ** np.floor(np.log2(np.maximum(np.abs(exact), 2.0 ** -14)))
     assert np.all(np.abs(host(y) - exact) <= 0.5001 * unit)
     assert apart(host(x.grad), host(tx.grad), low) <= 1
+
+
+def test_a_float16_var_std_and_norm_do_not_overflow_where_pytorchs_do_not():
+    """Found by the programs above (a float16 product of magnitude 100, then x / (x.norm(dim=-1) + 1)): squared and
+    summed in float16, a norm of eight 100s was inf (the sum of squares, 80,000, past float16's 65,504) and x / inf
+    was 0, where PyTorch's norm is 282.8; a var of spread 40 likewise. Now in float32, rounded once (NOTE [float16's
+    squares], tensor/methods.py)."""
+    rng = np.random.default_rng(0)
+    a = np.concatenate([(rng.standard_normal((3, 8)) * 40), np.full((1, 8), 100.0)]).astype(np.float32)
+    x, tx = mg.tensor(a, device=DEVICE).half().requires_grad_(True), torch.tensor(a).half().requires_grad_(True)
+    for f in (lambda x: x.var(-1), lambda x: x.std(0), lambda x: x.norm(dim=-1), lambda x: x.norm(p=3),
+              lambda x: x.var()):
+        y, ty = f(x), f(tx)
+        assert y.dtype == mg.float16 and np.isfinite(host(y)).all()
+        close(host(y), host(ty), host(f(tx.detach().double())), "float16", "value", None, tol=1)
+        y.sum().backward()
+        ty.sum().backward()
+        assert x.grad.dtype == mg.float16
+        close(host(x.grad), host(tx.grad), host(tx.grad), "float16", "grad", None, tol=2)
+        x.grad = tx.grad = None
