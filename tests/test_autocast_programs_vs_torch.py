@@ -324,8 +324,11 @@ def test_a_program_on_meta_gives_the_real_ledger_event_by_event(low, program, se
 
 def close(ours, theirs, exact, low, what, program, tol=16):
     assert ours.shape == theirs.shape
-    if not np.isfinite(theirs).all():  # an overflow in torch's run (exp of a large value): minigrad's must match
-        assert np.array_equal(np.isfinite(ours), np.isfinite(theirs)), (what, program)
+    if not np.isfinite(theirs).all():
+        if np.isfinite(exact).all() and np.isfinite(ours).all():  # PyTorch's overflowed, the exact did not (float16
+            assert apart(ours, exact, low) <= 4 * tol, (what, program)  # norm(p=3)'s backward): minigrad's is near it
+        else:  # an overflow of the program itself (exp of a large value): minigrad's must match
+            assert np.array_equal(np.isfinite(ours), np.isfinite(theirs)), (what, program)
         return
     off, ours_off, theirs_off = apart(ours, theirs, low), apart(ours, exact, low), apart(theirs, exact, low)
     assert off <= tol or ours_off <= 2 * theirs_off + tol, (what, off, ours_off, theirs_off, program)
