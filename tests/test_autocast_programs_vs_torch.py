@@ -256,7 +256,7 @@ def apart(a, b, dtype):
     return float(np.abs(a - b).max() / (EPS[dtype] * scale)) if b.size else 0.0
 
 
-SETTINGS = settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
 @pytest.mark.parametrize("low", LOWS)
@@ -302,7 +302,7 @@ def test_a_programs_dtypes_values_and_gradients_are_torchs(low, program, seed):
 
 
 @pytest.mark.parametrize("low", LOWS)
-@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(program=programs(), seed=st.integers(0, 2 ** 16))
 def test_a_program_on_meta_gives_the_real_ledger_event_by_event(low, program, seed):
     """As tests/test_amp.py's GPT step: 'meta' follows the policy of the device it stands for, so the same program
