@@ -468,18 +468,17 @@ class Gelu(Op):
     def forward(self, x, approximate="none"):
         self.approximate = approximate
         self.save_for_backward(x)
+        acc = accumulator(x.dtype)  # a 2-byte x: in float32, rounded once (NOTE [a 2-byte GELU])
+        xw = x if acc is None else x.astype(acc)
         if approximate == "tanh":
             self.flops_per_element = self.flops_per_element_tanh
-            acc = accumulator(x.dtype)  # a 2-byte x: in float32, rounded once (NOTE [a 2-byte GELU])
-            xw = x if acc is None else x.astype(acc)
             y = self._tanh_of_inner(xw)
             y += 1
             y *= 0.5  # halved before x multiplies (NOTE [GELU at large x])
-            y *= xw  # 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
-            return y if acc is None else y.astype(x.dtype)
-        y = normal_cdf(x)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
-        y *= x
-        return y
+        else:
+            y = normal_cdf(xw)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
+        y *= xw  # x Phi(x), or 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
+        return y if acc is None else y.astype(x.dtype)
 
     def _tanh_of_inner(self, x):
         """tanh(K (x + 0.044715 x^3)), in an array of its own."""
@@ -522,17 +521,21 @@ class Gelu(Op):
     # NOTE [a 2-byte GELU]: the tanh approximation of a float16 or bfloat16 x runs in float32 and is rounded once,
     # as PyTorch's kernels compute it: in the 2-byte dtype, 1 + tanh(...) cancels to 0 where tanh rounds to -1
     # (bfloat16 from x = -3.4 on: GELU gave -0.0, PyTorch -0.00105), and float16's x^3 overflows from |x| = 40.
-    # The exact GELU's Phi is float32's already (backend/special.py, normal_cdf). Sigmoid too: its roundings in
-    # the 2-byte dtype put it up to 1.6 units of bfloat16's last place (float16's: 1.8) off the true value; PyTorch's
-    # and now minigrad's are within half a unit.
+    # The exact GELU too: its backward, Phi(x) + x phi(x), cancels near x = -0.75 (bfloat16: 238 units of the
+    # gradient's last place off there, PyTorch's half a unit). Sigmoid too: its roundings in the 2-byte dtype put it
+    # up to 1.6 units of bfloat16's last place (float16's: 1.8) off the true value; PyTorch's and now minigrad's are
+    # within half a unit.
     def backward(self, g):
         (x,) = self.saved
         xp = xp_of(x)
+        acc = accumulator(x.dtype)
+        if acc is not None:  # NOTE [a 2-byte GELU]
+            return (self._grad(xp, x.astype(acc), g.astype(acc)).astype(g.dtype),)
+        return (self._grad(xp, x, g),)
+
+    def _grad(self, xp, x, g):
         if self.approximate == "tanh":
-            acc = accumulator(x.dtype)
-            if acc is not None:  # NOTE [a 2-byte GELU]
-                return (self._tanh_grad(xp, x.astype(acc), g.astype(acc)).astype(g.dtype),)
-            return (self._tanh_grad(xp, x, g),)
+            return self._tanh_grad(xp, x, g)
         grad = xp.square(x, out=empty_like(x))  # in place from here: GELU's activations are a GPT's widest
                                                 # (out=: NumPy would return a 0-d result as a scalar)
         grad *= -0.5
@@ -541,7 +544,7 @@ class Gelu(Op):
         grad *= 1 / math.sqrt(2 * math.pi)  # x phi(x)
         grad += normal_cdf(x)
         grad *= g
-        return (grad,)
+        return grad
 
 
 class Cast(Op):
