@@ -127,10 +127,7 @@ def unbroadcast(grad, shape):
     lead = grad.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                       if n == 1 and grad.shape[lead + i] != 1)
-    out = reduce_sum(grad, axes)  # a 2-byte float adds up in float32 (NOTE [2-byte sums])
-    # a sum of every element is NumPy's scalar, which reshape(()) leaves as it is; on 'meta' it made a view of the
-    # 0-d array, which a leaf copies before taking it as its .grad (the ledgers' peaks differed): not reshaped
-    return out if not shape else out.reshape(shape)
+    return reduce_sum(grad, axes).reshape(shape)  # a 2-byte float adds up in float32 (NOTE [2-byte sums])
 
 
 def normalize_dims(op, dim, ndim, shape=None):

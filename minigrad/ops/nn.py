@@ -55,10 +55,7 @@ class Softmax(Op):
         xp.exp(y, out=y)
         y /= _sum(y, self.axis)
         y = y if xw is x else y.astype(x.dtype)
-        if keep_input:
-            self.save_for_backward(y, x)  # kept, never read: the memory older software held
-        else:
-            self.save_for_backward(y)
+        self.save_for_backward(*((y, x) if keep_input else (y,)))  # x: kept, never read (older software held it)
         return y
 
     def backward(self, g):

@@ -477,8 +477,6 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
         return self._binary(ops.Div, other, "div")
 
     def __rtruediv__(self, other):
-        if _on.autocast is not None:  # PyTorch's 2 / x is x.reciprocal() * 2: float32 under CUDA's autocast lists
-            (self,) = _on.autocast.inputs("reciprocal", (self,))
         return self._binary(ops.Div, other, "div", reflected=True)
 
     def __neg__(self):
