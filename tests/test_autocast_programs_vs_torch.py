@@ -486,7 +486,7 @@ def test_a_0d_weights_gradient_on_meta_is_the_real_ones_at_the_peak():
     """Found by the ledger test above (a * s, s a 0-d float32 weight): the sum of every element of a gradient was
     NumPy's scalar, whose reshape(()) is itself; on 'meta' a 0-d array, whose reshape(()) is a view, which the weight
     copied before taking it as its .grad: the same timeline, but the peak's make-up differed (4 bytes transient
-    first). backend.reduce_sum now gives a 0-d array on the CPU too."""
+    first). unbroadcast (ops/base.py) hands a 0-d sum back as it is now, on both."""
     def step(device):
         x = mg.tensor(np.ones((4, 8), np.float32), device=device).requires_grad_(True)
         s = mg.nn.Parameter(mg.tensor(np.float32(2), device=device))

@@ -58,9 +58,8 @@ def reduce_sum(array, axis, keepdims=False, dtype=None, wide=False):
     of the cost). Without a dtype, a 2-byte float adds up in float32, rounded back to its dtype unless `wide` (NOTE
     [2-byte sums])."""
     acc = accumulator(array.dtype) if dtype is None else None
-    if type(array) is np.ndarray:  # a sum of every element: a 0-d array, as on 'meta', not NumPy's scalar (whose
-        # reshape(()) is itself, where a 0-d array's is a view: a leaf copies a view before taking it as its .grad)
-        out = np.asarray(np.add.reduce(array, axis, dtype if acc is None else acc, keepdims=keepdims))
+    if type(array) is np.ndarray:
+        out = np.add.reduce(array, axis, dtype if acc is None else acc, keepdims=keepdims)
     else:
         out = array.sum(axis=axis, dtype=dtype if acc is None else acc, keepdims=keepdims)
     return out if acc is None or wide else out.astype(array.dtype)
