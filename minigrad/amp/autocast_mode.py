@@ -23,11 +23,16 @@ FLOAT16, FLOAT32, FLOAT64, BFLOAT16 = np.dtype("float16"), np.dtype("float32"), 
 #   float32 on the CPU: the losses (cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy_with_logits),
 #       prod, and ops minigrad lacks (the linear algebra, fft, pooling, ...). NOT softmax, log_softmax, layer_norm,
 #       exp, log, sum or gelu: on the CPU those run in their input's dtype (bfloat16 after a product), as torch's do.
-#   float32 on CUDA: those losses and prod, and also softmax, log_softmax, layer_norm, exp, log, pow, sum, cumsum
-#       (norm, rsqrt, ... are compositions or absent here). GELU is in neither float32 list.
+#   float32 on CUDA: those losses and prod, and also softmax, log_softmax, layer_norm, exp, log, pow (x ** 2, and
+#       x ** y and 2 ** x: pow_tensor), sum, cumsum (rsqrt, ... are absent here). GELU is in neither float32 list.
+#       var and std are in neither: they give their input's dtype (computed in float32 inside, as PyTorch's).
+#       Two of CUDA's float32 list that minigrad does not follow, as only apply asks this policy (NOTE [autocast
+#       asks first]): norm (and F.normalize), a composition of Tensor's, gives float16 there (computed in float32,
+#       NOTE [float16's squares]), and `2 / x`, which is PyTorch's x.reciprocal() * 2, float16 (the same values).
 #   everything else: the input's dtype, and where an op takes one dtype for all its inputs (an add of a float32
 #       residual and a bfloat16 product, cat, where, ...), the widest of them, as PyTorch's type promotion does
-#       there (float16 with bfloat16: float32). minigrad never promotes otherwise, so autocast casts explicitly.
+#       there (float16 with bfloat16: float32; a 0-d tensor does not widen one with dims). minigrad never promotes
+#       otherwise, so autocast casts explicitly.
 # One choice of minigrad's own: PyTorch's CPU layer_norm kernel takes a bfloat16 input with float32 weight and bias
 # and gives bfloat16; minigrad's op takes one dtype, so the weight and bias are cast to the input's dtype (the
 # same output dtype; values within bfloat16's rounding of PyTorch's, which keeps the weights float32 inside).
@@ -36,7 +41,7 @@ LOW_PRECISION = frozenset({"matmul", "linear", "sdpa"})
 _LOSSES = {"cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "prod"}
 TO_FLOAT32 = {"cpu": frozenset(_LOSSES),
               "cuda": frozenset(_LOSSES | {"softmax", "log_softmax", "layer_norm", "exp", "log", "pow", "sum",
-                                           "cumsum"})}
+                                           "cumsum", "pow_tensor"})}
 TO_INPUT_DTYPE = {"cpu": frozenset({"layer_norm"}), "cuda": frozenset()}
 # Older lists, for predicting a run of their day (plan.Software.gelu_float32, autocast_of): until PyTorch 1.9,
 # CUDA's float32 list had GELU too; PR #59639 ("removed gelu from autocast fp32 list", June 2021, after 1.9's
@@ -118,8 +123,13 @@ class _Policy(Autocast):
 
 
 def _widest(inputs):
-    """The dtype that PyTorch's type promotion gives these tensors' floats, if they differ; else None."""
-    dtypes = {t.dtype for t in inputs if isinstance(t, Tensor) and backend.is_float(t.dtype)}
+    """The dtype that PyTorch's type promotion gives these tensors' floats, if they differ; else None. As PyTorch's,
+    a tensor with dims decides over a 0-d one of the same kind: a 2-byte product times a float32 0-d weight (a
+    logit scale) stays 2-byte; only where every float input is 0-d do they decide."""
+    floats = [t for t in inputs if isinstance(t, Tensor) and backend.is_float(t.dtype)]
+    dtypes = {t.dtype for t in ([t for t in floats if t.ndim] or floats)}
+    if len(dtypes) == 1 and len({t.dtype for t in floats}) > 1:  # a 0-d one differs: cast it to the others'
+        return dtypes.pop()
     if len(dtypes) < 2:
         return None
     size = max(d.itemsize for d in dtypes)

@@ -118,7 +118,9 @@ class MetaArray:
         strides = _nocopy_strides(self.shape, self.strides, shape, self.itemsize)
         if strides is not None:
             return self._view(shape, strides)
-        return MetaArray(shape, self.dtype)  # NumPy copies into a new C-ordered buffer
+        # NumPy copies into a new C-ordered array of the old shape and returns a view of it in the new one: the
+        # result's .base is that copy, and a gradient made so is a view (NOTE [who owns a gradient], tensor.py)
+        return MetaArray(self.shape, self.dtype)._view(shape, _c_strides(shape, self.itemsize))
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):

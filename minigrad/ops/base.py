@@ -127,7 +127,8 @@ def unbroadcast(grad, shape):
     lead = grad.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                       if n == 1 and grad.shape[lead + i] != 1)
-    return reduce_sum(grad, axes).reshape(shape)  # a 2-byte float adds up in float32 (NOTE [2-byte sums])
+    out = reduce_sum(grad, axes)  # a 2-byte float adds up in float32 (NOTE [2-byte sums])
+    return out.reshape(shape) if shape else out  # a 0-d sum as it is: NumPy's scalar, not a view of it on 'meta'
 
 
 def normalize_dims(op, dim, ndim, shape=None):

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from ..backend import (device_of, empty_like, max_rows, mean_rows, pooled, reduce_sum, sum_leading, sum_rows,
-                       to_device, xp_for, xp_of)
+from ..backend import (accumulator, device_of, empty_like, max_rows, mean_rows, pooled, reduce_sum, sum_leading,
+                       sum_rows, to_device, xp_for, xp_of)
 from ..backend.random import generator, get_rng_state
 from .base import Op, keepdim_shape, normalize_dim, unbroadcast
 
@@ -31,6 +31,16 @@ def _sum(x, axis):
     return reduce_sum(x, axis, keepdims=True)
 
 
+# NOTE [a 2-byte softmax]: softmax and log_softmax of float16 or bfloat16 run in float32 and are rounded once, as
+# PyTorch's kernels: in the 2-byte dtype, x - max is rounded before exp, an error that exp turns into a relative one
+# of the small probabilities (bfloat16: 8 units of their last place, PyTorch's half a unit). What the record saves
+# stays in the 2-byte dtype (the ledger's bytes); the backward takes it and g up to float32 and rounds once too.
+def _wide(a):
+    """a in float32 if it is a 2-byte float (NOTE [a 2-byte softmax]), else a itself."""
+    acc = accumulator(a.dtype)
+    return a if acc is None else a.astype(acc)
+
+
 class Softmax(Op):
     """y = exp(x - max) / sum; dx = y (g - sum(g y)) along dim. keep_input: also keep x, which backward never
     reads, to emulate PyTorch before 1.11, whose softmax backward took the input too (F.softmax)."""
@@ -40,22 +50,21 @@ class Softmax(Op):
     def forward(self, x, dim, keep_input=False):
         xp = xp_of(x)
         self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
-        y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))
+        xw = _wide(x)  # NOTE [a 2-byte softmax]
+        y = xp.subtract(xw, _max(xw, self.axis), out=empty_like(xw))
         xp.exp(y, out=y)
         y /= _sum(y, self.axis)
-        if keep_input:
-            self.save_for_backward(y, x)  # kept, never read: the memory older software held
-        else:
-            self.save_for_backward(y)
+        y = y if xw is x else y.astype(x.dtype)
+        self.save_for_backward(*((y, x) if keep_input else (y,)))  # x: kept, never read (older software held it)
         return y
 
     def backward(self, g):
-        y = self.saved[0]
-        xp = xp_of(y)
-        gx = xp.multiply(g, y, out=empty_like(y))
-        xp.subtract(g, _sum(gx, self.axis), out=gx)
+        y = _wide(self.saved[0])
+        xp, gw = xp_of(y), _wide(g)
+        gx = xp.multiply(gw, y, out=empty_like(y))
+        xp.subtract(gw, _sum(gx, self.axis), out=gx)
         gx *= y  # y (g - sum(g y)), in the one array
-        return (gx,)
+        return (gx if gw is g else gx.astype(g.dtype),)
 
 
 class LogSoftmax(Op):
@@ -66,18 +75,21 @@ class LogSoftmax(Op):
     def forward(self, x, dim):
         xp = xp_of(x)
         self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
-        y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))  # NOTE [host memory pool]
+        xw = _wide(x)  # NOTE [a 2-byte softmax]
+        y = xp.subtract(xw, _max(xw, self.axis), out=empty_like(xw))  # NOTE [host memory pool]
         with np.errstate(divide="ignore"):  # along an empty dim: log 0, subtracted from no element
             y -= xp.log(_sum(xp.exp(y, out=empty_like(y)), self.axis))  # x - max - log sum exp
+        y = y if xw is x else y.astype(x.dtype)
         self.save_for_backward(y)
         return y
 
     def backward(self, g):
-        (y,) = self.saved
-        xp = xp_of(y)
+        y = _wide(self.saved[0])
+        xp, gw = xp_of(y), _wide(g)
         gx = xp.exp(y, out=empty_like(y))
-        gx *= _sum(g, self.axis)
-        return (xp.subtract(g, gx, out=gx),)  # g - softmax(x) sum(g)
+        gx *= _sum(gw, self.axis)
+        gx = xp.subtract(gw, gx, out=gx)  # g - softmax(x) sum(g)
+        return (gx if gw is g else gx.astype(g.dtype),)
 
 
 class LayerNorm(Op):
@@ -89,22 +101,37 @@ class LayerNorm(Op):
         weight = weight_bias[0] if has_weight and weight_bias else None
         bias = weight_bias[-1] if len(weight_bias) > has_weight else None
         self.axes = tuple(range(x.ndim - ndim, x.ndim))
+        acc = accumulator(x.dtype)  # NOTE [a 2-byte layer_norm]
+        low = (lambda a: a) if acc is None else (lambda a: a.astype(x.dtype))
+        xw = x if acc is None else x.astype(acc)
         # NOTE [host memory pool] (backend/pool.py): x-hat and y are new arrays from the pool, the rest in place
-        xhat = xp.subtract(x, mean_rows(x, len(self.axes)), out=empty_like(x))
-        var = mean_rows(xp.square(xhat, out=empty_like(x)), len(self.axes))
+        xhat = xp.subtract(xw, mean_rows(xw, len(self.axes)), out=empty_like(xw))
+        var = mean_rows(xp.square(xhat, out=empty_like(xw)), len(self.axes))
         rstd = 1 / xp.sqrt(var + eps)
         xhat *= rstd
         self.has_weight = weight is not None
-        self.save_for_backward(xhat, rstd, weight)
+        saved = low(xhat)
+        self.save_for_backward(saved, low(rstd), weight)
         if weight is None:
-            return xhat if bias is None else pooled(xp.add, xhat, bias)
-        y = xp.multiply(xhat, weight, out=empty_like(x))
+            return saved if bias is None else low(pooled(xp.add, xhat, bias))
+        y = xp.multiply(xhat, weight, out=empty_like(xw))
         if bias is not None:
             y += bias
-        return y
+        return low(y)
 
+    # NOTE [a 2-byte layer_norm]: float16 and bfloat16 are normalized in float32 and rounded once, as PyTorch's
+    # kernels do: a row's mean rounded to 2 bytes before x - mean is off by up to half its last place, which the
+    # division by the row's spread scales up (a bfloat16 row of mean 3 and spread 0.03 was 32 units of bfloat16's
+    # precision off). What the record saves stays in the input's dtype (x-hat, 1/std: the ledger's bytes, as
+    # before); the backward takes them and g up to float32, and rounds the gradients once.
     def backward(self, g):
-        xhat, rstd, w = self.saved
+        acc = accumulator(g.dtype)
+        if acc is None:
+            return self._backward(g, *self.saved)
+        up = (lambda a: None if a is None else a.astype(acc))
+        return tuple(None if d is None else d.astype(g.dtype) for d in self._backward(*map(up, (g, *self.saved))))
+
+    def _backward(self, g, xhat, rstd, w):
         needs = self.needs_input_grad
         grads = [None]
         xp, t = xp_of(g), empty_like(xhat)  # NOTE [host memory pool] (backend/pool.py)

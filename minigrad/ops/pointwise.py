@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from ..backend import device_of, empty_like, masked_fill, out_like, pooled, to_device, xp_of
+from ..backend import BFLOAT16, accumulator, device_of, empty_like, masked_fill, out_like, pooled, to_device, xp_of
 from ..backend.special import normal_cdf
 from .base import Op, ShapeError, refuse_bool, unbroadcast
 
@@ -132,14 +132,16 @@ def power(x, p):
     """x ** p for a constant p, with PyTorch's special cases: x ** 3 is x * x * x, x ** -2 is 1 / (x * x), x ** -0.5
     is 1 / sqrt(x). NumPy squares, takes square roots and reciprocals itself, but for any other exponent it calls
     the C library's pow number by number, which in float32 is slow: x ** 3 on a GPT's (8, 64, 512) activations
-    took 12 ms on this project's machine, x * x * x 0.04 ms."""
+    took 12 ms on this project's machine, x * x * x 0.04 ms. A bfloat16 x to any other p gave float32 (ml_dtypes'
+    power with a Python float): the result is rounded back to x's dtype, as PyTorch's (computed in float32)."""
     if p == 3:
         return x * x * x
     if p == -2:
         return 1 / (x * x)
     if p == -0.5:
         return 1 / xp_of(x).sqrt(x)
-    return x ** p
+    out = x ** p
+    return out.astype(x.dtype, copy=False) if out.dtype != x.dtype and x.dtype == BFLOAT16 else out
 
 
 class PowTensor(Op):
@@ -367,13 +369,20 @@ class Sigmoid(Op):
 
     def forward(self, x):
         xp = xp_of(x)
-        e = xp.exp(-xp.abs(x))
-        y = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+        acc = accumulator(x.dtype)  # a 2-byte x: in float32, rounded once, as PyTorch (NOTE [a 2-byte GELU])
+        xw = x if acc is None else x.astype(acc)
+        e = xp.exp(-xp.abs(xw))
+        y = xp.where(xw >= 0, 1 / (1 + e), e / (1 + e))
+        y = y if acc is None else y.astype(x.dtype)
         self.save_for_backward(y)
         return y
 
     def backward(self, g):
         (y,) = self.saved
+        acc = accumulator(y.dtype)
+        if acc is not None:
+            yw = y.astype(acc)
+            return ((g.astype(acc) * yw * (1 - yw)).astype(g.dtype),)
         return (g * y * (1 - y),)
 
 
@@ -459,16 +468,17 @@ class Gelu(Op):
     def forward(self, x, approximate="none"):
         self.approximate = approximate
         self.save_for_backward(x)
+        acc = accumulator(x.dtype)  # a 2-byte x: in float32, rounded once (NOTE [a 2-byte GELU])
+        xw = x if acc is None else x.astype(acc)
         if approximate == "tanh":
             self.flops_per_element = self.flops_per_element_tanh
-            y = self._tanh_of_inner(x)
+            y = self._tanh_of_inner(xw)
             y += 1
             y *= 0.5  # halved before x multiplies (NOTE [GELU at large x])
-            y *= x  # 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
-            return y
-        y = normal_cdf(x)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
-        y *= x
-        return y
+        else:
+            y = normal_cdf(xw)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
+        y *= xw  # x Phi(x), or 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
+        return y if acc is None else y.astype(x.dtype)
 
     def _tanh_of_inner(self, x):
         """tanh(K (x + 0.044715 x^3)), in an array of its own."""
@@ -498,18 +508,34 @@ class Gelu(Op):
         t *= g
         return t
 
+    def _tanh_grad(self, xp, x, g):
+        try:
+            with np.errstate(over="raise", invalid="raise"):
+                return self._tanh_backward(x, g)
+        except FloatingPointError:  # NOTE [GELU at large x]
+            with np.errstate(all="ignore"):
+                grad = self._tanh_backward(x, g)
+                saturated = xp.isfinite(x) & (xp.abs(x) > 20)
+                return xp.where(saturated, (x > 0) * g, grad).astype(grad.dtype, copy=False)
+
+    # NOTE [a 2-byte GELU]: the tanh approximation of a float16 or bfloat16 x runs in float32 and is rounded once,
+    # as PyTorch's kernels compute it: in the 2-byte dtype, 1 + tanh(...) cancels to 0 where tanh rounds to -1
+    # (bfloat16 from x = -3.4 on: GELU gave -0.0, PyTorch -0.00105), and float16's x^3 overflows from |x| = 40.
+    # The exact GELU too: its backward, Phi(x) + x phi(x), cancels near x = -0.75 (bfloat16: 238 units of the
+    # gradient's last place off there, PyTorch's half a unit). Sigmoid too: its roundings in the 2-byte dtype put it
+    # up to 1.6 units of bfloat16's last place (float16's: 1.8) off the true value; PyTorch's and now minigrad's are
+    # within half a unit.
     def backward(self, g):
         (x,) = self.saved
         xp = xp_of(x)
+        acc = accumulator(x.dtype)
+        if acc is not None:  # NOTE [a 2-byte GELU]
+            return (self._grad(xp, x.astype(acc), g.astype(acc)).astype(g.dtype),)
+        return (self._grad(xp, x, g),)
+
+    def _grad(self, xp, x, g):
         if self.approximate == "tanh":
-            try:
-                with np.errstate(over="raise", invalid="raise"):
-                    return (self._tanh_backward(x, g),)
-            except FloatingPointError:  # NOTE [GELU at large x]
-                with np.errstate(all="ignore"):
-                    grad = self._tanh_backward(x, g)
-                    saturated = xp.isfinite(x) & (xp.abs(x) > 20)
-                    return (xp.where(saturated, (x > 0) * g, grad).astype(grad.dtype, copy=False),)
+            return self._tanh_grad(xp, x, g)
         grad = xp.square(x, out=empty_like(x))  # in place from here: GELU's activations are a GPT's widest
                                                 # (out=: NumPy would return a 0-d result as a scalar)
         grad *= -0.5
@@ -518,7 +544,7 @@ class Gelu(Op):
         grad *= 1 / math.sqrt(2 * math.pi)  # x phi(x)
         grad += normal_cdf(x)
         grad *= g
-        return (grad,)
+        return grad
 
 
 class Cast(Op):

@@ -59,6 +59,12 @@ class Composed:
             check_float(op, self)
         return self.to("float32")
 
+    # NOTE [float16's squares]: a float16 var, std or norm runs in float32 and is rounded once, as PyTorch's: in
+    # float16, a square overflows from 256 and a sum of squares from 65,504 (rounded back to float16 before the
+    # division or the root), so the var of values of spread 40 or the norm of eight 100s was inf where PyTorch's is
+    # finite. A bfloat16 var too: its mean, rounded to bfloat16 before x - mean, put rows of mean 3 and spread 0.01
+    # 21% off (and under CUDA's lists for mixed precision its float32 sum made var float32). bfloat16's norm keeps
+    # its own dtype (float32's range; its sums in float32, NOTE [2-byte sums]).
     @dim_alias
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         """The variance over dim (every element by default): the sum of squared deviations from the mean
@@ -74,6 +80,8 @@ class Composed:
         if correction is None:
             correction = 0 if unbiased is False else 1
         x = self._floating(name)
+        if x.dtype.itemsize == 2:  # NOTE [float16's squares]
+            return x.float()._var(name, dim, unbiased, keepdim, correction).to(x.dtype)
         n = math.prod(x.shape[a] for a in ops.normalize_dims(name, dim, x.ndim, x.shape))
         if n <= correction:  # PyTorch's warning, word for word
             warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
@@ -112,6 +120,8 @@ class Composed:
         gradient is 0, as in PyTorch, not the nan that d sqrt(s) at s = 0 would give."""
         x = self._floating("norm")
         ops.normalize_dims("norm", dim, x.ndim, x.shape)  # a dim out of range names norm, not the sum inside
+        if x.dtype == np.float16:  # NOTE [float16's squares]
+            return x.float().norm(p, dim, keepdim).to(x.dtype)
         if p in ("fro", 2):
             return _root((x * x).sum(dim, keepdim), 2)
         if p == 1:
