@@ -26,6 +26,13 @@ def accumulator(dtype):
     return _F32 if dtype.itemsize == 2 and is_float(dtype) else None
 
 
+def widen(array):
+    """array in float32 if it is a 2-byte float, else array itself: what an op that computes a 2-byte input in
+    float32 and rounds once, as PyTorch's kernels do, computes on (widen(x) is x: nothing to round back)."""
+    acc = accumulator(array.dtype)
+    return array if acc is None else array.astype(acc)
+
+
 # NOTE [a broadcast scalar]: every step's backward makes the loss's implied gradient, a one-element array of
 # ones, and broadcasts it back over what the loss summed. NumPy's ones_like and broadcast_to are Python around
 # C (broadcast_to around an iterator object): on a small step they cost microseconds (bench/NOTES.md,

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..backend import (accumulator, device_of, empty_like, max_rows, mean_rows, pooled, reduce_sum, sum_leading,
-                       sum_rows, to_device, xp_for, xp_of)
+                       sum_rows, to_device, widen, xp_for, xp_of)
 from ..backend.random import generator, get_rng_state
 from .base import Op, keepdim_shape, normalize_dim, unbroadcast
 
@@ -34,11 +34,8 @@ def _sum(x, axis):
 # NOTE [a 2-byte softmax]: softmax and log_softmax of float16 or bfloat16 run in float32 and are rounded once, as
 # PyTorch's kernels: in the 2-byte dtype, x - max is rounded before exp, an error that exp turns into a relative one
 # of the small probabilities (bfloat16: 8 units of their last place, PyTorch's half a unit). What the record saves
-# stays in the 2-byte dtype (the ledger's bytes); the backward takes it and g up to float32 and rounds once too.
-def _wide(a):
-    """a in float32 if it is a 2-byte float (NOTE [a 2-byte softmax]), else a itself."""
-    acc = accumulator(a.dtype)
-    return a if acc is None else a.astype(acc)
+# stays in the 2-byte dtype (the ledger's bytes); the backward takes it and g up to float32 (backend.widen) and
+# rounds once too.
 
 
 class Softmax(Op):
@@ -50,7 +47,7 @@ class Softmax(Op):
     def forward(self, x, dim, keep_input=False):
         xp = xp_of(x)
         self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
-        xw = _wide(x)  # NOTE [a 2-byte softmax]
+        xw = widen(x)  # NOTE [a 2-byte softmax]
         y = xp.subtract(xw, _max(xw, self.axis), out=empty_like(xw))
         xp.exp(y, out=y)
         y /= _sum(y, self.axis)
@@ -59,8 +56,8 @@ class Softmax(Op):
         return y
 
     def backward(self, g):
-        y = _wide(self.saved[0])
-        xp, gw = xp_of(y), _wide(g)
+        y = widen(self.saved[0])
+        xp, gw = xp_of(y), widen(g)
         gx = xp.multiply(gw, y, out=empty_like(y))
         xp.subtract(gw, _sum(gx, self.axis), out=gx)
         gx *= y  # y (g - sum(g y)), in the one array
@@ -75,7 +72,7 @@ class LogSoftmax(Op):
     def forward(self, x, dim):
         xp = xp_of(x)
         self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
-        xw = _wide(x)  # NOTE [a 2-byte softmax]
+        xw = widen(x)  # NOTE [a 2-byte softmax]
         y = xp.subtract(xw, _max(xw, self.axis), out=empty_like(xw))  # NOTE [host memory pool]
         with np.errstate(divide="ignore"):  # along an empty dim: log 0, subtracted from no element
             y -= xp.log(_sum(xp.exp(y, out=empty_like(y)), self.axis))  # x - max - log sum exp
@@ -84,8 +81,8 @@ class LogSoftmax(Op):
         return y
 
     def backward(self, g):
-        y = _wide(self.saved[0])
-        xp, gw = xp_of(y), _wide(g)
+        y = widen(self.saved[0])
+        xp, gw = xp_of(y), widen(g)
         gx = xp.exp(y, out=empty_like(y))
         gx *= _sum(gw, self.axis)
         gx = xp.subtract(gw, gx, out=gx)  # g - softmax(x) sum(g)
@@ -101,9 +98,8 @@ class LayerNorm(Op):
         weight = weight_bias[0] if has_weight and weight_bias else None
         bias = weight_bias[-1] if len(weight_bias) > has_weight else None
         self.axes = tuple(range(x.ndim - ndim, x.ndim))
-        acc = accumulator(x.dtype)  # NOTE [a 2-byte layer_norm]
-        low = (lambda a: a) if acc is None else (lambda a: a.astype(x.dtype))
-        xw = x if acc is None else x.astype(acc)
+        xw = widen(x)  # NOTE [a 2-byte layer_norm]
+        low = (lambda a: a) if xw is x else (lambda a: a.astype(x.dtype))
         # NOTE [host memory pool] (backend/pool.py): x-hat and y are new arrays from the pool, the rest in place
         xhat = xp.subtract(xw, mean_rows(xw, len(self.axes)), out=empty_like(xw))
         var = mean_rows(xp.square(xhat, out=empty_like(xw)), len(self.axes))
@@ -128,7 +124,7 @@ class LayerNorm(Op):
         acc = accumulator(g.dtype)
         if acc is None:
             return self._backward(g, *self.saved)
-        up = (lambda a: None if a is None else a.astype(acc))
+        up = (lambda a: None if a is None else widen(a))
         return tuple(None if d is None else d.astype(g.dtype) for d in self._backward(*map(up, (g, *self.saved))))
 
     def _backward(self, g, xhat, rstd, w):
@@ -237,7 +233,8 @@ class ScaledDotProductAttention(Op):
         self.p, self.is_causal = dropout_p, is_causal
         self.float_mask = mask is not None and mask.dtype != bool
         # float16 accumulates in float32, as PyTorch's kernels do; the log-sum-exp is kept in float32 too
-        self.acc = np.dtype("float32") if q.dtype.itemsize == 2 else q.dtype  # float16, bfloat16
+        acc = accumulator(q.dtype)  # float16, bfloat16: float32 (NOTE [2-byte sums])
+        self.acc = q.dtype if acc is None else acc
         self.rng_state = get_rng_state() if dropout_p > 0 else None  # before the draw: backward's replay
         s = self._scores(q, k, mask)                                    # (..., L, S)
         xp = xp_of(s)

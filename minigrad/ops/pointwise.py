@@ -9,7 +9,8 @@ import operator
 
 import numpy as np
 
-from ..backend import BFLOAT16, accumulator, device_of, empty_like, masked_fill, out_like, pooled, to_device, xp_of
+from ..backend import (BFLOAT16, accumulator, device_of, empty_like, masked_fill, out_like, pooled, to_device, widen,
+                       xp_of)
 from ..backend.special import normal_cdf
 from .base import Op, ShapeError, refuse_bool, unbroadcast
 
@@ -369,20 +370,18 @@ class Sigmoid(Op):
 
     def forward(self, x):
         xp = xp_of(x)
-        acc = accumulator(x.dtype)  # a 2-byte x: in float32, rounded once, as PyTorch (NOTE [a 2-byte GELU])
-        xw = x if acc is None else x.astype(acc)
+        xw = widen(x)  # a 2-byte x: in float32, rounded once, as PyTorch (NOTE [a 2-byte GELU])
         e = xp.exp(-xp.abs(xw))
         y = xp.where(xw >= 0, 1 / (1 + e), e / (1 + e))
-        y = y if acc is None else y.astype(x.dtype)
+        y = y if xw is x else y.astype(x.dtype)
         self.save_for_backward(y)
         return y
 
     def backward(self, g):
         (y,) = self.saved
-        acc = accumulator(y.dtype)
-        if acc is not None:
-            yw = y.astype(acc)
-            return ((g.astype(acc) * yw * (1 - yw)).astype(g.dtype),)
+        yw = widen(y)
+        if yw is not y:
+            return ((widen(g) * yw * (1 - yw)).astype(g.dtype),)
         return (g * y * (1 - y),)
 
 
@@ -468,8 +467,7 @@ class Gelu(Op):
     def forward(self, x, approximate="none"):
         self.approximate = approximate
         self.save_for_backward(x)
-        acc = accumulator(x.dtype)  # a 2-byte x: in float32, rounded once (NOTE [a 2-byte GELU])
-        xw = x if acc is None else x.astype(acc)
+        xw = widen(x)  # a 2-byte x: in float32, rounded once (NOTE [a 2-byte GELU])
         if approximate == "tanh":
             self.flops_per_element = self.flops_per_element_tanh
             y = self._tanh_of_inner(xw)
@@ -478,7 +476,7 @@ class Gelu(Op):
         else:
             y = normal_cdf(xw)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
         y *= xw  # x Phi(x), or 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
-        return y if acc is None else y.astype(x.dtype)
+        return y if xw is x else y.astype(x.dtype)
 
     def _tanh_of_inner(self, x):
         """tanh(K (x + 0.044715 x^3)), in an array of its own."""
@@ -528,9 +526,8 @@ class Gelu(Op):
     def backward(self, g):
         (x,) = self.saved
         xp = xp_of(x)
-        acc = accumulator(x.dtype)
-        if acc is not None:  # NOTE [a 2-byte GELU]
-            return (self._grad(xp, x.astype(acc), g.astype(acc)).astype(g.dtype),)
+        if accumulator(x.dtype) is not None:  # NOTE [a 2-byte GELU]
+            return (self._grad(xp, widen(x), widen(g)).astype(g.dtype),)
         return (self._grad(xp, x, g),)
 
     def _grad(self, xp, x, g):

@@ -7,8 +7,8 @@ Read next: linear.py, the matrix products.
 import math
 import numbers
 
-from ..backend import (accumulator, as_array, broadcast_to, index_add, put, reduce_sum, reshape, written_last, xp_of,
-                       zeros)
+from ..backend import (accumulator, as_array, broadcast_to, index_add, put, reduce_sum, reshape, widen,
+                       written_last, xp_of, zeros)
 from .base import Op, ShapeError, keepdim_shape, normalize_dim, normalize_dims, unbroadcast
 
 
@@ -49,8 +49,8 @@ class Mean(Sum):
         return out.astype(x.dtype, copy=False)
 
     def backward(self, g):
-        acc = accumulator(g.dtype)  # float16 holds a count over 65,504 as inf (NOTE [2-byte sums])
-        return super().backward(g / self.count if acc is None else (g.astype(acc) / self.count).astype(g.dtype))
+        gw = widen(g)  # float16 holds a count over 65,504 as inf (NOTE [2-byte sums])
+        return super().backward(g / self.count if gw is g else (gw / self.count).astype(g.dtype))
 
     def flops(self, inputs, out):
         return {self.name: inputs[0].size}  # the adds, then one divide per result
