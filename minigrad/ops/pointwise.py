@@ -116,9 +116,14 @@ class Pow(Op):
         if p == 0:  # x ** 0 is constant; p * x ** -1 would give 0 * inf = nan at x = 0
             return (g * 0,)
         if not self.zero_at_zero:
-            return (g * (p * power(x, p - 1)),)
+            return (g * self.times_p(power(x, p - 1)),)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return (masked_fill(g * (p * power(x, p - 1)), x == 0, 0),)
+            return (masked_fill(g * self.times_p(power(x, p - 1)), x == 0, 0),)
+
+    def times_p(self, d):
+        """p * d; beside a 2-byte d, as PyTorch: in float32 with p as written, rounded once (NOTE [a number beside
+        2-byte floats]). ml_dtypes' bfloat16 times a Python float gave float32: a gradient of the wrong dtype."""
+        return pooled(xp_of(d).multiply, None, d, (0, self.exponent)) if d.dtype.itemsize == 2 else self.exponent * d
 
 
 # NOTE [a root's gradient at zero]: a norm is a root of a sum, sqrt(sum x^2) or (sum |x|^p) ** (1/p), and so is a
