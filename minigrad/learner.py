@@ -7,26 +7,28 @@
 Each piece you have written replaces the engine's own, and the later exercises and lessons run on it: your
 elementwise backwards (exercise 1), unbroadcast (2), matmul backward (3), tape walk (4), softmax and log_softmax
 (5), checkpoint (7, or 8 with the generator replayed), accumulation loop (11), AdamW step (12) and the loss
-scaler's update rule (14). A piece
-counts as written when a tiny run of it (a probe, below) raises no NotImplementedError: a stub leaves the
-engine's own in place (and so does a piece that builds on a stub: report() names the one to write first). A piece whose probe fails otherwise is reported and left out: `python -m minigrad
+scaler's update rule (14). A piece counts as written when a tiny run of it (a probe, below) raises no
+NotImplementedError: a stub leaves the engine's own in place (and so does a piece that builds on a stub: report()
+names the one to write first). A piece whose probe fails otherwise is reported and left out: `python -m minigrad
 check N` says what is wrong. At the end, `report()` says whose piece ran, and how often.
 
-Where yours runs, the engine still does what your exercise did not ask for: a call your contract does not
-cover goes to the engine's own (a tape walk with a given gradient or retain_graph, a graph with the engine's
-checkpoint records in it, an AdamW with amsgrad, a checkpoint with options), and so does a gradient the engine
-makes otherwise than the exercise's formula (x ** 0's, 0 also at x = 0, where p * x ** (p - 1) is NaN; a norm's at
-0), and a 2-byte float (float16, bfloat16) in Pow, unbroadcast, matmul and softmax, which the engine computes in
-float32 and rounds once, as PyTorch (the exercises are float32 and float64). Around each record's backward that
-your tape walk calls, the engine does what its own walk does: it refuses a saved array written in place since the
-forward, frees the saved arrays as soon as the record has run, and tells the ledger. So mg.profile measures your
-walk as it measures the engine's: the same FLOPs, the same activation bytes moment by moment. The gradients in
-flight are your walk's, and the ledger counts each for as long as your walk holds it: the engine's walk drops a
-gradient as soon as its last user has run, and makes a leaf's .grad of the gradient itself where no one else holds
-it (tensor/tape.py), so the 'transient' and 'gradients' bytes, and the total's peak, may come out higher under
-yours (the reference copies every leaf's gradient). So too your checkpoint (7, 8): it recomputes every op of the
-segment, and the input's gradient when the input needs none; the engine's recomputes what backward reads: more
-'recompute' and 'backward' FLOPs, counted as they ran.
+Where yours runs, the engine still does what your exercise did not ask for: a call your contract does not cover
+goes to the engine's own (a tape walk with a given gradient or retain_graph, a graph with the engine's checkpoint
+records in it, an AdamW with amsgrad, a checkpoint with options, an accumulation loop over float16 parameters,
+whose gradients the engine's sums in float32), and so does a gradient the engine makes otherwise than the
+exercise's formula (x ** 0's, 0 also at x = 0, where p * x ** (p - 1) is NaN; a norm's at 0), and a 2-byte float
+(float16, bfloat16) in Pow, unbroadcast, matmul and softmax, which the engine computes in float32 and rounds once,
+as PyTorch (the exercises are float32 and float64). The engine's refusals stand around yours: your accumulation
+loop's loss_fn must return the sum, as the engine's must. Around each record's backward that your tape walk calls,
+the engine does what its own walk does: it refuses a saved array written in place since the forward, frees the
+saved arrays as soon as the record has run, and tells the ledger. So mg.profile measures your walk as it measures
+the engine's: the same FLOPs, the same activation bytes moment by moment. The gradients in flight are your walk's,
+and the ledger counts each for as long as your walk holds it: the engine's walk drops a gradient as soon as its
+last user has run, and makes a leaf's .grad of the gradient itself where no one else holds it (tensor/tape.py), so
+the 'transient' and 'gradients' bytes, and the total's peak, may come out higher under yours (the reference copies
+every leaf's gradient). So too your checkpoint (7, 8): it recomputes every op of the segment, and the input's
+gradient when the input needs none; the engine's recomputes what backward reads: more 'recompute' and 'backward'
+FLOPs, counted as they ran.
 
 With the references (exercises/solutions) in place, learner mode gives the engine's losses, parameters and
 gradients bit for bit, but for two last-bit differences, each the order of the arithmetic: the engine's softmax
@@ -338,19 +340,26 @@ def _plug_accumulation(piece):
 
     @functools.wraps(engine)
     def accumulation_step(model, loss_fn, optimizer, inputs=None, targets=None, **kwargs):
-        # exercise 11: micro-batches of a size, padding by ignore_index, the optimizer of the model's parameters
+        # exercise 11: micro-batches of a size, padding by ignore_index, the optimizer of the model's parameters;
+        # not float16 parameters, whose gradients the engine's sums in float32 buffers (accumulate.py)
         mine_too = (inputs is not None and targets is not None and "micro_batch_size" in kwargs
                     and not kwargs.keys() - {"micro_batch_size", "ignore_index"}
                     and {id(p) for g in optimizer.param_groups for p in g["params"]} ==
-                    {id(p) for p in model.parameters()})
+                    {id(p) for p in model.parameters()}
+                    and all(p.dtype.name != "float16" for p in model.parameters()))
         if not mine_too:
             piece.fell_back += 1
             return engine(model, loss_fn, optimizer, inputs, targets, **kwargs)
         piece.ran += 1
         size, ignore = kwargs["micro_batch_size"], kwargs.get("ignore_index", -100)
-        loss = mine(model, loss_fn, inputs, targets, size, ignore)
-        optimizer.step()
         acc = _accumulate_module  # the result as the engine's accumulate reports it, counted by its own helpers
+
+        def summed(output, target):  # the engine's refusal of a loss_fn that averaged its micro-batch (its gradient
+            loss = loss_fn(output, target)  # would come out too small by the number of micro-batches)
+            acc._check_summed(loss, acc.count_items(target, ignore), target)
+            return loss
+        loss = mine(model, summed, inputs, targets, size, ignore)
+        optimizer.step()
         return acc.AccumulationResult(loss=float(loss), items=acc.count_items(targets, ignore),
                                       micro_batches=len(acc.micro_batch_slices(inputs.shape[0], size)),
                                       grad_dtype=str(next(iter(model.parameters())).dtype))

@@ -391,3 +391,32 @@ def test_a_record_made_in_a_checkpoints_forward_gets_the_engines_error():
         box = mg.checkpoint(lambda x: Box(x.tanh() * 2), x)
         with pytest.raises(RuntimeError, match="recorded inside a checkpoint's forward"):
             (box.t * 1).sum().backward()
+
+
+def _accumulated(loss_fn, dtype="float32"):
+    mg.manual_seed(0)
+    model = nn.Linear(6, 5).to(dtype)
+    opt = mg.optim.SGD(model.parameters(), lr=0.1)
+    x, y = mg.randn(8, 6, dtype=dtype), mg.randint(0, 5, (8,))
+    result = mg.accumulation_step(model, loss_fn, opt, x, y, micro_batch_size=4)
+    return result, [to_host(p) for p in model.parameters()], [p.grad.dtype.name for p in model.parameters()]
+
+
+def test_the_learners_accumulation_loop_keeps_the_engines_refusal_and_float16_buffers():
+    """A loss_fn that averages its micro-batch: the engine refuses it (its gradient would come out too small by the
+    number of micro-batches); under the reference's loop it trained, silently, at half the gradient. float16
+    parameters: the engine sums their gradients in float32 buffers; the reference's loop, in float16."""
+    def mean(out, target):
+        return mg.functional.cross_entropy(out, target)
+
+    def summed(out, target):
+        return mg.functional.cross_entropy(out.float(), target, reduction="sum")
+    plain = _accumulated(summed, "float16")
+    with learner.use(SOLUTIONS, only={11}) as pieces:
+        with pytest.raises(ValueError, match="returned a mean over its micro-batch"):
+            _accumulated(mean)
+        mine = _accumulated(summed, "float16")
+        text = learner.report(pieces)
+    assert mine[0] == plain[0] and mine[2] == plain[2] == ["float32", "float32"]
+    assert all(np.array_equal(a, b) for a, b in zip(mine[1], plain[1]))
+    assert text.endswith("(the engine's own 1 times, for what the exercise does not cover)"), text
