@@ -14,21 +14,26 @@ check N` says what is wrong. At the end, `report()` says whose piece ran, and ho
 
 Where yours runs, the engine still does what your exercise did not ask for: a call your contract does not cover
 goes to the engine's own (a tape walk with a given gradient or retain_graph, a graph with the engine's checkpoint
-records in it, an AdamW with amsgrad, a checkpoint with options, an accumulation loop over float16 parameters,
-whose gradients the engine's sums in float32), and so does a gradient the engine makes otherwise than the
-exercise's formula (x ** 0's, 0 also at x = 0, where p * x ** (p - 1) is NaN; a norm's at 0), and a 2-byte float
-(float16, bfloat16) in Pow, unbroadcast, matmul and softmax, which the engine computes in float32 and rounds once,
-as PyTorch (the exercises are float32 and float64). The engine's refusals stand around yours: your accumulation
-loop's loss_fn must return the sum, as the engine's must. Around each record's backward that your tape walk calls,
-the engine does what its own walk does: it refuses a saved array written in place since the forward, frees the
-saved arrays as soon as the record has run, and tells the ledger. So mg.profile measures your walk as it measures
-the engine's: the same FLOPs, the same activation bytes moment by moment. The gradients in flight are your walk's,
-and the ledger counts each for as long as your walk holds it: the engine's walk drops a gradient as soon as its
-last user has run, and makes a leaf's .grad of the gradient itself where no one else holds it (tensor/tape.py), so
-the 'transient' and 'gradients' bytes, and the total's peak, may come out higher under yours (the reference copies
-every leaf's gradient). So too your checkpoint (7, 8): it recomputes every op of the segment, and the input's
-gradient when the input needs none; the engine's recomputes what backward reads: more 'recompute' and 'backward'
-FLOPs, counted as they ran.
+records in it, an AdamW with amsgrad or maximize, a checkpoint with options, an accumulation loop over float16
+parameters, whose gradients the engine's sums in float32), and so does a gradient the engine makes otherwise than
+the exercise's formula (x ** 0's, 0 also at x = 0, where p * x ** (p - 1) is NaN; a norm's at 0), and a 2-byte
+float (float16, bfloat16) in Pow, unbroadcast, matmul and softmax, which the engine computes in float32 and rounds
+once, as PyTorch, and in AdamW, whose products the engine rounds to the parameter's dtype (the exercises are
+float32 and float64). The engine's refusals stand around yours: your accumulation loop's loss_fn must return the
+sum, as the engine's must.
+
+Around each record's backward that your tape walk calls, the engine does what its own walk does: it refuses a saved
+array written in place since the forward, frees the saved arrays as soon as the record has run, and tells the
+ledger. So mg.profile measures your walk as it measures the engine's: the same FLOPs, the same activation bytes
+moment by moment. The gradients in flight are your walk's, and the ledger counts each for as long as your walk
+holds it: the engine's walk drops a gradient as soon as its last user has run, and makes a leaf's .grad of the
+gradient itself where no one else holds it (tensor/tape.py), so the 'transient' and 'gradients' bytes, and the
+total's peak, may come out higher under yours (the reference copies every leaf's gradient). So too your checkpoint
+(7, 8): it recomputes every op of the segment, and the input's gradient when the input needs none; the engine's
+recomputes what backward reads: more 'recompute' and 'backward' FLOPs, counted as they ran. And the arrays that
+NumPy makes inside your function the ledger cannot see (as it cannot see those inside one op): your AdamW step's
+temporaries are not counted, where the engine's step reports its scratch arrays, so a step's 'transient' peak comes
+out lower under yours.
 
 With the references (exercises/solutions) in place, learner mode gives the engine's losses, parameters and
 gradients bit for bit, but for two last-bit differences, each the order of the arithmetic: the engine's softmax
@@ -368,12 +373,19 @@ def _plug_accumulation(piece):
 
 
 def _plug_adamw(piece):
-    engine, mine, init = optim.AdamW.__dict__["step"], piece.module.adamw_step, piece.module.init_state
+    # the engine's step as optim._reported found it (the wrapper keeps no __wrapped__, for its signature's sake):
+    # the fallback runs inside this step's own wrapper, which tells the ledger once
+    reported = optim.AdamW.__dict__["step"]
+    engine = reported.__closure__[reported.__code__.co_freevars.index("step")].cell_contents
+    mine, init = piece.module.adamw_step, piece.module.init_state
 
     def step(self):
-        if any(g["amsgrad"] or g["maximize"] for g in self.param_groups):
+        # amsgrad, maximize, or a 2-byte parameter (NumPy's bfloat16 times a Python float is float32: your products
+        # would round otherwise than the engine's, which rounds each to the parameter's dtype): the engine's own
+        if any(g["amsgrad"] or g["maximize"] or any(_two_bytes(p._data) for p in g["params"])
+               for g in self.param_groups):
             piece.fell_back += 1
-            return engine.__wrapped__(self)
+            return engine(self)
         piece.ran += 1
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
