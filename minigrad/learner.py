@@ -20,7 +20,9 @@ the exercise's formula (x ** 0's, 0 also at x = 0, where p * x ** (p - 1) is NaN
 float (float16, bfloat16) in Pow, unbroadcast, matmul and softmax, which the engine computes in float32 and rounds
 once, as PyTorch, and in AdamW, whose products the engine rounds to the parameter's dtype (the exercises are
 float32 and float64). The engine's refusals stand around yours: your accumulation loop's loss_fn must return the
-sum, as the engine's must.
+sum, as the engine's must. And where exercise 8 is not written, the engine replays the generator around your
+exercise 7's recompute, as exercise 8 does: a dropout in the segment draws the forward's masks again, as
+mg.checkpoint's does.
 
 Around each record's backward that your tape walk calls, the engine does what its own walk does: it refuses a saved
 array written in place since the forward, frees the saved arrays as soon as the record has run, and tells the
@@ -322,6 +324,28 @@ def _plug_softmax(piece):
         _swap(sys.modules[engine_cls.__module__], name, cls)
 
 
+class _Replayed(nn.Module):
+    """The module that exercise 7's checkpoint gets: its first call (the forward) notes the generator's state, and each
+    later one (a recompute) runs from that state and puts the generator back. Exercise 8's replay, which exercise 7
+    does not ask for: without it a dropout in the segment draws other masks in the recompute than in the forward,
+    and the gradients come out wrong without a word (mg.checkpoint replays, as PyTorch's, preserve_rng_state=True)."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module, self.state = module, None  # module.parameters(), in their order, are the segment's
+
+    def forward(self, x):
+        if self.state is None:
+            self.state = get_rng_state()
+            return self.module(x)
+        outer = get_rng_state()
+        set_rng_state(self.state)
+        try:
+            return self.module(x)
+        finally:
+            set_rng_state(outer)
+
+
 def _plug_checkpoint(piece):
     engine, mine = _checkpoint_package.checkpoint, piece.module.my_checkpoint
 
@@ -334,7 +358,7 @@ def _plug_checkpoint(piece):
             piece.fell_back += 1
             return engine(function, *args, **kwargs)
         piece.ran += 1
-        return mine(function, args[0])
+        return mine(_Replayed(function) if piece.number == 7 else function, args[0])
     for obj in (sys.modules["minigrad"], _checkpoint_package, _chains, _segment):
         if getattr(obj, "checkpoint", None) is engine:
             _swap(obj, "checkpoint", checkpoint)

@@ -454,3 +454,21 @@ def test_the_learners_adamw_gives_the_engines_steps(dtype, options):
     assert (pieces[0].ran, pieces[0].fell_back) == ((4, 0) if dtype == "float32" and not options else (0, 4))
     if pieces[0].ran:
         assert mine[2].peak_bytes("transient") < plain[2].peak_bytes("transient")
+
+
+def test_exercise_sevens_checkpoint_recomputes_a_dropout_with_the_forwards_masks():
+    """Exercise 7's checkpoint (8 not written) of a segment with a dropout: its recompute drew other masks than the
+    forward, and the gradients came out wrong without a word (by up to 4 on this one). The engine now replays the
+    generator around it (exercise 8's part), as mg.checkpoint does."""
+    def gradients():
+        mg.manual_seed(0)
+        segment = nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5), nn.Linear(6, 6))
+        x = mg.randn(4, 6, requires_grad=True)
+        y = mg.checkpoint(segment, x)
+        (y * mg.randn(4, 6)).sum().backward()  # a draw after the checkpoint: the replay puts the generator back
+        return [to_host(p.grad) for p in segment.parameters()] + [to_host(x.grad)]
+    plain = gradients()
+    with learner.use(SOLUTIONS, only={7}) as pieces:
+        mine = gradients()
+        assert pieces[0].ran == 1
+    assert all(np.array_equal(a, b) for a, b in zip(mine, plain))
