@@ -472,3 +472,14 @@ def test_exercise_sevens_checkpoint_recomputes_a_dropout_with_the_forwards_masks
         mine = gradients()
         assert pieces[0].ran == 1
     assert all(np.array_equal(a, b) for a, b in zip(mine, plain))
+
+
+def test_a_leaf_that_stopped_requiring_grad_gets_no_gradient_from_the_learners_walk():
+    """x.requires_grad_(False) after the forward: the engine's walk, as PyTorch's, gives x no .grad; the learner's
+    walk, handed the graph, gave it one."""
+    with learner.use(SOLUTIONS, only={4}):
+        w, x = mg.randn(3, requires_grad=True), mg.randn(3, requires_grad=True)
+        y = (w * x).sum()
+        x.requires_grad_(False)
+        y.backward()
+        assert x.grad is None and np.array_equal(to_host(w.grad), to_host(x))
