@@ -14,15 +14,16 @@ check N` says what is wrong. At the end, `report()` says whose piece ran, and ho
 
 Where yours runs, the engine still does what your exercise did not ask for: a call your contract does not cover
 goes to the engine's own (a tape walk with a given gradient or retain_graph, a graph with the engine's checkpoint
-records in it or a leaf that stopped requiring grad, an AdamW with amsgrad or maximize, a checkpoint with options,
-an accumulation loop over float16 parameters, whose gradients the engine's sums in float32), and so does a gradient
-the engine makes otherwise than the exercise's formula (x ** 0's, 0 also at x = 0, where p * x ** (p - 1) is NaN; a
-norm's at 0), and a 2-byte float (float16, bfloat16) in Pow, unbroadcast, matmul and softmax, which the engine
-computes in float32 and rounds once, as PyTorch, and in AdamW, whose products the engine rounds to the parameter's
-dtype (the exercises are float32 and float64). The engine's refusals stand around yours: your accumulation loop's
-loss_fn must return the sum, as the engine's must. And where exercise 8 is not written, the engine replays the
-generator around your exercise 7's recompute, as exercise 8 does: a dropout in the segment draws the forward's
-masks again, as mg.checkpoint's does.
+records in it or a leaf that stopped requiring grad or holds a .grad of another dtype (accumulate's float32 buffer
+for a float16 weight), an AdamW with amsgrad or maximize, a checkpoint with options, an accumulation loop over
+float16 parameters, whose gradients the engine's sums in float32), and so does a gradient the engine makes
+otherwise than the exercise's formula (x ** 0's, 0 also at x = 0, where p * x ** (p - 1) is NaN; a norm's at 0),
+and a 2-byte float (float16, bfloat16) in Pow, unbroadcast, matmul and softmax, which the engine computes in
+float32 and rounds once, as PyTorch, and in AdamW, whose products the engine rounds to the parameter's dtype (the
+exercises are float32 and float64). The engine's refusals stand around yours: your accumulation loop's loss_fn must
+return the sum, as the engine's must. And where exercise 8 is not written, the engine replays the generator around
+your exercise 7's recompute, as exercise 8 does: a dropout in the segment draws the forward's masks again, as
+mg.checkpoint's does.
 
 Around each record's backward that your tape walk calls, the engine does what its own walk does: it refuses a saved
 array written in place since the forward, frees the saved arrays as soon as the record has run, and tells the
@@ -253,8 +254,11 @@ def _records(root):
         for n in r.next:
             if isinstance(n, ops.Op):
                 stack.append(n)
-            elif n is not None and not n._requires_grad:  # a leaf that stopped requiring grad after the forward:
-                return None  # the engine's walk skips it, as PyTorch's; the exercise's contract gives every leaf one
+            elif n is not None and (not n._requires_grad or (n._grad is not None and n._grad.dtype != n.dtype)):
+                # a leaf that stopped requiring grad after the forward (the engine's walk skips it, as PyTorch's), or
+                # whose .grad is a buffer of another dtype (accumulate's float32 for a float16 weight, which the
+                # engine adds into): the exercise's contract gives every leaf a .grad in its own dtype
+                return None
     return found
 
 

@@ -483,3 +483,16 @@ def test_a_leaf_that_stopped_requiring_grad_gets_no_gradient_from_the_learners_w
         x.requires_grad_(False)
         y.backward()
         assert x.grad is None and np.array_equal(to_host(w.grad), to_host(x))
+
+
+def test_the_learners_walk_leaves_the_float32_buffers_of_float16_weights_to_the_engine():
+    """accumulate gives float16 weights float32 .grad buffers, which the engine's walk adds into; the reference's walk
+    (a .grad in the leaf's dtype, its contract) made them float16 again: other weights, and grad_dtype 'float32'
+    said of float16 gradients."""
+    def summed(out, target):
+        return mg.functional.cross_entropy(out.float(), target, reduction="sum")
+    plain = _accumulated(summed, "float16")
+    with learner.use(SOLUTIONS, only={4}):
+        mine = _accumulated(summed, "float16")
+    assert mine[2] == plain[2] == ["float32", "float32"] and mine[0] == plain[0]
+    assert all(np.array_equal(a, b) for a, b in zip(mine[1], plain[1]))
