@@ -496,3 +496,16 @@ def test_the_learners_walk_leaves_the_float32_buffers_of_float16_weights_to_the_
         mine = _accumulated(summed, "float16")
     assert mine[2] == plain[2] == ["float32", "float32"] and mine[0] == plain[0]
     assert all(np.array_equal(a, b) for a, b in zip(mine[1], plain[1]))
+
+
+@pytest.mark.parametrize("dim", [(1,), True, 5])
+def test_the_learners_softmax_keeps_the_engines_refusals_of_a_dim(dim):
+    """softmax(dim=(1,)) ran under the reference (NumPy takes a tuple of axes) where the engine and PyTorch refuse
+    it; a bool or a dim out of range got NumPy's words, without the op's name, the shape or the range."""
+    x = mg.randn(2, 3)
+    with pytest.raises((TypeError, IndexError)) as plain:
+        x.softmax(dim)
+    with learner.use(SOLUTIONS, only={5}):
+        with pytest.raises(type(plain.value)) as mine:
+            x.softmax(dim)
+    assert str(mine.value) == str(plain.value)
