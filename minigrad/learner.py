@@ -196,7 +196,7 @@ def _plug_elementwise(piece):
             # x ** 0's, 0 everywhere (the formula's 0 * x ** -1 is NaN at 0); and where a bfloat16 x ** p with a
             # Python float p gives float32 (the engine rounds it back): a 2-byte Pow, computed as the engine does
             if getattr(self, "zero_at_zero", False) or getattr(self, "exponent", 1) == 0 or \
-                    (name == "Pow" and _two_bytes(g)):
+                    (name == "Pow" and _two_bytes(self.saved[0])):
                 piece.fell_back += 1
                 return _engine(self, g)
             piece.ran += 1

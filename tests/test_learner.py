@@ -300,11 +300,11 @@ def test_a_two_byte_float_runs_the_engines_own_pow_unbroadcast_matmul_and_softma
 
     def power():  # a bfloat16 x ** 1.5: the reference's gradient was float32's x ** 0.5, the engine's rounds it first
         x = mg.tensor(np.linspace(0.5, 3, 40, dtype=np.float32), dtype=dtype, requires_grad=True)
-        (x ** 1.5).sum().backward()
+        ((x ** 1.5) ** 1.5).sum().backward()  # (the engine's outer Pow hands the inner a float32 gradient)
         return [to_host(x.grad)]
     plain = power()
     with learner.use(SOLUTIONS, only={1}) as pieces:
-        assert _bitwise(power(), plain) and pieces[0].fell_back == 1
+        assert _bitwise(power(), plain) and pieces[0].fell_back == 2
         x = mg.randn(5, dtype=dtype, requires_grad=True)  # exp, tanh, log: the reference's, as the engine's, in any dtype
         x.exp().tanh().sum().backward()
         assert pieces[0].ran == 2
