@@ -15,7 +15,11 @@ What is checked, and against what:
   safety kept      the learner's walk refuses a saved array written in place, as the engine's does, and frees
                    the saved arrays after; a record a checkpoint's forward made gets the engine's error
   the ledger       the learner's walk is measured as the engine's (FLOPs, activations); the gradients it holds
-                   count for as long as it holds them
+                   count for as long as it holds them; an AdamW step's temporaries inside yours are not seen
+  the engine's own what an exercise does not cover: AdamW's amsgrad and maximize, 2-byte parameters; an
+                   accumulation loop's mean loss_fn (refused), float16 weights; a leaf that stopped requiring
+                   grad or holds a float32 buffer; softmax's bad dims (refused); exercise 7's recompute replays
+                   the generator (a dropout's masks)
   the command      python -m minigrad lesson 1 --learner FOLDER runs and says whose pieces ran
 """
 import os
