@@ -5,11 +5,21 @@ What is checked, and against what:
                    (a GPT's training steps; an MLP with exp, log, pow, broadcasting matmuls, a checkpoint and
                    accumulation_step) ends with the engine's parameters bit for bit, once the engine's softmax sums
                    its rows in NumPy's order (backend/rows.py); with its BLAS row sums, within float32 rounding
-  the stubs        exercises/ as shipped: every piece is a stub, nothing is swapped, the engine's own runs
+  generated        seeded random programs of the ops exercises 1 to 5 cover, against the engine: float32 and
+                   float64 bit for bit, with the ledger's FLOPs and activation bytes; float16 and bfloat16, where
+                   the engine's own runs (it computes in float32 and rounds once); Pow's exponents one by one
+  the stubs        exercises/ as shipped: every piece is a stub, nothing is swapped, the engine's own runs; a piece
+                   written on a stub (8 on 7) falls back too, and the report names the one to write
   a broken piece   reported with its error and the check to run, and left out
   off again        use() puts back every function and method it swapped
   safety kept      the learner's walk refuses a saved array written in place, as the engine's does, and frees
-                   the saved arrays after
+                   the saved arrays after; a record a checkpoint's forward made gets the engine's error
+  the ledger       the learner's walk is measured as the engine's (FLOPs, activations); the gradients it holds
+                   count for as long as it holds them; an AdamW step's temporaries inside yours are not seen
+  the engine's own what an exercise does not cover: AdamW's amsgrad and maximize, 2-byte parameters; an
+                   accumulation loop's mean loss_fn (refused), float16 weights; a leaf that stopped requiring
+                   grad or holds a float32 buffer; softmax's bad dims (refused); exercise 7's recompute replays
+                   the generator (a dropout's masks)
   the command      python -m minigrad lesson 1 --learner FOLDER runs and says whose pieces ran
 """
 import os
@@ -23,6 +33,7 @@ import minigrad as mg
 from minigrad import learner, nn, ops
 from minigrad.backend import rows
 from minigrad.gpt import GPT, GPTConfig
+from on_device import to_host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOLUTIONS = os.path.join(ROOT, "exercises", "solutions")
@@ -220,3 +231,285 @@ def test_the_learners_scaler_rule_runs_inside_gradscaler_update(tmp_path):
     (tmp_path / "14_loss_scale_and_step_bytes.py").write_text(wrong)
     with learner.use(str(tmp_path), only={14}):
         assert _scaler_scales() != plain
+
+
+# ----------------------------------------------------------------------------- generated programs
+
+def _program(seed, dtype, exponents=(2, 3, 1.5, -2, -0.5)):
+    """A seeded random program of the ops the exercises cover (exp, tanh, log, pow, broadcasting adds and products,
+    matmuls of matrices, batches and a broadcast batch, softmax and log_softmax, a tensor used twice), run under
+    mg.profile: [loss, each leaf's gradient] as arrays, and what the ledger counted."""
+    r = np.random.default_rng(seed)
+    plan = [(int(r.integers(0, 9)), int(r.integers(0, 1000))) for _ in range(int(r.integers(3, 8)))]
+    mg.manual_seed(seed)
+    x, w, b, wb = (mg.randn(*shape, dtype=dtype, requires_grad=True) for shape in ((2, 3, 4), (4, 4), (1, 4), (1, 4, 4)))
+    with mg.profile() as prof:
+        h = x
+        for k, c in plan:
+            if k == 0:
+                h = h.exp() * 0.5
+            elif k == 1:
+                h = h.tanh()
+            elif k == 2:
+                h = (h * h + 1).log()
+            elif k == 3:
+                h = (h.abs() + 0.5) ** exponents[c % len(exponents)]
+            elif k == 4:
+                h = h + b if c % 2 else h * b
+            elif k == 5:
+                h = h @ (w, wb, w.expand(2, 4, 4) * 1)[c % 3]
+            elif k == 6:
+                h = h.softmax(dim=(-1, 1)[c % 2])
+            elif k == 7:
+                h = h.log_softmax(dim=-1)
+            else:
+                h = h * h.tanh() + h
+        loss = (h * h).sum() if c % 2 else h.mean()
+        loss.backward()
+    arrays = [to_host(loss)] + [to_host(t.grad) for t in (x, w, b, wb)]
+    ledger = ({phase: prof.flops(phase) for phase in ("forward", "backward")}, prof.peak_bytes("activations"),
+              [(row["op"], row["phase"], row["activations"]) for row in prof.timeline()])
+    return arrays, ledger
+
+
+def _bitwise(mine, plain):
+    return all(a is b if a is None or b is None else a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+               for a, b in zip(mine, plain))  # (None: a leaf the program did not use)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_generated_programs_give_the_engines_gradients_and_ledger_bit_for_bit(dtype, numpy_row_sums):
+    """Every piece the programs reach (1 to 5) is the reference's: the loss and the gradients bit for bit, the FLOPs
+    by phase and the activation bytes moment by moment as the engine's."""
+    for seed in range(8):
+        plain = _program(seed, dtype)
+        with learner.use(SOLUTIONS, only={1, 2, 3, 4, 5}) as pieces:
+            mine = _program(seed, dtype)
+            assert all(p.ran for p in pieces if p.number in (2, 4)), learner.report(pieces)
+        assert _bitwise(mine[0], plain[0]), f"seed {seed}"
+        assert mine[1] == plain[1], f"seed {seed}"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_two_byte_float_runs_the_engines_own_pow_unbroadcast_matmul_and_softmax(dtype, numpy_row_sums):
+    """The engine computes a 2-byte float's sums, products and softmax in float32 and rounds once (as PyTorch); the
+    references, in the dtype itself, gave other numbers (and bfloat16's matmul and power a float32 gradient)."""
+    for seed in range(8):
+        with np.errstate(over="ignore", invalid="ignore"):  # float16's range ends at 65504: two seeds reach inf
+            plain = _program(seed, dtype, exponents=(2, 3, -2))
+            with learner.use(SOLUTIONS, only={1, 2, 3, 5}) as pieces:
+                mine = _program(seed, dtype, exponents=(2, 3, -2))
+        assert _bitwise(mine[0], plain[0]), f"seed {seed}"
+        assert any(p.fell_back for p in pieces if p.number == 2), learner.report(pieces)
+
+    def power():  # a bfloat16 x ** 1.5: the reference's gradient was float32's x ** 0.5, the engine's rounds it first
+        x = mg.tensor(np.linspace(0.5, 3, 40, dtype=np.float32), dtype=dtype, requires_grad=True)
+        ((x ** 1.5) ** 1.5).sum().backward()  # (the engine's outer Pow hands the inner a float32 gradient)
+        return [to_host(x.grad)]
+    plain = power()
+    with learner.use(SOLUTIONS, only={1}) as pieces:
+        assert _bitwise(power(), plain) and pieces[0].fell_back == 2
+        x = mg.randn(5, dtype=dtype, requires_grad=True)  # exp, tanh, log: the reference's, as the engine's, in any dtype
+        x.exp().tanh().sum().backward()
+        assert pieces[0].ran == 2
+
+
+@pytest.mark.parametrize("p", [0, 2, 3, 1.5, -2, -0.5, 4, -1, 0.5])
+def test_pow_gives_the_engines_gradient(p):
+    """x ** 0's gradient is 0, also at x = 0 (the engine's and PyTorch's), where the formula p * x ** (p - 1) is
+    0 * inf = NaN: the engine's own. Where the engine takes x ** (p - 1) as PyTorch does, by products and a square
+    root (p - 1 = 3, -2, -0.5), the reference's NumPy power may differ in the last bit: the docstring says so."""
+    x_host = np.concatenate([[0.0] if p == 0 else [], np.linspace(0.5, 3, 40)]).astype(np.float32)
+
+    def gradient():
+        x = mg.tensor(x_host, requires_grad=True)
+        (x ** p).sum().backward()
+        return to_host(x.grad)
+    plain = gradient()
+    with learner.use(SOLUTIONS, only={1}) as pieces:
+        mine = gradient()
+        assert pieces[0].ran + pieces[0].fell_back == 1
+    if p in (4, -1, 0.5):
+        np.testing.assert_array_max_ulp(mine, plain, maxulp=1)
+    else:
+        assert np.array_equal(mine, plain), (mine, plain)
+
+
+def test_the_ledger_counts_the_gradients_your_walk_holds(tmp_path):
+    """The engine frees saved arrays and tells the ledger around each record your walk runs (the same activations
+    as the engine's), but the gradients in flight are your walk's: a walk that holds every gradient to the end
+    shows them in 'transient' (the docstring: the total's peak may come out higher under yours)."""
+    def profiled():
+        mg.manual_seed(0)
+        x = mg.randn(64, 64, requires_grad=True)
+        with mg.profile() as prof:
+            h = x
+            for _ in range(6):
+                h = h.tanh()
+            h.sum().backward()
+        return prof.peak_bytes("transient"), prof.peak_bytes("activations"), to_host(x.grad)
+    plain = profiled()
+    with learner.use(SOLUTIONS, only={4}):
+        mine = profiled()
+    hoarding = open(os.path.join(SOLUTIONS, "04_the_tape.py")).read().replace(
+        "        for nxt, gi in zip(record.next, record.backward(g)):",
+        "        held.append(g)\n        for nxt, gi in zip(record.next, record.backward(g)):").replace(
+        "    for record in records:", "    held = []\n    for record in records:")
+    assert "held.append" in hoarding
+    (tmp_path / "04_the_tape.py").write_text(hoarding)
+    with learner.use(str(tmp_path), only={4}) as pieces:
+        hoarded = profiled()
+        assert pieces[0].ran == 1
+    assert mine[1] == hoarded[1] == plain[1]  # activations: as the engine's walk frees them
+    assert np.array_equal(mine[2], plain[2]) and np.array_equal(hoarded[2], plain[2])
+    assert hoarded[0] >= plain[0] + 5 * 64 * 64 * 4  # six gradients held at once, where the engine's holds two
+
+
+def test_a_piece_that_builds_on_a_stub_falls_back_and_says_which(tmp_path):
+    """Exercise 8 written on exercise 7's stub: the engine's checkpoint runs, and report() names exercise 7; the
+    pieces written run (here 2), the stubs fall back, and the results are the engine's."""
+    for name in os.listdir(STUBS):
+        if name[:2].isdigit():
+            src = SOLUTIONS if name[:2] in ("02", "08") else STUBS
+            (tmp_path / name).write_text(open(os.path.join(src, name)).read())
+    plain = _net_steps(1)
+    with learner.use(str(tmp_path)) as pieces:
+        mine = _net_steps(1)
+        text = learner.report(pieces)
+    state = {p.number: p.state for p in pieces}
+    assert state[8].startswith("stub: it builds on exercise 7") and "check 7" in state[8], text
+    assert state[2] == "yours" and state[7] == "stub" and state[4] == "stub", text
+    assert "exercise  8 checkpoint with the generator replayed: the engine's own (stub: it builds on exercise 7" in text
+    assert "exercise  4 the tape walk (backward): the engine's own (stub)" in text
+    assert mine[0] == plain[0] and all(np.array_equal(a, b) for a, b in zip(mine[1], plain[1]))
+
+
+def test_a_record_made_in_a_checkpoints_forward_gets_the_engines_error():
+    """A checkpointed function that hides its output in an object of its own: the record behind it kept nothing.
+    The engine's walk says so and what to do; the learner's walk, handed it, failed on an empty unpacking."""
+    class Box:
+        def __init__(self, t):
+            self.t = t
+    with learner.use(SOLUTIONS, only={4}):
+        x = mg.randn(3, requires_grad=True)
+        box = mg.checkpoint(lambda x: Box(x.tanh() * 2), x)
+        with pytest.raises(RuntimeError, match="recorded inside a checkpoint's forward"):
+            (box.t * 1).sum().backward()
+
+
+def _accumulated(loss_fn, dtype="float32"):
+    mg.manual_seed(0)
+    model = nn.Linear(6, 5).to(dtype)
+    opt = mg.optim.SGD(model.parameters(), lr=0.1)
+    x, y = mg.randn(8, 6, dtype=dtype), mg.randint(0, 5, (8,))
+    result = mg.accumulation_step(model, loss_fn, opt, x, y, micro_batch_size=4)
+    return result, [to_host(p) for p in model.parameters()], [p.grad.dtype.name for p in model.parameters()]
+
+
+def test_the_learners_accumulation_loop_keeps_the_engines_refusal_and_float16_buffers():
+    """A loss_fn that averages its micro-batch: the engine refuses it (its gradient would come out too small by the
+    number of micro-batches); under the reference's loop it trained, silently, at half the gradient. float16
+    parameters: the engine sums their gradients in float32 buffers; the reference's loop, in float16."""
+    def mean(out, target):
+        return mg.functional.cross_entropy(out, target)
+
+    def summed(out, target):
+        return mg.functional.cross_entropy(out.float(), target, reduction="sum")
+    plain = _accumulated(summed, "float16")
+    with learner.use(SOLUTIONS, only={11}) as pieces:
+        with pytest.raises(ValueError, match="returned a mean over its micro-batch"):
+            _accumulated(mean)
+        mine = _accumulated(summed, "float16")
+        text = learner.report(pieces)
+    assert mine[0] == plain[0] and mine[2] == plain[2] == ["float32", "float32"]
+    assert all(np.array_equal(a, b) for a, b in zip(mine[1], plain[1]))
+    assert text.endswith("(the engine's own 1 times, for what the exercise does not cover)"), text
+
+
+def _adamw_steps(dtype="float32", **options):
+    """Four AdamW steps on two groups (one parameter skips a step: its own count), under mg.profile."""
+    mg.manual_seed(0)
+    a, b = nn.Parameter(mg.randn(16, 8, dtype=dtype)), nn.Parameter(mg.randn(3, dtype=dtype))
+    opt = mg.optim.AdamW([{"params": [a]}, {"params": [b], "lr": 3e-3, "betas": (0.8, 0.99), "eps": 1e-6}],
+                         lr=1e-2, weight_decay=0.01, **options)
+    with mg.profile() as prof:
+        for i in range(4):
+            opt.zero_grad()
+            a.grad = mg.randn(*a.shape, dtype=dtype)
+            if i != 1:
+                b.grad = mg.randn(3, dtype=dtype)
+            opt.step()
+    return [to_host(a), to_host(b)], [(row["op"], row["optimizer"]) for row in prof.timeline()], prof
+
+
+@pytest.mark.parametrize("dtype, options", [("float32", {"amsgrad": True}), ("float32", {"maximize": True}),
+                                            ("bfloat16", {}), ("float32", {})])
+def test_the_learners_adamw_gives_the_engines_steps(dtype, options):
+    """amsgrad and maximize: the engine's own step (it crashed: the fallback looked for a __wrapped__ that
+    optim._reported deletes). bfloat16: the engine's own (the reference's (1 - b1) * g is float32 in NumPy, the
+    engine's rounds to bfloat16: other parameters). The optimizer's bytes, event by event, as the engine's. A step's
+    temporaries made inside your function the ledger cannot see (the engine's step reports its scratch arrays):
+    'transient' peaks lower under yours, as the docstring says."""
+    plain = _adamw_steps(dtype, **options)
+    with learner.use(SOLUTIONS, only={12}) as pieces:
+        mine = _adamw_steps(dtype, **options)
+    assert all(np.array_equal(x, y) for x, y in zip(mine[0], plain[0]))
+    assert mine[1] == plain[1]
+    assert (pieces[0].ran, pieces[0].fell_back) == ((4, 0) if dtype == "float32" and not options else (0, 4))
+    if pieces[0].ran:
+        assert mine[2].peak_bytes("transient") < plain[2].peak_bytes("transient")
+
+
+def test_exercise_sevens_checkpoint_recomputes_a_dropout_with_the_forwards_masks():
+    """Exercise 7's checkpoint (8 not written) of a segment with a dropout: its recompute drew other masks than the
+    forward, and the gradients came out wrong without a word (by up to 4 on this one). The engine now replays the
+    generator around it (exercise 8's part), as mg.checkpoint does."""
+    def gradients():
+        mg.manual_seed(0)
+        segment = nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5), nn.Linear(6, 6))
+        x = mg.randn(4, 6, requires_grad=True)
+        y = mg.checkpoint(segment, x)
+        (y * mg.randn(4, 6)).sum().backward()  # a draw after the checkpoint: the replay puts the generator back
+        return [to_host(p.grad) for p in segment.parameters()] + [to_host(x.grad)]
+    plain = gradients()
+    with learner.use(SOLUTIONS, only={7}) as pieces:
+        mine = gradients()
+        assert pieces[0].ran == 1
+    assert all(np.array_equal(a, b) for a, b in zip(mine, plain))
+
+
+def test_a_leaf_that_stopped_requiring_grad_gets_no_gradient_from_the_learners_walk():
+    """x.requires_grad_(False) after the forward: the engine's walk, as PyTorch's, gives x no .grad; the learner's
+    walk, handed the graph, gave it one."""
+    with learner.use(SOLUTIONS, only={4}):
+        w, x = mg.randn(3, requires_grad=True), mg.randn(3, requires_grad=True)
+        y = (w * x).sum()
+        x.requires_grad_(False)
+        y.backward()
+        assert x.grad is None and np.array_equal(to_host(w.grad), to_host(x))
+
+
+def test_the_learners_walk_leaves_the_float32_buffers_of_float16_weights_to_the_engine():
+    """accumulate gives float16 weights float32 .grad buffers, which the engine's walk adds into; the reference's walk
+    (a .grad in the leaf's dtype, its contract) made them float16 again: other weights, and grad_dtype 'float32'
+    said of float16 gradients."""
+    def summed(out, target):
+        return mg.functional.cross_entropy(out.float(), target, reduction="sum")
+    plain = _accumulated(summed, "float16")
+    with learner.use(SOLUTIONS, only={4}):
+        mine = _accumulated(summed, "float16")
+    assert mine[2] == plain[2] == ["float32", "float32"] and mine[0] == plain[0]
+    assert all(np.array_equal(a, b) for a, b in zip(mine[1], plain[1]))
+
+
+@pytest.mark.parametrize("dim", [(1,), True, 5])
+def test_the_learners_softmax_keeps_the_engines_refusals_of_a_dim(dim):
+    """softmax(dim=(1,)) ran under the reference (NumPy takes a tuple of axes) where the engine and PyTorch refuse
+    it; a bool or a dim out of range got NumPy's words, without the op's name, the shape or the range."""
+    x = mg.randn(2, 3)
+    with pytest.raises((TypeError, IndexError)) as plain:
+        x.softmax(dim)
+    with learner.use(SOLUTIONS, only={5}):
+        with pytest.raises(type(plain.value)) as mine:
+            x.softmax(dim)
+    assert str(mine.value) == str(plain.value)
