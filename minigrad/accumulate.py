@@ -68,20 +68,21 @@ def _is_int(n):
 
 
 def count_items(target, ignore_index=None, mask=None):
-    """How many items a batch's loss averages over: mask's True entries, targets != ignore_index,
-    or every target."""
+    """How many items a batch's loss averages over: mask's True entries, integer targets != ignore_index,
+    or every element of the targets."""
     t = target.data if isinstance(target, Tensor) else target
     if backend.is_meta(t):  # no values on 'meta': every target counts, as F.cross_entropy assumes there
         return int(t.size)
     if mask is not None:
         return int(backend.to_numpy(mask.data if isinstance(mask, Tensor) else mask).sum())
-    if ignore_index is not None:
-        return int((backend.to_numpy(t) != ignore_index).sum())
+    if ignore_index is not None and t.dtype.kind in "iu":  # class indices; a float target (a regression's) of
+        return int((backend.to_numpy(t) != ignore_index).sum())  # -100.0 is a value, as in F.cross_entropy
     return int(t.size)
 
 
 def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=None, steps=None,
-               micro_batches=None, ignore_index=-100, mask=None, normalize="items", total_items=None):
+               micro_batches=None, ignore_index=-100, mask=None, normalize="items", total_items=None,
+               _counted=False):
     """Forward and backward over micro-batches, leaving the full batch's gradient in .grad.
 
     loss_fn(output, target) (or loss_fn(output, target, mask) when a mask is given) returns the
@@ -91,13 +92,18 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     accumulation_step). Parameters in float16 get float32 gradient buffers (float16 additions
     lose low bits as k grows); result.grad_dtype says which. Targets equal to ignore_index (-100 by
     default, as F.cross_entropy) are padding and do not count as items; pass ignore_index=None to count
-    every target. A loss_fn that returns a mean (F.cross_entropy as it is, reduction='mean') is refused:
-    its gradient would come out too small by the number of micro-batches. In float16 the loss itself is scaled in float16:
-    for very large sums or item counts use float32. accumulate takes no mg.amp.GradScaler: under a float16 autocast,
-    write the loop, scaler.scale(summed / items).backward() per micro-batch, then scaler.step(optimizer) and
-    scaler.update() once (tests/test_compose_programs.py runs it checkpointed). total_items: the count to divide
-    by when this batch is one process's share of a bigger one (distributed.py passes the count over all of them);
-    by default, this batch's own.
+    every target (ignore_index applies to integer targets only: a float target of -100.0 is a value). A loss_fn
+    that returns a mean (F.cross_entropy as it is, reduction='mean') is refused: its gradient would come out too
+    small by the number of micro-batches. So is one that returns a minigrad loss summed over other items than
+    those counted (NOTE [a loss says what it averages], functional.py): cross_entropy over class probabilities
+    (one item per row, not per element), or with class weights (its mean divides by their sum), or ignoring
+    another index; pass total_items (the whole batch's count, as the loss's mean would divide by) for those.
+    In float16 the loss itself is scaled in float16: for very large sums or item counts use float32.
+    accumulate takes no mg.amp.GradScaler: under a float16 autocast, write the loop,
+    scaler.scale(summed / items).backward() per micro-batch, then scaler.step(optimizer) and scaler.update()
+    once (tests/test_compose_programs.py runs it checkpointed). total_items: the count to divide by when this
+    batch is one process's share of a bigger one (distributed.py passes the count over all of them), or when
+    the items are not the targets' elements; by default, this batch's own count (then checked, as above).
     """
     if normalize not in ("items", "mean_of_means"):
         raise ValueError(f"accumulate: normalize must be 'items' or 'mean_of_means', got {normalize!r}")
@@ -137,7 +143,7 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
             continue
         output = model(mb[0])
         summed = loss_fn(output, *mb[1:])
-        _check_summed(summed, count, mb[1])
+        _check_summed(summed, count, mb[1], total_items is None or _counted)
         # NOTE [normalising by items]: divide by the whole batch's count, not this micro-batch's
         scale = 1.0 / total if normalize == "items" else 1.0 / (count * means)
         (summed * scale).backward()
@@ -145,9 +151,11 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     return AccumulationResult(loss_sum / total, total, len(micro_batches), grad_dtype)
 
 
-def _check_summed(loss, count, target):
+def _check_summed(loss, count, target, compare_items=True):
     """Refuse a loss_fn that averaged its micro-batch: its last op divides by the micro-batch's item count
-    (F.cross_entropy's mean) or takes a mean over that many elements (F.mse_loss's)."""
+    (F.cross_entropy's mean) or takes a mean over that many elements (F.mse_loss's), or a minigrad loss says
+    it is a mean. And (compare_items) one that says it sums over other items than `count` (NOTE [a loss says
+    what it averages], functional.py)."""
     if not isinstance(loss, Tensor) or loss.numel() != 1:
         raise TypeError(f"accumulate: loss_fn must return a one-element Tensor (the summed loss of the "
                         f"micro-batch), got {type(loss).__name__}" + (f" of shape {loss.shape}" if isinstance(
@@ -161,11 +169,20 @@ def _check_summed(loss, count, target):
         averaged = divisor.size == 1 and float(divisor) in (count, getattr(target, "numel", lambda: -1)())
     elif record is not None and record.name == "mean":  # a summed loss never ends in a mean over many
         averaged = math.prod(record.shape[a] for a in record.axes) > 1
-    if averaged:
-        raise ValueError(f"accumulate: loss_fn returned a mean over its micro-batch (its last op is "
-                         f"'{record.name}' by {count}); it must return the SUM (reduction='sum'): accumulate "
-                         f"divides every micro-batch by the item count of the whole batch (NOTE [normalising "
-                         f"by items])")
+    name, reduction, items = getattr(record, "loss_items", (None, None, None))  # NOTE [a loss says what it averages]
+    if reduction == "sum" and compare_items and items != count:
+        raise ValueError(f"accumulate: loss_fn's {name}(reduction='sum') adds up {items:g} items, but accumulate "
+                         f"counted {count} in the micro-batch's targets {tuple(getattr(target, 'shape', ()))} "
+                         f"(every element but those equal to ignore_index or masked out) and would divide by the "
+                         f"wrong count. Class probabilities count one item per row, and a weighted cross_entropy's "
+                         f"mean divides by its targets' class weights: pass total_items=the whole batch's count as "
+                         f"the loss counts it (rows; weight[targets].sum()); and give accumulate the ignore_index "
+                         f"that loss_fn ignores")
+    if averaged or reduction == "mean":
+        what = f"{name}(reduction='mean')" if reduction == "mean" else f"its last op is '{record.name}' by {count}"
+        raise ValueError(f"accumulate: loss_fn returned a mean over its micro-batch ({what}); it must return the "
+                         f"SUM (reduction='sum'): accumulate divides every micro-batch by the item count of the whole "
+                         f"batch (NOTE [normalising by items])")
 
 
 def _prepare_master_gradients(params):

@@ -359,7 +359,7 @@ def accumulation_step(model, loss_fn, optimizer, inputs, targets, *, micro_batch
     loss = 0.0
     if micro_batches:
         result = accumulate(model, loss_fn, micro_batches=micro_batches, ignore_index=ignore_index,
-                            total_items=total)
+                            total_items=total, _counted=True)  # counted as accumulate counts: it still checks
         loss = result.loss
     model.all_reduce_gradients()
     optimizer.step()
