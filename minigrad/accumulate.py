@@ -22,7 +22,8 @@ of the batch it sees, here one micro-batch, so k micro-batches do not give the f
 gradient (and its running statistics get k updates of noisier estimates). What people do: use
 a normalisation that does not look across the batch (LayerNorm, as transformers do); keep
 BatchNorm in eval mode (frozen statistics) when fine-tuning; or make micro-batches big enough
-that their statistics are good (ghost batch norm does this on purpose). tests/test_accumulate.py
+that their statistics are good (ghost batch norm does this on purpose). accumulate warns when a
+BatchNorm1d normalised two micro-batches or more by their own statistics; tests/test_accumulate.py
 measures the difference.
 
 Read next: distributed.py, the same sum across processes; gpt.py, the model the lessons train with both tricks;
@@ -30,9 +31,10 @@ lessons/04_gradient_accumulation.py.
 """
 import math
 import numbers
+import warnings
 from dataclasses import dataclass
 
-from . import backend
+from . import backend, nn
 from .tensor import Tensor
 
 
@@ -137,6 +139,7 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     grad_dtype = _prepare_master_gradients(params)
 
     means = sum(1 for count in counts if count)  # mean_of_means: a micro-batch with no item has no mean to average
+    batch_norms = _batch_statistics(model)
     loss_sum = 0.0
     for mb, count in zip(micro_batches, counts):
         if count == 0 and normalize == "mean_of_means":
@@ -148,6 +151,7 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
         scale = 1.0 / total if normalize == "items" else 1.0 / (count * means)
         (summed * scale).backward()
         loss_sum += float("nan") if backend.is_meta(summed.data) else summed.item()  # 'meta': no value to add
+    _warn_batch_statistics(batch_norms)
     return AccumulationResult(loss_sum / total, total, len(micro_batches), grad_dtype)
 
 
@@ -183,6 +187,32 @@ def _check_summed(loss, count, target, compare_items=True):
         raise ValueError(f"accumulate: loss_fn returned a mean over its micro-batch ({what}); it must return the "
                          f"SUM (reduction='sum'): accumulate divides every micro-batch by the item count of the whole "
                          f"batch (NOTE [normalising by items])")
+
+
+def _batch_statistics(model):
+    """[(name, module, its num_batches_tracked now)] of the BatchNorm layers that normalise by the batch they see."""
+    found = []
+    for name, m in getattr(model, "named_modules", lambda: [])():
+        if isinstance(m, nn.BatchNorm1d) and (m.training or not m.track_running_stats):
+            seen = m.num_batches_tracked if m.track_running_stats else None
+            found.append((name, m, None if seen is None or backend.is_meta(seen.data) else int(seen.item())))
+    return found
+
+
+def _warn_batch_statistics(batch_norms):
+    """NOTE [BatchNorm does not accumulate], said where it applies: a layer that normalised two micro-batches or more
+    by their own statistics (its count of batches moved by that much; without running statistics, any such layer)."""
+    for name, m, before in batch_norms:
+        runs = None if before is None else int(m.num_batches_tracked.item()) - before
+        if runs is None or runs > 1:
+            how = "train mode" if m.track_running_stats else "no running statistics"
+            warnings.warn(f"accumulate: BatchNorm1d (model.{name}) normalised {runs or 'each of the'} micro-batches "
+                          f"by each one's own statistics ({how}), so the accumulated gradient is not the full "
+                          f"batch's (NOTE [BatchNorm does not accumulate], accumulate.py). For the full batch's, put "
+                          f"the layer in eval mode (frozen statistics), use LayerNorm, or one micro-batch; if "
+                          f"micro-batches big enough for good statistics are what you want (ghost batch norm), "
+                          f"silence this warning", UserWarning, stacklevel=3)
+            return
 
 
 def _prepare_master_gradients(params):

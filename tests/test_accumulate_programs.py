@@ -10,7 +10,11 @@ tests/test_accumulate.py pins down mg.accumulate case by case; here seeded rando
   the count    the items accumulate divides by must be those the loss averages over (NOTE [a loss says what it
                averages], functional.py): class probabilities (one item per row), class weights, a float target of
                -100.0, a loss_fn that ignores another index
+  BatchNorm    in train mode with more than one micro-batch, accumulate says that the gradient is not the full
+               batch's (a UserWarning); in eval mode, or in one micro-batch, it says nothing
 """
+import warnings
+
 import numpy as np
 import pytest
 
@@ -225,3 +229,20 @@ def test_a_loss_fn_that_ignores_another_index_is_refused():
     err, result = _full_and_accumulated(model, lambda: F.cross_entropy(model(x), y, ignore_index=0), pad0, x, y,
                                         steps=2, ignore_index=0)
     assert err < 1e-12 and result.items == 5
+
+
+# ----------------------------------------------------------------------------- 4. BatchNorm says so
+
+def test_batchnorm_in_train_mode_warns_that_micro_batches_are_not_the_full_batch():
+    model, x, y = mlp(batchnorm=True), mg.randn(8, 6, dtype="float64"), mg.randint(0, 5, (8,))
+
+    def ce(o, t):
+        return F.cross_entropy(o, t, reduction="sum")
+    with pytest.warns(UserWarning, match=r"accumulate: BatchNorm1d \(model\.1\) normalised 4 micro-batches.*"
+                                          r"\(train mode\).*not the full batch's.*eval mode"):
+        mg.accumulate(model, ce, x, y, steps=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mg.accumulate(model, ce, x, y, steps=1)  # one micro-batch: the full batch's statistics
+        model.eval()
+        mg.accumulate(model, ce, x, y, steps=4)  # running statistics: every micro-batch uses the same
