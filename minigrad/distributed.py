@@ -295,8 +295,13 @@ class DistributedDataParallel(nn.Module):
         return self.module(*args, **kwargs)
 
     def all_reduce_gradients(self):
-        """Sum every parameter's .grad over the ranks, in place, in flat buckets of about bucket_cap_mb."""
+        """Sum every parameter's .grad over the ranks, in place, in flat buckets of about bucket_cap_mb. A parameter
+        that has no .grad on any rank (the forward did not use it) keeps none, as PyTorch's DistributedDataParallel
+        (find_unused_parameters=True) leaves it: the optimizer then skips it as it would in one process, where zeros
+        would move it (weight decay, momentum). One that has a .grad on some rank gets the sum everywhere."""
         params = [p for p in self.module.parameters() if p.requires_grad][::-1]  # the order backward ends them
+        used = _all_reduce_array(np.array([p.grad is not None for p in params], np.int32), "all_reduce (which grads)")
+        params = [p for p, n in zip(params, used) if n]
         for bucket in _buckets(params, self.bucket_cap_bytes):
             flat = np.concatenate([_grad_or_zeros(p).reshape(-1) for p in bucket])
             flat = _all_reduce_array(flat, "all_reduce (gradients)")
