@@ -42,7 +42,8 @@ from .tensor import Tensor
 class AccumulationResult:
     loss: float              # the batch's mean loss per item (as one full-batch forward would give); with
                              # total_items, this batch's share of the whole batch's mean
-    items: int               # items the mean is over (non-padding tokens, unmasked elements, rows)
+    items: int               # items the mean is over (non-padding tokens, unmasked elements, rows; a float
+                             # mask's sum, a float)
     micro_batches: int
     grad_dtype: str          # the dtype gradients were accumulated in
 
@@ -70,13 +71,14 @@ def _is_int(n):
 
 
 def count_items(target, ignore_index=None, mask=None):
-    """How many items a batch's loss averages over: mask's True entries, integer targets != ignore_index,
-    or every element of the targets."""
+    """How many items a batch's loss averages over: mask's True entries (a float mask: its sum, the weights
+    a weighted mean divides by), integer targets != ignore_index, or every element of the targets."""
     t = target.data if isinstance(target, Tensor) else target
     if backend.is_meta(t):  # no values on 'meta': every target counts, as F.cross_entropy assumes there
         return int(t.size)
-    if mask is not None:
-        return int(backend.to_numpy(mask.data if isinstance(mask, Tensor) else mask).sum())
+    if mask is not None:  # True/False, or weights (a float mask): a weighted mean divides by their sum
+        m = backend.to_numpy(mask.data if isinstance(mask, Tensor) else mask)
+        return int(m.sum()) if m.dtype.kind in "biu" else float(m.sum())
     if ignore_index is not None and t.dtype.kind in "iu":  # class indices; a float target (a regression's) of
         return int((backend.to_numpy(t) != ignore_index).sum())  # -100.0 is a value, as in F.cross_entropy
     return int(t.size)

@@ -357,7 +357,8 @@ def accumulation_step(model, loss_fn, optimizer, inputs, targets, *, micro_batch
     slices = micro_batch_slices(n, micro_batch_size, steps) if n else []
     micro_batches = [(inputs[s], targets[s]) + ((mask[s],) if mask is not None else ()) for s in slices]
     local = sum(count_items(mb[1], ignore_index, mb[2] if len(mb) > 2 else None) for mb in micro_batches)
-    total = int(_all_reduce_array(np.array([local], np.int64), "all_reduce (item count)")[0])
+    total = float(_all_reduce_array(np.array([local], np.float64), "all_reduce (item count)")[0])  # a float mask's
+    total = int(total) if total.is_integer() else total  # sum is a float (exact for counts below 2**53)
     if total == 0:
         raise ValueError("accumulation_step: the batch has no item to learn from on any rank")
     optimizer.zero_grad()

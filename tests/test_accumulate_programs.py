@@ -246,3 +246,21 @@ def test_batchnorm_in_train_mode_warns_that_micro_batches_are_not_the_full_batch
         mg.accumulate(model, ce, x, y, steps=1)  # one micro-batch: the full batch's statistics
         model.eval()
         mg.accumulate(model, ce, x, y, steps=4)  # running statistics: every micro-batch uses the same
+
+
+def test_a_float_mask_is_weights_and_the_mean_divides_by_their_sum():
+    """A float mask weighs the items; count_items took int() of each micro-batch's sum, so weights summing to 21.17
+    were divided by 19 (an 11% too large gradient here); it is the weights' sum now, as a weighted mean's."""
+    model, x, y = mlp(), mg.randn(8, 6, dtype="float64"), mg.randn(8, 5, dtype="float64")
+    w = mg.tensor(np.random.default_rng(0).uniform(0.1, 0.9, (8, 5)))
+
+    def weighted_sum(out, t, weights):
+        return (((out - t) ** 2) * weights).sum()
+    model.zero_grad()
+    (weighted_sum(model(x), y, w) / w.sum()).backward()
+    want = grads_of(model)
+    model.zero_grad()
+    result = mg.accumulate(model, weighted_sum, x, y, mask=w, micro_batch_size=3)
+    assert result.items == pytest.approx(float(to_host(w.data).sum()), rel=1e-15)
+    err = rel_error(grads_of(model), want)
+    assert err < 1e-12, err
