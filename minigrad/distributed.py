@@ -48,7 +48,7 @@ import time
 import numpy as np
 
 from . import backend, nn
-from .accumulate import accumulate, count_items, micro_batch_slices
+from .accumulate import _prepare_master_gradients, accumulate, count_items, micro_batch_slices
 from .optim import Optimizer
 from .tensor import Tensor, active_profiler, no_grad
 
@@ -367,6 +367,8 @@ def accumulation_step(model, loss_fn, optimizer, inputs, targets, *, micro_batch
         result = accumulate(model, loss_fn, micro_batches=micro_batches, ignore_index=ignore_index,
                             total_items=total, _counted=True)  # counted as accumulate counts: it still checks
         loss = result.loss
+    else:  # an empty shard: the float32 buffers that accumulate gives 2-byte parameters on the other ranks (zeros), so
+        _prepare_master_gradients([p for p in model.parameters() if p.requires_grad])  # all reduce one dtype
     model.all_reduce_gradients()
     optimizer.step()
     return float(_all_reduce_array(np.array([loss]), "all_reduce (loss)")[0]), total

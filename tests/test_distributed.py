@@ -407,3 +407,43 @@ def test_one_rank_step_is_the_single_process_step_and_an_unused_parameter_keeps_
             if p.grad is not None:
                 assert np.abs(p.grad.numpy() - q.grad.numpy()).max() < 1e-12 * np.abs(p.grad.numpy()).max()
             assert np.abs(p.detach().numpy() - q.detach().numpy()).max() < 1e-12, "the steps differ"
+
+
+class _SecondOfTwo(_OneRank):
+    """Rank 1 of 2, whose shard is empty; rank 0 (simulated) counted 5 items and has every gradient. Notes the dtype
+    of each array it all-reduces."""
+
+    def __init__(self):
+        self.sent = []
+
+    def Get_rank(self):
+        return 1
+
+    def Get_size(self):
+        return 2
+
+    def Iallreduce(self, array, out):
+        self.sent.append(array.dtype.name)
+        out[...] = array + {0: 5, 1: 1}.get(len(self.sent) - 1, 0)  # the item count, then which gradients exist
+        return _Done()
+
+
+def test_an_empty_shard_all_reduces_float32_gradients_of_float16_parameters_as_the_others_do(one_rank, monkeypatch):
+    """accumulate gives float16 parameters float32 gradient buffers; a rank whose shard was empty (a batch smaller
+    than the world) ran no accumulate and sent float16 zeros into the same all-reduce as the others' float32 sums:
+    different datatypes and byte counts in one MPI collective. It sends float32 zeros now."""
+    import numpy as np
+
+    import minigrad as mg
+    import minigrad.functional as F
+    from minigrad import nn
+
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2)).to("float16")
+    ddp = one_rank.DistributedDataParallel(model)
+    comm = _SecondOfTwo()
+    monkeypatch.setattr(one_rank._group, "comm", comm)
+    x, y = mg.randn(0, 4).to("float16"), mg.randint(0, 2, (0,))
+    loss, items = one_rank.accumulation_step(ddp, lambda o, t: F.cross_entropy(o, t, reduction="sum"),
+                                             mg.optim.SGD(model.parameters(), lr=0.1), x, y, steps=1)
+    assert items == 5 and comm.sent == ["float64", "int32", "float32", "float64"], comm.sent
+    assert all(p.grad.dtype == np.float32 and not p.grad.numpy().any() for p in model.parameters())
