@@ -48,7 +48,7 @@ import time
 import numpy as np
 
 from . import backend, nn
-from .accumulate import _prepare_master_gradients, accumulate, count_items, micro_batch_slices
+from .accumulate import _half, accumulate, count_items, micro_batch_slices
 from .optim import Optimizer
 from .tensor import Tensor, active_profiler, no_grad
 
@@ -303,7 +303,9 @@ class DistributedDataParallel(nn.Module):
         used = _all_reduce_array(np.array([p.grad is not None for p in params], np.int32), "all_reduce (which grads)")
         params = [p for p, n in zip(params, used) if n]
         for bucket in _buckets(params, self.bucket_cap_bytes):
-            flat = np.concatenate([_grad_or_zeros(p).reshape(-1) for p in bucket])
+            # 2-byte parameters' gradients go as float32 (accumulate's buffers), whatever this rank has: one dtype
+            wire = np.result_type(*[np.float32 if _half([p]) else p.dtype for p in bucket])  # on every rank
+            flat = np.concatenate([_grad_or_zeros(p).reshape(-1) for p in bucket]).astype(wire, copy=False)
             flat = _all_reduce_array(flat, "all_reduce (gradients)")
             at = 0
             for p in bucket:
@@ -367,8 +369,6 @@ def accumulation_step(model, loss_fn, optimizer, inputs, targets, *, micro_batch
         result = accumulate(model, loss_fn, micro_batches=micro_batches, ignore_index=ignore_index,
                             total_items=total, _counted=True)  # counted as accumulate counts: it still checks
         loss = result.loss
-    else:  # an empty shard: the float32 buffers that accumulate gives 2-byte parameters on the other ranks (zeros), so
-        _prepare_master_gradients([p for p in model.parameters() if p.requires_grad])  # all reduce one dtype
     model.all_reduce_gradients()
     optimizer.step()
     return float(_all_reduce_array(np.array([loss]), "all_reduce (loss)")[0]), total

@@ -288,3 +288,25 @@ def test_two_byte_parameters_accumulate_in_float32_and_step(dtype):
     mg.optim.AdamW(model.parameters(), lr=1e-2).step()
     assert all(p.dtype == np.dtype(mg.bfloat16 if dtype == "bfloat16" else dtype) for p in model.parameters())
     assert rel_error([to_host(p.to("float32").data) for p in model.parameters()], before) > 1e-3
+
+
+def test_a_two_byte_parameter_no_micro_batch_reaches_keeps_no_gradient():
+    """accumulate made a float32 buffer of zeros for every float16 parameter before the first backward, so one that
+    the forward never uses (a second head) had a .grad of zeros where a plain backward leaves None, and AdamW's weight
+    decay moved it. The buffer now comes with the first gradient."""
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            self.body, self.head, self.unused = nn.Linear(6, 8), nn.Linear(8, 5), nn.Linear(8, 5)
+
+        def forward(self, x):
+            return self.head(self.body(x).tanh())
+
+    model = TwoHeads().to(mg.default_device()).to("float16")
+    unused = [to_host(p.data).copy() for p in model.unused.parameters()]
+    x, y = mg.randn(8, 6).to("float16"), mg.randint(0, 5, (8,))
+    result = mg.accumulation_step(model, lambda o, t: F.cross_entropy(o, t, reduction="sum"),
+                                  mg.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1), x, y, steps=3)
+    assert result.grad_dtype == "float32"
+    assert model.unused.weight.grad is None and model.unused.bias.grad is None
+    assert all(p.grad.dtype == np.float32 for m in (model.body, model.head) for p in m.parameters())
+    assert all(np.array_equal(to_host(p.data), u) for p, u in zip(model.unused.parameters(), unused))
