@@ -22,7 +22,8 @@ of the batch it sees, here one micro-batch, so k micro-batches do not give the f
 gradient (and its running statistics get k updates of noisier estimates). What people do: use
 a normalisation that does not look across the batch (LayerNorm, as transformers do); keep
 BatchNorm in eval mode (frozen statistics) when fine-tuning; or make micro-batches big enough
-that their statistics are good (ghost batch norm does this on purpose). tests/test_accumulate.py
+that their statistics are good (ghost batch norm does this on purpose). accumulate warns when a
+BatchNorm1d normalised two micro-batches or more by their own statistics; tests/test_accumulate.py
 measures the difference.
 
 Read next: distributed.py, the same sum across processes; gpt.py, the model the lessons train with both tricks;
@@ -30,9 +31,10 @@ lessons/04_gradient_accumulation.py.
 """
 import math
 import numbers
+import warnings
 from dataclasses import dataclass
 
-from . import backend
+from . import backend, nn
 from .tensor import Tensor
 
 
@@ -40,7 +42,8 @@ from .tensor import Tensor
 class AccumulationResult:
     loss: float              # the batch's mean loss per item (as one full-batch forward would give); with
                              # total_items, this batch's share of the whole batch's mean
-    items: int               # items the mean is over (non-padding tokens, unmasked elements, rows)
+    items: int               # items the mean is over (non-padding tokens, unmasked elements, rows; a float
+                             # mask's sum, a float)
     micro_batches: int
     grad_dtype: str          # the dtype gradients were accumulated in
 
@@ -68,36 +71,43 @@ def _is_int(n):
 
 
 def count_items(target, ignore_index=None, mask=None):
-    """How many items a batch's loss averages over: mask's True entries, targets != ignore_index,
-    or every target."""
+    """How many items a batch's loss averages over: mask's True entries (a float mask: its sum, the weights
+    a weighted mean divides by), integer targets != ignore_index, or every element of the targets."""
     t = target.data if isinstance(target, Tensor) else target
     if backend.is_meta(t):  # no values on 'meta': every target counts, as F.cross_entropy assumes there
         return int(t.size)
-    if mask is not None:
-        return int(backend.to_numpy(mask.data if isinstance(mask, Tensor) else mask).sum())
-    if ignore_index is not None:
-        return int((backend.to_numpy(t) != ignore_index).sum())
+    if mask is not None:  # True/False, or weights (a float mask): a weighted mean divides by their sum
+        m = backend.to_numpy(mask.data if isinstance(mask, Tensor) else mask)
+        return int(m.sum()) if m.dtype.kind in "biu" else float(m.sum())
+    if ignore_index is not None and t.dtype.kind in "iu":  # class indices; a float target (a regression's) of
+        return int((backend.to_numpy(t) != ignore_index).sum())  # -100.0 is a value, as in F.cross_entropy
     return int(t.size)
 
 
 def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=None, steps=None,
-               micro_batches=None, ignore_index=-100, mask=None, normalize="items", total_items=None):
+               micro_batches=None, ignore_index=-100, mask=None, normalize="items", total_items=None,
+               _counted=False):
     """Forward and backward over micro-batches, leaving the full batch's gradient in .grad.
 
     loss_fn(output, target) (or loss_fn(output, target, mask) when a mask is given) returns the
     summed loss of one micro-batch. Split `inputs`/`targets` (and `mask`) along dim 0 by
     micro_batch_size or steps, or pass `micro_batches`, any iterable of (inputs, targets) or
     (inputs, targets, mask). Adds into .grad: call optimizer.zero_grad() before (or use
-    accumulation_step). Parameters in float16 get float32 gradient buffers (float16 additions
-    lose low bits as k grows); result.grad_dtype says which. Targets equal to ignore_index (-100 by
+    accumulation_step). Parameters in float16 or bfloat16 get float32 gradient buffers (2-byte
+    additions lose low bits as k grows); result.grad_dtype says which. Targets equal to ignore_index (-100 by
     default, as F.cross_entropy) are padding and do not count as items; pass ignore_index=None to count
-    every target. A loss_fn that returns a mean (F.cross_entropy as it is, reduction='mean') is refused:
-    its gradient would come out too small by the number of micro-batches. In float16 the loss itself is scaled in float16:
-    for very large sums or item counts use float32. accumulate takes no mg.amp.GradScaler: under a float16 autocast,
-    write the loop, scaler.scale(summed / items).backward() per micro-batch, then scaler.step(optimizer) and
-    scaler.update() once (tests/test_compose_programs.py runs it checkpointed). total_items: the count to divide
-    by when this batch is one process's share of a bigger one (distributed.py passes the count over all of them);
-    by default, this batch's own.
+    every target (ignore_index applies to integer targets only: a float target of -100.0 is a value). A loss_fn
+    that returns a mean (F.cross_entropy as it is, reduction='mean') is refused: its gradient would come out too
+    small by the number of micro-batches. So is one that returns a minigrad loss summed over other items than
+    those counted (NOTE [a loss says what it averages], functional.py): cross_entropy over class probabilities
+    (one item per row, not per element), or with class weights (its mean divides by their sum), or ignoring
+    another index; pass total_items (the whole batch's count, as the loss's mean would divide by) for those.
+    In float16 the loss itself is scaled in float16: for very large sums or item counts use float32.
+    accumulate takes no mg.amp.GradScaler: under a float16 autocast, write the loop,
+    scaler.scale(summed / items).backward() per micro-batch, then scaler.step(optimizer) and scaler.update()
+    once (tests/test_compose_programs.py runs it checkpointed). total_items: the count to divide by when this
+    batch is one process's share of a bigger one (distributed.py passes the count over all of them), or when
+    the items are not the targets' elements; by default, this batch's own count (then checked, as above).
     """
     if normalize not in ("items", "mean_of_means"):
         raise ValueError(f"accumulate: normalize must be 'items' or 'mean_of_means', got {normalize!r}")
@@ -128,26 +138,33 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
         raise ValueError("accumulate: the batch has no item to learn from (every target is ignore_index "
                          "or masked out)")
     params = [p for p in model.parameters() if p.requires_grad]
-    grad_dtype = _prepare_master_gradients(params)
+    half = _half(params)
+    _master_gradients(half)
+    grad_dtype = "float32" if half else (params[0].dtype.name if params else "none")
 
     means = sum(1 for count in counts if count)  # mean_of_means: a micro-batch with no item has no mean to average
+    batch_norms = _batch_statistics(model)
     loss_sum = 0.0
     for mb, count in zip(micro_batches, counts):
         if count == 0 and normalize == "mean_of_means":
             continue
         output = model(mb[0])
         summed = loss_fn(output, *mb[1:])
-        _check_summed(summed, count, mb[1])
+        _check_summed(summed, count, mb[1], total_items is None or _counted)
         # NOTE [normalising by items]: divide by the whole batch's count, not this micro-batch's
         scale = 1.0 / total if normalize == "items" else 1.0 / (count * means)
         (summed * scale).backward()
+        _master_gradients(half)
         loss_sum += float("nan") if backend.is_meta(summed.data) else summed.item()  # 'meta': no value to add
+    _warn_batch_statistics(batch_norms)
     return AccumulationResult(loss_sum / total, total, len(micro_batches), grad_dtype)
 
 
-def _check_summed(loss, count, target):
+def _check_summed(loss, count, target, compare_items=True):
     """Refuse a loss_fn that averaged its micro-batch: its last op divides by the micro-batch's item count
-    (F.cross_entropy's mean) or takes a mean over that many elements (F.mse_loss's)."""
+    (F.cross_entropy's mean) or takes a mean over that many elements (F.mse_loss's), or a minigrad loss says
+    it is a mean. And (compare_items) one that says it sums over other items than `count` (NOTE [a loss says
+    what it averages], functional.py)."""
     if not isinstance(loss, Tensor) or loss.numel() != 1:
         raise TypeError(f"accumulate: loss_fn must return a one-element Tensor (the summed loss of the "
                         f"micro-batch), got {type(loss).__name__}" + (f" of shape {loss.shape}" if isinstance(
@@ -161,23 +178,61 @@ def _check_summed(loss, count, target):
         averaged = divisor.size == 1 and float(divisor) in (count, getattr(target, "numel", lambda: -1)())
     elif record is not None and record.name == "mean":  # a summed loss never ends in a mean over many
         averaged = math.prod(record.shape[a] for a in record.axes) > 1
-    if averaged:
-        raise ValueError(f"accumulate: loss_fn returned a mean over its micro-batch (its last op is "
-                         f"'{record.name}' by {count}); it must return the SUM (reduction='sum'): accumulate "
-                         f"divides every micro-batch by the item count of the whole batch (NOTE [normalising "
-                         f"by items])")
+    name, reduction, items = getattr(record, "loss_items", (None, None, None))  # NOTE [a loss says what it averages]
+    if reduction == "sum" and compare_items and items != count:
+        raise ValueError(f"accumulate: loss_fn's {name}(reduction='sum') adds up {items:g} items, but accumulate "
+                         f"counted {count} in the micro-batch's targets {tuple(getattr(target, 'shape', ()))} "
+                         f"(every element but those equal to ignore_index or masked out) and would divide by the "
+                         f"wrong count. Class probabilities count one item per row, and a weighted cross_entropy's "
+                         f"mean divides by its targets' class weights: pass total_items=the whole batch's count as "
+                         f"the loss counts it (rows; weight[targets].sum()); and give accumulate the ignore_index "
+                         f"that loss_fn ignores")
+    if averaged or reduction == "mean":
+        what = f"{name}(reduction='mean')" if reduction == "mean" else f"its last op is '{record.name}' by {count}"
+        raise ValueError(f"accumulate: loss_fn returned a mean over its micro-batch ({what}); it must return the "
+                         f"SUM (reduction='sum'): accumulate divides every micro-batch by the item count of the whole "
+                         f"batch (NOTE [normalising by items])")
 
 
-def _prepare_master_gradients(params):
-    """float16 parameters get float32 .grad buffers before the first backward; the tape then adds
-    each micro-batch's float16 gradient into them in float32 (Tensor._accumulate adds in place)."""
-    half = [p for p in params if p.dtype.name == "float16"]
+def _batch_statistics(model):
+    """[(name, module, its num_batches_tracked now)] of the BatchNorm layers that normalise by the batch they see."""
+    found = []
+    for name, m in getattr(model, "named_modules", lambda: [])():
+        if isinstance(m, nn.BatchNorm1d) and (m.training or not m.track_running_stats):
+            seen = m.num_batches_tracked if m.track_running_stats else None
+            found.append((name, m, None if seen is None or backend.is_meta(seen.data) else int(seen.item())))
+    return found
+
+
+def _warn_batch_statistics(batch_norms):
+    """NOTE [BatchNorm does not accumulate], said where it applies: a layer that normalised two micro-batches or more
+    by their own statistics (its count of batches moved by that much; without running statistics, any such layer)."""
+    for name, m, before in batch_norms:
+        runs = None if before is None else int(m.num_batches_tracked.item()) - before
+        if runs is None or runs > 1:
+            how = "train mode" if m.track_running_stats else "no running statistics"
+            warnings.warn(f"accumulate: BatchNorm1d (model.{name}) normalised {runs or 'each of the'} micro-batches "
+                          f"by each one's own statistics ({how}), so the accumulated gradient is not the full "
+                          f"batch's (NOTE [BatchNorm does not accumulate], accumulate.py). For the full batch's, put "
+                          f"the layer in eval mode (frozen statistics), use LayerNorm, or one micro-batch; if "
+                          f"micro-batches big enough for good statistics are what you want (ghost batch norm), "
+                          f"silence this warning", UserWarning, stacklevel=3)
+            return
+
+
+def _half(params):
+    return [p for p in params if p.dtype.name in ("float16", "bfloat16")]
+
+
+def _master_gradients(half):
+    """float16 and bfloat16 parameters' .grad in float32: an existing 2-byte one is converted (exactly) before the
+    first backward and after each, so the tape adds each further micro-batch's 2-byte gradient into float32
+    (Tensor._accumulate adds in place). bfloat16 needs it most: its 8 bits of precision lost 2% of the sum over 64
+    micro-batches (float16: 0.2%). A parameter that no backward reaches keeps no .grad, as after a plain backward,
+    so that the optimizer skips it (a buffer of zeros made AdamW's weight decay move it)."""
     for p in half:
-        if p.grad is None or p.grad.dtype.name != "float32":
-            xp = backend.xp_of(p.data)
-            start = xp.zeros(p.shape, dtype="float32") if p.grad is None else p.grad.data.astype("float32")
-            p.grad = Tensor._from_array(start)
-    return "float32" if half else (params[0].dtype.name if params else "none")
+        if p.grad is not None and p.grad.dtype.name != "float32":
+            p.grad = Tensor._from_array(p.grad.data.astype("float32"))
 
 
 def accumulation_step(model, loss_fn, optimizer, inputs=None, targets=None, **kwargs):

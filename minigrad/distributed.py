@@ -48,7 +48,7 @@ import time
 import numpy as np
 
 from . import backend, nn
-from .accumulate import accumulate, count_items, micro_batch_slices
+from .accumulate import _half, accumulate, count_items, micro_batch_slices
 from .optim import Optimizer
 from .tensor import Tensor, active_profiler, no_grad
 
@@ -295,10 +295,17 @@ class DistributedDataParallel(nn.Module):
         return self.module(*args, **kwargs)
 
     def all_reduce_gradients(self):
-        """Sum every parameter's .grad over the ranks, in place, in flat buckets of about bucket_cap_mb."""
+        """Sum every parameter's .grad over the ranks, in place, in flat buckets of about bucket_cap_mb. A parameter
+        that has no .grad on any rank (the forward did not use it) keeps none, as PyTorch's DistributedDataParallel
+        (find_unused_parameters=True) leaves it: the optimizer then skips it as it would in one process, where zeros
+        would move it (weight decay, momentum). One that has a .grad on some rank gets the sum everywhere."""
         params = [p for p in self.module.parameters() if p.requires_grad][::-1]  # the order backward ends them
+        used = _all_reduce_array(np.array([p.grad is not None for p in params], np.int32), "all_reduce (which grads)")
+        params = [p for p, n in zip(params, used) if n]
         for bucket in _buckets(params, self.bucket_cap_bytes):
-            flat = np.concatenate([_grad_or_zeros(p).reshape(-1) for p in bucket])
+            # 2-byte parameters' gradients go as float32 (accumulate's buffers), whatever this rank has: one dtype
+            wire = np.result_type(*[np.float32 if _half([p]) else p.dtype for p in bucket])  # on every rank
+            flat = np.concatenate([_grad_or_zeros(p).reshape(-1) for p in bucket]).astype(wire, copy=False)
             flat = _all_reduce_array(flat, "all_reduce (gradients)")
             at = 0
             for p in bucket:
@@ -352,14 +359,15 @@ def accumulation_step(model, loss_fn, optimizer, inputs, targets, *, micro_batch
     slices = micro_batch_slices(n, micro_batch_size, steps) if n else []
     micro_batches = [(inputs[s], targets[s]) + ((mask[s],) if mask is not None else ()) for s in slices]
     local = sum(count_items(mb[1], ignore_index, mb[2] if len(mb) > 2 else None) for mb in micro_batches)
-    total = int(_all_reduce_array(np.array([local], np.int64), "all_reduce (item count)")[0])
+    total = float(_all_reduce_array(np.array([local], np.float64), "all_reduce (item count)")[0])  # a float mask's
+    total = int(total) if total.is_integer() else total  # sum is a float (exact for counts below 2**53)
     if total == 0:
         raise ValueError("accumulation_step: the batch has no item to learn from on any rank")
     optimizer.zero_grad()
     loss = 0.0
     if micro_batches:
         result = accumulate(model, loss_fn, micro_batches=micro_batches, ignore_index=ignore_index,
-                            total_items=total)
+                            total_items=total, _counted=True)  # counted as accumulate counts: it still checks
         loss = result.loss
     model.all_reduce_gradients()
     optimizer.step()

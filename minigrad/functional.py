@@ -266,14 +266,16 @@ def _picked(name, logp, target, weight, ignore_index, reduction, label_smoothing
     if reduction == "none":
         return losses.reshape(target.shape)
     total = losses.sum()
-    if reduction == "sum":
-        return total
     # PyTorch's weighted mean: over the weights' sum, a 0-d array (what `total / float(...)` would make; 'meta' has
     # no value to take)
     denominator = count if weight is None else backend.as_array(item_weight.sum())
+    if reduction == "sum":
+        return _says_items(total, name, reduction, denominator)
     if not backend.is_meta(t) and float(denominator) == 0:  # every target ignored (or weighing 0): the loss is nan,
-        return total * 0 + Tensor._from_array(xp.asarray(float("nan"), dtype=logp.dtype))  # as in PyTorch, grad 0
-    return total / (denominator if weight is None else Tensor._from_array(denominator))
+        total = total * 0 + Tensor._from_array(xp.asarray(float("nan"), dtype=logp.dtype))  # as in PyTorch, grad 0
+        return _says_items(total, name, reduction, 0)
+    return _says_items(total / (denominator if weight is None else Tensor._from_array(denominator)), name, reduction,
+                       denominator)
 
 
 def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing, class_dim):
@@ -289,11 +291,22 @@ def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothi
     if weight is not None:
         products = products * weight.reshape((c,) + (1,) * (input.ndim - class_dim - 1))
     losses = -products.sum(dim=class_dim)
-    return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
+    return _reduced(losses, reduction, "cross_entropy")  # one item per row (per position), not per class
 
 
-def _reduced(losses, reduction):
-    return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
+def _reduced(losses, reduction, name):
+    out = losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else losses
+    return _says_items(out, name, reduction, losses.numel())
+
+
+def _says_items(loss, name, reduction, items):
+    """NOTE [a loss says what it averages]: a reduced loss's record notes (name, reduction, items), items being what
+    the mean divides by (or would: the items a sum adds up; the class weights' sum for a weighted cross_entropy).
+    mg.accumulate compares it with the items it counted in the targets, so that a mean, or a sum over other items
+    than it counted (rows of class probabilities, weights), is refused instead of silently scaled wrong."""
+    if reduction != "none" and loss.grad_fn is not None and not backend.is_meta(loss.data):
+        loss.grad_fn.loss_items = (name, reduction, float(items))
+    return loss
 
 
 def _check_pair(name, input, target, refuse=False):
@@ -319,7 +332,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = legacy_reduction("mse_loss", size_average, reduce, reduction)
     input, target = autocast_inputs("mse_loss", input, target)
     check_float("mse_loss", input if backend.is_float(input.dtype) else target)  # PyTorch's: one of them at least
-    return _reduced((input - target) ** 2, reduction)
+    return _reduced((input - target) ** 2, reduction, "mse_loss")
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -329,7 +342,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     input, target = autocast_inputs("l1_loss", input, target)
     if reduction == "mean":  # PyTorch's: one of them at least, for the mean
         check_float("l1_loss", input if backend.is_float(input.dtype) else target)
-    return _reduced((input - target).abs(), reduction)
+    return _reduced((input - target).abs(), reduction, "l1_loss")
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
@@ -358,7 +371,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         losses = (1 - target) * input + (1 + (pos_weight.detach() - 1) * target) * softplus
     if weight is not None:
         losses = losses * weight.detach()
-    return _reduced(losses, reduction)
+    return _reduced(losses, reduction, "binary_cross_entropy_with_logits")
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

@@ -78,10 +78,11 @@ everyone = [None] * world
 dist.all_gather_object(everyone, mine)
 full = 2 * sum(p.data.nbytes for p in plain.parameters())
 assert sum(everyone) == full and max(everyone) < full / world * 1.5, (everyone, full)
-# the ledger's traffic: one all-reduce of the gradients (a ring: 2 (N-1)/N of the bytes), the item count and the
-# loss (8 bytes each), and the all-gather of the updated parameters (all shares but one)
+# the ledger's traffic: one all-reduce of the gradients (a ring: 2 (N-1)/N of the bytes), of which parameters have
+# one (4 bytes each), the item count and the loss (8 bytes each), and the all-gather of the updated parameters (all
+# shares but one)
 grads = sum(p.data.nbytes for p in sharded.parameters())
-allreduce = sum(2 * (world - 1) * n // world for n in (grads, 8, 8))
+allreduce = sum(2 * (world - 1) * n // world for n in (grads, 4 * len(list(sharded.parameters())), 8, 8))
 shares = [0] * world
 for p in sharded.parameters():
     shares[zero.owner[id(p)]] += p.data.nbytes
@@ -328,3 +329,121 @@ def test_without_a_process_group_the_error_says_how_to_start_one():
         dist.get_rank()
     with pytest.raises(ValueError, match="backend='mpi'"):
         dist.init_process_group(backend="nccl")
+
+
+# ----------------------------------------------------------------------------- one process, no MPI: the glue
+
+class _Done:
+    def Test(self):
+        return True
+
+
+class _OneRank:
+    """An MPI communicator of one process (no mpi4py needed): every collective is a copy."""
+
+    def Get_rank(self):
+        return 0
+
+    def Get_size(self):
+        return 1
+
+    def Iallreduce(self, array, out):
+        out[...] = array
+        return _Done()
+
+    def Ibcast(self, array, root=0):
+        return _Done()
+
+    def Iallgatherv(self, send, spec):
+        spec[0][...] = send
+        return _Done()
+
+    def Iprobe(self, source=None, tag=None, status=None):
+        return False
+
+
+@pytest.fixture
+def one_rank(monkeypatch):
+    import minigrad.distributed as dist
+    monkeypatch.setattr(dist._group, "comm", _OneRank())
+    monkeypatch.setattr(dist._group, "MPI", type("MPI", (), {"ANY_SOURCE": -1, "Status": staticmethod(lambda: None)}))
+    return dist
+
+
+def test_one_rank_step_is_the_single_process_step_and_an_unused_parameter_keeps_no_gradient(one_rank):
+    """dist.accumulation_step on one rank is mg.accumulation_step: the same gradient, loss, items and AdamW step.
+    A parameter the forward does not use (here a second head) has no gradient in one process, so AdamW leaves it;
+    all_reduce_gradients gave it zeros, and AdamW's weight decay then moved it (PyTorch's DistributedDataParallel
+    leaves its .grad None)."""
+    import numpy as np
+
+    import minigrad as mg
+    import minigrad.functional as F
+    from minigrad import nn
+
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            self.body, self.head, self.unused = nn.Linear(6, 8), nn.Linear(8, 5), nn.Linear(8, 5)
+
+        def forward(self, x):
+            return self.head(self.body(x).tanh())
+
+    mg.manual_seed(0)
+    alone, shared = TwoHeads().to("float64"), TwoHeads().to("float64")
+    shared.load_state_dict(alone.state_dict())
+    ddp = one_rank.DistributedDataParallel(shared)
+    opts = [mg.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1) for m in (alone, shared)]
+    x, y = mg.randn(7, 6, dtype="float64"), mg.tensor(np.array([0, 1, -100, 3, 4, 2, 1]))
+
+    def loss_sum(out, t):
+        return F.cross_entropy(out, t, reduction="sum")
+    for _ in range(2):
+        want = mg.accumulation_step(alone, loss_sum, opts[0], x, y, micro_batch_size=3)
+        loss, items = one_rank.accumulation_step(ddp, loss_sum, opts[1], one_rank.shard(x), one_rank.shard(y),
+                                                 micro_batch_size=2)
+        assert items == want.items == 6 and abs(loss - want.loss) < 1e-12 * want.loss
+        assert shared.unused.weight.grad is None and alone.unused.weight.grad is None
+        for p, q in zip(alone.parameters(), shared.parameters()):
+            if p.grad is not None:
+                assert np.abs(p.grad.numpy() - q.grad.numpy()).max() < 1e-12 * np.abs(p.grad.numpy()).max()
+            assert np.abs(p.detach().numpy() - q.detach().numpy()).max() < 1e-12, "the steps differ"
+
+
+class _SecondOfTwo(_OneRank):
+    """Rank 1 of 2, whose shard is empty; rank 0 (simulated) counted 5 items and has every gradient. Notes the dtype
+    of each array it all-reduces."""
+
+    def __init__(self):
+        self.sent = []
+
+    def Get_rank(self):
+        return 1
+
+    def Get_size(self):
+        return 2
+
+    def Iallreduce(self, array, out):
+        self.sent.append(array.dtype.name)
+        out[...] = array + {0: 5, 1: 1}.get(len(self.sent) - 1, 0)  # the item count, then which gradients exist
+        return _Done()
+
+
+def test_an_empty_shard_all_reduces_float32_gradients_of_float16_parameters_as_the_others_do(one_rank, monkeypatch):
+    """accumulate gives float16 parameters float32 gradient buffers; a rank whose shard was empty (a batch smaller
+    than the world) ran no accumulate and sent float16 zeros into the same all-reduce as the others' float32 sums:
+    different datatypes and byte counts in one MPI collective. It sends float32 zeros now."""
+    import numpy as np
+
+    import minigrad as mg
+    import minigrad.functional as F
+    from minigrad import nn
+
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2)).to("float16")
+    ddp = one_rank.DistributedDataParallel(model)
+    comm = _SecondOfTwo()
+    monkeypatch.setattr(one_rank._group, "comm", comm)
+    x, y = mg.randn(0, 4).to("float16"), mg.randint(0, 2, (0,))
+    loss, items = one_rank.accumulation_step(ddp, lambda o, t: F.cross_entropy(o, t, reduction="sum"),
+                                             mg.optim.SGD(model.parameters(), lr=0.1), x, y, steps=1)
+    assert items == 5 and comm.sent == ["float64", "int32", "float32", "float64"], comm.sent
+    assert all(p.grad.dtype == np.float32 and not p.grad.numpy().any() for p in model.parameters())
