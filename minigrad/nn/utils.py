@@ -1,4 +1,4 @@
-"""torch.nn.utils' clip_grad_norm_, as a namespace (nn.utils); torch.nn.init is init.py.
+"""torch.nn.utils' clip_grad_norm_ and clip_grad_value_, as a namespace (nn.utils); torch.nn.init is init.py.
 
 Read next: init.py, then optim/, what changes the parameters.
 """
@@ -31,7 +31,8 @@ def _clip_coefficient(total, max_norm):
 
 
 class utils:
-    """torch.nn.utils' clip_grad_norm_ (a namespace, as torch.nn.utils is a module: nothing to instantiate)."""
+    """torch.nn.utils' clip_grad_norm_ and clip_grad_value_ (a namespace, as torch.nn.utils is a module: nothing to
+    instantiate)."""
 
     @staticmethod
     def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
@@ -62,3 +63,15 @@ class utils:
             for g in grads:
                 g.mul_(scale)
         return total
+
+    @staticmethod
+    def clip_grad_value_(parameters, clip_value, foreach=None):
+        """Clamp every gradient, in place, to [-clip_value, clip_value], as torch.nn.utils.clip_grad_value_: each
+        element on its own (the direction changes, unlike clip_grad_norm_'s), nan stays nan, inf becomes the bound;
+        foreach, a choice of PyTorch kernels, changes nothing here."""
+        clip_value = float(clip_value)
+        params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+        with no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p.grad.clamp_(-clip_value, clip_value)

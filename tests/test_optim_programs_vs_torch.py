@@ -1,0 +1,416 @@
+"""Generated training programs against torch.optim: the same float64 parameters, the same losses and the same
+sequence of optimizer calls in minigrad and PyTorch, the parameters compared after every step (to 1e-12).
+
+A program is drawn from a seed: backward passes over a random subset of the parameters (a parameter the loss skips
+has no .grad, and must be skipped as PyTorch skips it; without zero_grad the gradients accumulate), step(),
+zero_grad(set_to_none=True or False), add_param_group mid-run, hyperparameters written into param_groups by hand,
+state_dict() saved and loaded into a fresh optimizer (its layout compared with PyTorch's), clip_grad_norm_ and
+clip_grad_value_ (with inf and nan gradients, error_if_nonfinite, norm_type inf), learning-rate schedulers (alone,
+two chained through group['lr'], SequentialLR, their state_dict round trip) and GradScaler.
+"""
+import copy
+import functools
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import nn
+from minigrad.optim import lr_scheduler
+
+from on_device import to_host
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+SHAPES = [(3, 4), (4,), (2, 3), (5,), (3,), (2,)]
+FROZEN = 5          # requires_grad=False: never a gradient
+RTOL, ATOL = 1e-12, 1e-14
+TORCH_ONLY_KEYS = {"foreach", "capturable", "differentiable", "fused", "decoupled_weight_decay"}
+
+
+class Twin:
+    """The same parameters in both libraries, and the same loss on both."""
+
+    def __init__(self, seed):
+        rng = np.random.default_rng(seed)
+        arrays = [rng.standard_normal(s) for s in SHAPES]
+        self.mg = [nn.Parameter(mg.tensor(a, dtype="float64"), requires_grad=i != FROZEN) for i, a in enumerate(arrays)]
+        self.th = [torch.nn.Parameter(torch.tensor(a), requires_grad=i != FROZEN) for i, a in enumerate(arrays)]
+
+    @staticmethod
+    def _loss(lib, ps, used, data, scale):
+        total = None
+        for i in used:
+            t, w = (lib.tensor(a, dtype="float64") if lib is mg else torch.tensor(a) for a in data[i])
+            term = ((ps[i] - t) ** 2 * w).sum() + (ps[i].tanh() * t).sum()
+            total = term if total is None else total + term
+        return total * scale
+
+    def backward(self, rng, scaler=None):
+        """A loss over a random subset of the parameters (the frozen one may enter it too), scaled by 3, 1 or 0.3:
+        gradients that change from step to step, and a curvature that keeps SGD's largest steps stable."""
+        used = [i for i in range(len(SHAPES)) if rng.random() < 0.7]
+        used = used if set(used) - {FROZEN} else used + [0]
+        data = {i: (rng.standard_normal(SHAPES[i]), rng.uniform(0.5, 2.0, SHAPES[i])) for i in used}
+        scale = float(rng.choice([1.0, 3.0, 0.3]))
+        losses = []
+        for lib, ps, sc in ((mg, self.mg, scaler and scaler[0]), (torch, self.th, scaler and scaler[1])):
+            loss = self._loss(lib, ps, used, data, scale)
+            (sc.scale(loss) if sc is not None else loss).backward()
+            losses.append(loss)
+        return used
+
+    def check(self, what, finite=False):
+        if finite:
+            assert all(np.isfinite(to_host(p.detach())).all() for p in self.mg), f"a parameter diverged {what}"
+        for i, (a, b) in enumerate(zip(self.mg, self.th)):
+            np.testing.assert_allclose(to_host(a.detach()), b.detach().numpy(), rtol=RTOL, atol=ATOL,
+                                       err_msg=f"parameter {i} {what}")
+            assert (a.grad is None) == (b.grad is None), f"parameter {i}'s .grad {what}: {a.grad} vs {b.grad}"
+            if a.grad is not None:
+                np.testing.assert_allclose(to_host(a.grad), b.grad.numpy(), rtol=RTOL, atol=ATOL,
+                                           err_msg=f"parameter {i}'s gradient {what}")
+
+    def poison(self, rng):
+        """One element of one gradient set to inf, -inf or nan, in both."""
+        have = [i for i, p in enumerate(self.mg) if p.grad is not None]
+        if not have:
+            return
+        i = int(rng.choice(have))
+        k = int(rng.integers(self.th[i].numel()))
+        bad = float(rng.choice([np.inf, -np.inf, np.nan]))
+        g = to_host(self.mg[i].grad).copy()
+        g.reshape(-1)[k] = bad
+        self.mg[i].grad = mg.tensor(g, dtype="float64")
+        with torch.no_grad():
+            self.th[i].grad.view(-1)[k] = bad
+
+
+# ----------------------------------------------------------------------------- drawing hyperparameters
+
+def draw_hyper(rng, name, group=None):
+    """Hyperparameters for SGD or AdamW; for a group (group: the constructor's), some of them only (the rest come
+    from the constructor's). minigrad checks each group's nesterov (PyTorch only the constructor's): never drawn
+    with momentum 0 or dampening."""
+    if name == "SGD":
+        kw = dict(lr=float(rng.choice([0.01, 0.05, 0.1])), momentum=float(rng.choice([0.0, 0.5, 0.9])),
+                  weight_decay=float(rng.choice([0.0, 0.0, 0.05])), maximize=bool(rng.random() < 0.3))
+        if kw["momentum"] and rng.random() < 0.4:
+            kw["nesterov"] = True
+        elif rng.random() < 0.5:
+            kw["dampening"] = float(rng.choice([0.0, 0.3]))
+    else:
+        kw = dict(lr=float(rng.choice([1e-3, 0.01, 0.05])), weight_decay=float(rng.choice([0.0, 1e-2, 0.1])),
+                  betas=tuple(float(b) for b in [(0.9, 0.999), (0.8, 0.95), (0.0, 0.99), (0.5, 0.5)][rng.integers(4)]),
+                  eps=float(rng.choice([1e-8, 1e-6, 1e-3])), amsgrad=bool(rng.random() < 0.4),
+                  maximize=bool(rng.random() < 0.3))
+    if group is not None:
+        kw = {k: kw[k] for k in sorted(kw) if rng.random() < 0.5}
+        merged = {"nesterov": False, "dampening": 0.0, **group, **kw}
+        if name == "SGD" and merged["nesterov"] and (merged["momentum"] <= 0 or merged["dampening"] != 0):
+            kw["nesterov"] = False
+    return kw
+
+
+def draw_groups(rng, n_params):
+    """The first n_params parameters split in order into one or two groups (the frozen one may be among them)."""
+    cut = int(rng.integers(1, n_params)) if n_params > 1 and rng.random() < 0.5 else n_params
+    return [list(range(cut))] + ([list(range(cut, n_params))] if cut < n_params else [])
+
+
+def make(lib, ps, name, kw, layout):
+    group_list = [{"params": [ps[i] for i in idx], **hyper} for idx, hyper in layout]
+    return getattr(lib.optim, name)(group_list, **kw)
+
+
+def hand_edit(rng, name, opt_pair):
+    """A hyperparameter written into one group of both optimizers, as a schedule or a person would."""
+    gi = int(rng.integers(len(opt_pair[0].param_groups)))
+    if name == "SGD":
+        g = opt_pair[0].param_groups[gi]
+        choices = [("lr", float(rng.choice([0.0, 0.02, 0.1]))), ("weight_decay", float(rng.choice([0.0, 0.1]))),
+                   ("maximize", not g["maximize"])]
+        if not g["nesterov"]:
+            choices += [("momentum", float(rng.choice([0.0, 0.7]))), ("dampening", float(rng.choice([0.0, 0.5])))]
+    else:
+        choices = [("lr", float(rng.choice([0.0, 0.003, 0.02]))), ("weight_decay", float(rng.choice([0.0, 0.2]))),
+                   ("betas", tuple(float(b) for b in [(0.85, 0.99), (0.9, 0.999)][rng.integers(2)])),
+                   ("eps", float(rng.choice([1e-8, 1e-4]))), ("maximize", not opt_pair[0].param_groups[gi]["maximize"])]
+    key, value = choices[rng.integers(len(choices))]
+    for opt in opt_pair:
+        opt.param_groups[gi][key] = value
+
+
+def compare_state_dicts(sd_mg, sd_th):
+    """minigrad's optimizer state_dict has PyTorch's layout: the same numbering, group keys and state, value for value
+    (PyTorch's step is a 0-d tensor, minigrad's a number)."""
+    assert set(sd_mg) == set(sd_th) == {"state", "param_groups"}
+    assert len(sd_mg["param_groups"]) == len(sd_th["param_groups"])
+    for g_mg, g_th in zip(sd_mg["param_groups"], sd_th["param_groups"]):
+        assert set(g_mg) == set(g_th) - TORCH_ONLY_KEYS, (set(g_mg), set(g_th))
+        for k in g_mg:
+            want = tuple(g_th[k]) if k == "betas" else g_th[k]
+            assert g_mg[k] == want, (k, g_mg[k], g_th[k])
+    assert sorted(sd_mg["state"]) == sorted(sd_th["state"])
+    for i, s in sd_mg["state"].items():
+        t = sd_th["state"][i]
+        assert set(s) == set(t), (i, set(s), set(t))
+        for k, v in s.items():
+            if k == "step":
+                assert v == t[k].item(), (i, v, t[k])
+            else:
+                np.testing.assert_allclose(to_host(v), t[k].numpy(), rtol=RTOL, atol=ATOL, err_msg=f"state {i} {k}")
+
+
+# ----------------------------------------------------------------------------- optimizer programs
+
+def run_program(name, seed, n_ops=24):
+    rng = np.random.default_rng(seed)
+    twin = Twin(seed)
+    n_first = int(rng.integers(2, len(SHAPES) + 1))
+    kw = draw_hyper(rng, name)
+    layout = [(idx, draw_hyper(rng, name, group=kw) if rng.random() < 0.5 else {})
+              for idx in draw_groups(rng, n_first)]
+    opts = [make(mg, twin.mg, name, kw, layout), make(torch, twin.th, name, kw, layout)]
+    added = n_first
+    for op in range(n_ops):
+        what = f"after op {op} of program {name}/{seed}"
+        r = rng.random()
+        if r < 0.3:
+            twin.backward(rng)
+        elif r < 0.55:
+            for opt in opts:
+                opt.step()
+        elif r < 0.65:
+            set_to_none = bool(rng.random() < 0.5)
+            for opt in opts:
+                opt.zero_grad(set_to_none=set_to_none)
+        elif r < 0.72 and added < len(SHAPES):
+            take = list(range(added, added + int(rng.integers(1, len(SHAPES) - added + 1))))
+            hyper = draw_hyper(rng, name, group=kw)
+            for opt, ps in zip(opts, (twin.mg, twin.th)):
+                opt.add_param_group({"params": [ps[i] for i in take], **hyper})
+            layout.append((take, hyper))
+            added = take[-1] + 1
+        elif r < 0.82:
+            hand_edit(rng, name, opts)
+        elif r < 0.9:
+            compare_state_dicts(opts[0].state_dict(), opts[1].state_dict())
+            saved = opts[0].state_dict()
+            fresh = make(mg, twin.mg, name, kw, [(idx, {}) for idx, _ in layout])
+            fresh.load_state_dict(saved)
+            opts[0] = fresh
+            saved_th = opts[1].state_dict()
+            fresh_th = make(torch, twin.th, name, kw, [(idx, {}) for idx, _ in layout])
+            fresh_th.load_state_dict(saved_th)
+            opts[1] = fresh_th
+        else:
+            clip(rng, twin)
+        twin.check(what)
+    compare_state_dicts(opts[0].state_dict(), opts[1].state_dict())
+    twin.check("at the end", finite=True)
+
+
+def clip(rng, twin):
+    """clip_grad_norm_ or clip_grad_value_ on both, sometimes after an inf or nan was put in a gradient (then the
+    gradients are dropped afterwards, in both, so that the program goes on with finite parameters)."""
+    poisoned = rng.random() < 0.3
+    if poisoned:
+        twin.poison(rng)
+    params = [twin.mg, twin.th]
+    if rng.random() < 0.7:
+        max_norm = float(rng.choice([0.1, 1.0, 100.0]))
+        norm_type = [2.0, 1.0, float("inf"), "inf", 3.0][rng.integers(5)]
+        strict = bool(rng.random() < 0.4)
+        results = []
+        for lib, ps in zip((mg, torch), params):
+            try:
+                results.append(lib.nn.utils.clip_grad_norm_(ps, max_norm, norm_type=norm_type,
+                                                            error_if_nonfinite=strict))
+            except RuntimeError as e:
+                results.append(e)
+        raised = [isinstance(x, RuntimeError) for x in results]
+        assert raised[0] == raised[1], results
+        if not raised[0]:
+            np.testing.assert_allclose(to_host(results[0]), results[1].numpy(), rtol=RTOL, atol=ATOL)
+    elif any(p.grad is not None for p in twin.th):  # PyTorch 2.13's raises an internal error on no gradients at all
+        value = float(rng.choice([0.01, 0.5, 3.0]))
+        mg.nn.utils.clip_grad_value_(twin.mg, value)
+        torch.nn.utils.clip_grad_value_(twin.th, value)
+    twin.check("after clipping")
+    if poisoned:
+        for ps in params:
+            for p in ps:
+                p.grad = None
+
+
+PROGRAMS = [("SGD", s) for s in range(12)] + [("AdamW", s) for s in range(12)]
+
+
+@pytest.mark.parametrize("name,seed", PROGRAMS, ids=[f"{n}-{s}" for n, s in PROGRAMS])
+def test_an_optimizer_program_trains_as_pytorchs(name, seed):
+    run_program(name, seed)
+
+
+# ----------------------------------------------------------------------------- schedulers in a training loop
+
+def _hf_cosine(step, warmup=3, total=20):
+    """Hugging Face's cosine with warmup, as a plain function both LambdaLRs take."""
+    return lr_scheduler._cosine_with_warmup(step, num_warmup_steps=warmup, num_training_steps=total, num_cycles=0.5)
+
+
+class Halving:
+    """An lr_lambda with state (a callable object): its __dict__ goes into LambdaLR's state_dict, in both."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, step):
+        self.calls += 1
+        return 0.5 ** (step // 4)
+
+
+def schedulers(lib, opt, kind):
+    """The schedulers of a program, as a list stepped in order each iteration (two: chained through group['lr'])."""
+    s = lib.optim.lr_scheduler
+    return {
+        "StepLR": lambda: [s.StepLR(opt, step_size=3, gamma=0.5)],
+        "MultiStepLR": lambda: [s.MultiStepLR(opt, milestones=[2, 5, 5, 9], gamma=0.3)],
+        "LambdaLR": lambda: [s.LambdaLR(opt, lambda step: 0.9 ** step)],
+        "LambdaLR per group": lambda: [s.LambdaLR(opt, [lambda e: 1 / (e + 1), Halving()])],
+        "LambdaLR Hugging Face": lambda: [s.LambdaLR(opt, _hf_cosine)],
+        "LinearLR": lambda: [s.LinearLR(opt, start_factor=0.2, total_iters=6)],
+        "CosineAnnealingLR": lambda: [s.CosineAnnealingLR(opt, T_max=5, eta_min=1e-4)],
+        "OneCycleLR": lambda: [s.OneCycleLR(opt, max_lr=[0.1, 0.05], total_steps=40, pct_start=0.25)],
+        "SequentialLR": lambda: [s.SequentialLR(opt, [s.LinearLR(opt, 0.1, total_iters=4),
+                                                      s.CosineAnnealingLR(opt, T_max=6),
+                                                      s.StepLR(opt, step_size=2, gamma=0.7)], milestones=[4, 9])],
+        "chained LinearLR and StepLR": lambda: [s.LinearLR(opt, 0.5, total_iters=5), s.StepLR(opt, 3, gamma=0.5)],
+        "chained cosine and MultiStepLR": lambda: [s.CosineAnnealingLR(opt, T_max=7),
+                                                   s.MultiStepLR(opt, milestones=[3, 8], gamma=0.5)],
+    }[kind]()
+
+
+def _scheduler_state(state):
+    """A scheduler's state dict without what cannot be equal across libraries (a lambda), nested ones too."""
+    out = {k: v for k, v in state.items() if k != "lr_lambdas"}
+    if "_schedulers" in out:
+        out["_schedulers"] = [_scheduler_state(s) for s in out["_schedulers"]]
+    if "lr_lambdas" in state:
+        out["saved lambdas"] = [x if x is None else dict(x) for x in state["lr_lambdas"]]
+    return out
+
+
+def run_scheduled(kind, name, seed, iterations=30):
+    rng = np.random.default_rng(seed)
+    twin = Twin(seed)
+    kw = dict(lr=0.05, momentum=0.9) if name == "SGD" else dict(lr=0.01, amsgrad=bool(seed % 2))
+    layout = [([0, 1, 2], {}), ([3, 4, 5], {"lr": 0.02})]
+    opts = [make(mg, twin.mg, name, kw, layout), make(torch, twin.th, name, kw, layout)]
+    scheds = [schedulers(mg, opts[0], kind), schedulers(torch, opts[1], kind)]
+    for it in range(iterations):
+        what = f"at iteration {it} of {kind}/{name}/{seed}"
+        for opt in opts:
+            opt.zero_grad(set_to_none=bool(it % 2))
+        twin.backward(rng)
+        for opt in opts:
+            opt.step()
+        for pair in zip(*scheds):
+            for sch in pair:
+                sch.step()
+        twin.check(what)
+        for a, b in zip(*scheds):
+            assert a.get_last_lr() == b.get_last_lr(), what
+            assert a.last_epoch == b.last_epoch, what
+            assert _scheduler_state(a.state_dict()) == _scheduler_state(b.state_dict()), what
+        for key in ("lr", "initial_lr", "momentum", "betas"):
+            theirs = [g.get(key) for g in opts[1].param_groups]
+            assert [g.get(key) for g in opts[0].param_groups] == \
+                [tuple(v) if key == "betas" and v is not None else v for v in theirs], (key, what)
+        r = rng.random()
+        if r < 0.15 and not kind.startswith("OneCycle"):   # by hand: a chainable schedule goes on from it
+            for opt in opts:
+                opt.param_groups[0]["lr"] *= 0.5
+        elif r < 0.3:   # resumed: a fresh optimizer and scheduler, then their state dicts (PyTorch's order)
+            new_opts = [make(mg, twin.mg, name, kw, layout), make(torch, twin.th, name, kw, layout)]
+            new_scheds = [schedulers(mg, new_opts[0], kind), schedulers(torch, new_opts[1], kind)]
+            for old_o, new_o, old_s, new_s in zip(opts, new_opts, scheds, new_scheds):
+                new_o.load_state_dict(old_o.state_dict())
+                for a, b in zip(old_s, new_s):
+                    b.load_state_dict(a.state_dict())
+            opts, scheds = new_opts, new_scheds
+    twin.check("at the end", finite=True)
+
+
+SCHEDULED = [(k, n, s) for s, k in enumerate(["StepLR", "MultiStepLR", "LambdaLR", "LambdaLR per group",
+                                             "LambdaLR Hugging Face", "LinearLR", "CosineAnnealingLR", "OneCycleLR",
+                                             "SequentialLR", "chained LinearLR and StepLR",
+                                             "chained cosine and MultiStepLR"])
+             for n in ("SGD", "AdamW")]
+
+
+@pytest.mark.parametrize("kind,name,seed", SCHEDULED, ids=[f"{k}-{n}" for k, n, _ in SCHEDULED])
+def test_a_scheduled_training_loop_runs_as_pytorchs(kind, name, seed):
+    run_scheduled(kind, name, seed)
+
+
+# ----------------------------------------------------------------------------- GradScaler with the optimizer
+
+@pytest.mark.parametrize("name,seed", [("SGD", 0), ("AdamW", 1), ("SGD", 2), ("AdamW", 3)])
+def test_a_loop_with_grad_scaler_steps_and_skips_as_pytorchs(name, seed):
+    """scaler.scale(loss).backward(), sometimes an inf or nan in a gradient, sometimes unscale_ and clipping, then
+    scaler.step and scaler.update: the same steps taken and skipped, the same scale, the same parameters."""
+    rng = np.random.default_rng(seed)
+    twin = Twin(seed)
+    kw = draw_hyper(rng, name)
+    layout = [(idx, {}) for idx in draw_groups(rng, len(SHAPES))]
+    opts = [make(mg, twin.mg, name, kw, layout), make(torch, twin.th, name, kw, layout)]
+    skw = dict(init_scale=2.0 ** 6, growth_factor=4.0, backoff_factor=0.25, growth_interval=3)
+    scalers = [mg.amp.GradScaler(**skw), torch.amp.GradScaler("cpu", **skw)]
+    for it in range(16):
+        what = f"at iteration {it} of {name}/{seed}"
+        set_to_none = bool(rng.random() < 0.5)
+        for opt in opts:
+            opt.zero_grad(set_to_none=set_to_none)
+        twin.backward(rng, scaler=scalers)
+        if rng.random() < 0.25:
+            twin.poison(rng)
+        if rng.random() < 0.5:
+            for sc, opt in zip(scalers, opts):
+                sc.unscale_(opt)
+            twin.check(what + ", unscaled")
+            max_norm = float(rng.choice([0.5, 5.0]))
+            totals = [mg.nn.utils.clip_grad_norm_(twin.mg, max_norm), torch.nn.utils.clip_grad_norm_(twin.th, max_norm)]
+            np.testing.assert_allclose(to_host(totals[0]), totals[1].numpy(), rtol=RTOL, err_msg=what)
+        for sc, opt in zip(scalers, opts):
+            sc.step(opt)
+            sc.update()
+        assert scalers[0].get_scale() == scalers[1].get_scale(), what
+        assert scalers[0].state_dict() == scalers[1].state_dict(), what
+        twin.check(what)
+    twin.check("at the end", finite=True)
+
+
+# ----------------------------------------------------------------------------- what the programs found
+
+@pytest.mark.parametrize("clip_value", [0.5, 2, 1e-3])
+def test_clip_grad_value_clamps_as_pytorchs(clip_value):
+    """torch.nn.utils.clip_grad_value_ was missing (an AttributeError with nothing to say): each element clamped to
+    [-clip_value, clip_value], inf to the bound, nan kept, a parameter without a gradient skipped, one tensor taken
+    alone; the same gradients as PyTorch's, bit for bit."""
+    g = np.array([[3.0, -3.0, 0.25, np.inf], [-np.inf, np.nan, -0.4, 1e-3]])
+    mine = [nn.Parameter(mg.zeros(2, 4, dtype="float64")), nn.Parameter(mg.zeros(3, dtype="float64"))]
+    theirs = [torch.nn.Parameter(torch.zeros(2, 4, dtype=torch.float64)), torch.nn.Parameter(torch.zeros(3))]
+    mine[0].grad, theirs[0].grad = mg.tensor(g, dtype="float64"), torch.tensor(g)
+    assert mg.nn.utils.clip_grad_value_(mine, clip_value) is None
+    torch.nn.utils.clip_grad_value_(theirs, clip_value)
+    np.testing.assert_array_equal(to_host(mine[0].grad), theirs[0].grad.numpy())
+    assert mine[1].grad is None
+    one, their_one = nn.Parameter(mg.zeros(4, dtype="float64")), torch.nn.Parameter(torch.zeros(4, dtype=torch.float64))
+    one.grad, their_one.grad = mg.tensor(g[0], dtype="float64"), torch.tensor(g[0])
+    mg.nn.utils.clip_grad_value_(one, clip_value)
+    torch.nn.utils.clip_grad_value_(their_one, clip_value)
+    np.testing.assert_array_equal(to_host(one.grad), their_one.grad.numpy())
