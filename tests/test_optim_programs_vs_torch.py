@@ -9,6 +9,7 @@ clip_grad_value_ (with inf and nan gradients, error_if_nonfinite, norm_type inf)
 two chained through group['lr'], SequentialLR, their state_dict round trip) and GradScaler.
 """
 import copy
+import re
 import functools
 import math
 import warnings
@@ -414,3 +415,50 @@ def test_clip_grad_value_clamps_as_pytorchs(clip_value):
     mg.nn.utils.clip_grad_value_(one, clip_value)
     torch.nn.utils.clip_grad_value_(their_one, clip_value)
     np.testing.assert_array_equal(to_host(one.grad), their_one.grad.numpy())
+
+
+def _schedule_then_add_a_group(lib, make, steps=10, at=3, epoch=None):
+    """The learning rates of a loop whose optimizer gets a third param group after `at` steps, or the step where it
+    raised, and the error."""
+    ps = [lib.zeros(2, requires_grad=True), lib.zeros(3, requires_grad=True), lib.zeros(1, requires_grad=True)]
+    opt = lib.optim.SGD([{"params": [ps[0]], "lr": 0.1}, {"params": [ps[1]], "lr": 0.01}], momentum=0.9)
+    sched, lrs = make(lib.optim.lr_scheduler, opt), []
+    for i in range(steps):
+        opt.step()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # step(epoch)'s deprecation
+                sched.step() if epoch is None else sched.step(epoch + i)
+        except ValueError as e:
+            return i, e
+        if i == at:
+            opt.add_param_group({"params": [ps[2]], "lr": 0.5})
+        lrs.append([g["lr"] for g in opt.param_groups])
+    return lrs, None
+
+
+ADDED_GROUP = {
+    "LambdaLR": (lambda s, o: s.LambdaLR(o, lambda e: 0.9 ** e), None),
+    "CosineAnnealingLR": (lambda s, o: s.CosineAnnealingLR(o, T_max=5), None),
+    "StepLR step(epoch)": (lambda s, o: s.StepLR(o, 2, gamma=0.5), 1),
+    "SequentialLR at its milestone": (lambda s, o: s.SequentialLR(o, [s.StepLR(o, 2), s.LinearLR(o, 0.5)], [7]), None),
+    "StepLR": (lambda s, o: s.StepLR(o, 2, gamma=0.5), None),
+    "LinearLR": (lambda s, o: s.LinearLR(o, 0.5, total_iters=6), None),
+    "MultiStepLR": (lambda s, o: s.MultiStepLR(o, [2, 6]), None),
+}
+
+
+@pytest.mark.parametrize("name", ADDED_GROUP)
+def test_a_group_added_after_the_scheduler_raises_where_pytorchs_does(name):
+    """A param group added after the scheduler was made has no base lr in it. PyTorch's schedulers that read base_lrs
+    (LambdaLR, CosineAnnealingLR's restarts, any closed form) raise a ValueError (a strict zip); minigrad's wrote the
+    rates they had to the first groups and left the new one as it was: LambdaLR never scheduled it, and
+    CosineAnnealingLR left it at 0.0, its value at T_max, for good. The chainable ones schedule it in both."""
+    make, epoch = ADDED_GROUP[name]
+    ours, error = _schedule_then_add_a_group(mg, make, epoch=epoch)
+    theirs, their_error = _schedule_then_add_a_group(torch, make, epoch=epoch)
+    assert (error is None) == (their_error is None), (ours, error, theirs, their_error)
+    assert ours == theirs   # the same rates, or the same step raising
+    if error is not None:
+        assert re.search(r"\w+LR: .*3 param groups.* made for 2.*add_param_group", str(error)), str(error)
+
