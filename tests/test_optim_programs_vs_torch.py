@@ -462,3 +462,23 @@ def test_a_group_added_after_the_scheduler_raises_where_pytorchs_does(name):
     if error is not None:
         assert re.search(r"\w+LR: .*3 param groups.* made for 2.*add_param_group", str(error)), str(error)
 
+
+@pytest.mark.parametrize("first", ["float32", "float64"])
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, "inf"])
+def test_clip_grad_norm_of_float32_and_float64_gradients_is_taken_in_float64(first, norm_type):
+    """PyTorch stacks the gradients' norms with type promotion: float32 and float64 gradients have a float64 total
+    norm and clip coefficient. minigrad's took the first gradient's dtype: with a float32 gradient first, the total
+    and the coefficient were rounded to float32, and the float64 gradients were scaled 1e-8 off, silently."""
+    g = {"float32": np.array([0.1, -0.7]), "float64": np.array([0.3, 1.9, -2.3])}
+    order = [first, "float64" if first == "float32" else "float32"]
+    mine = [nn.Parameter(mg.zeros(len(g[d]), dtype=d)) for d in order]
+    theirs = [torch.nn.Parameter(torch.zeros(len(g[d]), dtype=getattr(torch, d))) for d in order]
+    for p, q, d in zip(mine, theirs, order):
+        p.grad, q.grad = mg.tensor(g[d], dtype=d), torch.tensor(g[d], dtype=getattr(torch, d))
+    total = mg.nn.utils.clip_grad_norm_(mine, 0.5, norm_type)
+    want = torch.nn.utils.clip_grad_norm_(theirs, 0.5, norm_type)
+    assert total.dtype == np.float64 and want.dtype == torch.float64
+    np.testing.assert_allclose(to_host(total), want.numpy(), rtol=1e-15)
+    for p, q in zip(mine, theirs):
+        assert p.grad.dtype == q.grad.numpy().dtype
+        np.testing.assert_allclose(to_host(p.grad), q.grad.numpy(), rtol=1e-15 if p.grad.dtype == np.float64 else 1e-7)

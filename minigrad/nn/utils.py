@@ -4,6 +4,8 @@ Read next: init.py, then optim/, what changes the parameters.
 """
 import math
 
+import numpy as np
+
 from .. import backend
 from ..tensor import Tensor, no_grad, stack, tensor
 
@@ -20,6 +22,15 @@ def _norm_type(norm_type):
         raise ValueError(f"clip_grad_norm_: norm_type {norm_type!r} is not supported: give 0, a number > 0, inf or "
                          f"-inf (float('inf') or 'inf'); minigrad's norm has no p < 0 or nan")
     return p
+
+
+def _common_float(grads):
+    """The dtype PyTorch's torch.stack promotes the gradients' norms to, so that of the total norm and the clip
+    coefficient: the widest, float32 for float16 with bfloat16. The first gradient's dtype, as it was, took a model's
+    float32 and float64 norms in float32 and scaled its float64 gradients by a coefficient rounded to float32."""
+    widest = max((g.dtype for g in grads), key=lambda d: d.itemsize)
+    mixed_2_byte = widest.itemsize == 2 and len({g.dtype for g in grads}) > 1
+    return np.dtype(np.float32) if mixed_2_byte else widest
 
 
 def _clip_coefficient(total, max_norm):
@@ -46,7 +57,7 @@ class utils:
         if not grads:
             return tensor(0.0)
         with no_grad():
-            norms = stack([g.norm(norm_type).to(grads[0].dtype) for g in grads])
+            norms = stack([g.norm(norm_type).to(_common_float(grads)) for g in grads])
             total = norms.norm(norm_type)
             if backend.is_meta(total._data):  # the same writes as a real step's, whatever the scale
                 if error_if_nonfinite:
