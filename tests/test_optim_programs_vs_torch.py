@@ -482,3 +482,25 @@ def test_clip_grad_norm_of_float32_and_float64_gradients_is_taken_in_float64(fir
     for p, q in zip(mine, theirs):
         assert p.grad.dtype == q.grad.numpy().dtype
         np.testing.assert_allclose(to_host(p.grad), q.grad.numpy(), rtol=1e-15 if p.grad.dtype == np.float64 else 1e-7)
+
+
+def test_chained_scheduler_is_refused_saying_how_to_chain_and_that_way_gives_pytorchs_rates():
+    """minigrad has no ChainedScheduler: its error says to call each scheduler's step() in turn (it said only 'LambdaLR
+    makes any schedule'), and that loop gives torch's ChainedScheduler's learning rates, bit for bit."""
+    with pytest.raises(AttributeError, match=r"ChainedScheduler.*step\(\) of each scheduler in turn"):
+        lr_scheduler.ChainedScheduler
+    ours, theirs = Twin(0), Twin(0)
+    mine = mg.optim.SGD([{"params": ours.mg[:3]}, {"params": ours.mg[3:], "lr": 0.3}], lr=0.1, momentum=0.9)
+    ref = torch.optim.SGD([{"params": theirs.th[:3]}, {"params": theirs.th[3:], "lr": 0.3}], lr=0.1, momentum=0.9)
+    in_turn = [lr_scheduler.LinearLR(mine, 0.5, total_iters=4), lr_scheduler.CosineAnnealingLR(mine, T_max=6),
+               lr_scheduler.MultiStepLR(mine, [3, 7], gamma=0.5)]
+    t = torch.optim.lr_scheduler
+    chained = t.ChainedScheduler([t.LinearLR(ref, 0.5, total_iters=4), t.CosineAnnealingLR(ref, T_max=6),
+                                  t.MultiStepLR(ref, [3, 7], gamma=0.5)])
+    assert in_turn[-1].get_last_lr() == chained.get_last_lr()
+    for _ in range(14):
+        mine.step(), ref.step()
+        for s in in_turn:
+            s.step()
+        chained.step()
+        assert in_turn[-1].get_last_lr() == chained.get_last_lr()

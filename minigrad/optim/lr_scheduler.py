@@ -477,8 +477,11 @@ __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "LinearLR", "Cosi
 
 _INSTEAD = {n: "minigrad offers StepLR, MultiStepLR, LambdaLR, LinearLR, CosineAnnealingLR, OneCycleLR and "
                "SequentialLR; LambdaLR(opt, lambda step: factor) makes any schedule of the step" for n in
-            ("ConstantLR", "ExponentialLR", "PolynomialLR", "ChainedScheduler", "CyclicLR",
+            ("ConstantLR", "ExponentialLR", "PolynomialLR", "CyclicLR",
              "CosineAnnealingWarmRestarts", "MultiplicativeLR")}
+_INSTEAD["ChainedScheduler"] = ("call step() of each scheduler in turn, after optimizer.step(): each one's chainable "
+                                "form goes on from the group['lr'] the one before wrote, which is all "
+                                "ChainedScheduler.step() does; the last one's get_last_lr() is ChainedScheduler's")
 _INSTEAD["ReduceLROnPlateau"] = ("minigrad has no scheduler that reads the loss; write group['lr'] *= factor in "
                                  "your loop when the validation loss stops falling")
 
