@@ -50,19 +50,21 @@ class Twin:
             total = term if total is None else total + term
         return total * scale
 
-    def backward(self, rng, scaler=None):
+    def backward(self, rng, scaler=None, side=None):
         """A loss over a random subset of the parameters (the frozen one may enter it too), scaled by 3, 1 or 0.3:
-        gradients that change from step to step, and a curvature that keeps SGD's largest steps stable."""
+        gradients that change from step to step, and a curvature that keeps SGD's largest steps stable. Both
+        sides, or one (side 0: minigrad's, 1: PyTorch's), whose loss is returned."""
         used = [i for i in range(len(SHAPES)) if rng.random() < 0.7]
         used = used if set(used) - {FROZEN} else used + [0]
         data = {i: (rng.standard_normal(SHAPES[i]), rng.uniform(0.5, 2.0, SHAPES[i])) for i in used}
         scale = float(rng.choice([1.0, 3.0, 0.3]))
         losses = []
-        for lib, ps, sc in ((mg, self.mg, scaler and scaler[0]), (torch, self.th, scaler and scaler[1])):
+        sides = ((mg, self.mg, scaler and scaler[0]), (torch, self.th, scaler and scaler[1]))
+        for lib, ps, sc in sides if side is None else sides[side:side + 1]:
             loss = self._loss(lib, ps, used, data, scale)
             (sc.scale(loss) if sc is not None else loss).backward()
             losses.append(loss)
-        return used
+        return losses[0] if side is not None else used
 
     def check(self, what, finite=False):
         if finite:
@@ -136,10 +138,13 @@ def hand_edit(rng, name, opt_pair):
                    ("maximize", not g["maximize"])]
         if not g["nesterov"]:
             choices += [("momentum", float(rng.choice([0.0, 0.7]))), ("dampening", float(rng.choice([0.0, 0.5])))]
+        if g["momentum"] > 0 and g["dampening"] == 0:
+            choices.append(("nesterov", not g["nesterov"]))
     else:
         choices = [("lr", float(rng.choice([0.0, 0.003, 0.02]))), ("weight_decay", float(rng.choice([0.0, 0.2]))),
                    ("betas", tuple(float(b) for b in [(0.85, 0.99), (0.9, 0.999)][rng.integers(2)])),
-                   ("eps", float(rng.choice([1e-8, 1e-4]))), ("maximize", not opt_pair[0].param_groups[gi]["maximize"])]
+                   ("eps", float(rng.choice([1e-8, 1e-4]))), ("maximize", not opt_pair[0].param_groups[gi]["maximize"]),
+                   ("amsgrad", False)]   # turned on with state already there, PyTorch's step raises a KeyError
     key, value = choices[rng.integers(len(choices))]
     for opt in opt_pair:
         opt.param_groups[gi][key] = value
@@ -168,7 +173,7 @@ def compare_state_dicts(sd_mg, sd_th):
 
 # ----------------------------------------------------------------------------- optimizer programs
 
-def run_program(name, seed, n_ops=24):
+def run_program(name, seed, n_ops=30):
     rng = np.random.default_rng(seed)
     twin = Twin(seed)
     n_first = int(rng.integers(2, len(SHAPES) + 1))
@@ -182,9 +187,19 @@ def run_program(name, seed, n_ops=24):
         r = rng.random()
         if r < 0.3:
             twin.backward(rng)
-        elif r < 0.55:
+        elif r < 0.5:
             for opt in opts:
                 opt.step()
+        elif r < 0.55:   # step(closure): the closure zeroes, computes the loss and its gradients
+            state = rng.bit_generator.state
+            losses = []
+            for opt, side in zip(opts, (0, 1)):
+                def closure(opt=opt, side=side):
+                    opt.zero_grad()
+                    rng.bit_generator.state = state     # the same draws on both sides
+                    return twin.backward(rng, side=side)
+                losses.append(opt.step(closure))
+            np.testing.assert_allclose(to_host(losses[0]), losses[1].detach().numpy(), rtol=RTOL)
         elif r < 0.65:
             set_to_none = bool(rng.random() < 0.5)
             for opt in opts:
