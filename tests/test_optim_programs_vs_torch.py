@@ -110,6 +110,8 @@ def draw_hyper(rng, name, group=None):
                   betas=tuple(float(b) for b in [(0.9, 0.999), (0.8, 0.95), (0.0, 0.99), (0.5, 0.5)][rng.integers(4)]),
                   eps=float(rng.choice([1e-8, 1e-6, 1e-3])), amsgrad=bool(rng.random() < 0.4),
                   maximize=bool(rng.random() < 0.3))
+        if name == "AdamW8bit":   # bitsandbytes' has neither
+            del kw["amsgrad"], kw["maximize"]
     if group is not None:
         kw = {k: kw[k] for k in sorted(kw) if rng.random() < 0.5}
         merged = {"nesterov": False, "dampening": 0.0, **group, **kw}
@@ -125,8 +127,10 @@ def draw_groups(rng, n_params):
 
 
 def make(lib, ps, name, kw, layout):
+    """minigrad's optimizer `name`, or PyTorch's; AdamW8bit's twin is PyTorch's AdamW: below min_8bit_size (4096
+    elements, more than any parameter here) its moments are float32 and its step is AdamW's."""
     group_list = [{"params": [ps[i] for i in idx], **hyper} for idx, hyper in layout]
-    return getattr(lib.optim, name)(group_list, **kw)
+    return getattr(lib.optim, "AdamW" if lib is torch and name == "AdamW8bit" else name)(group_list, **kw)
 
 
 def hand_edit(rng, name, opt_pair):
@@ -143,16 +147,26 @@ def hand_edit(rng, name, opt_pair):
     else:
         choices = [("lr", float(rng.choice([0.0, 0.003, 0.02]))), ("weight_decay", float(rng.choice([0.0, 0.2]))),
                    ("betas", tuple(float(b) for b in [(0.85, 0.99), (0.9, 0.999)][rng.integers(2)])),
-                   ("eps", float(rng.choice([1e-8, 1e-4]))), ("maximize", not opt_pair[0].param_groups[gi]["maximize"]),
-                   ("amsgrad", False)]   # turned on with state already there, PyTorch's step raises a KeyError
+                   ("eps", float(rng.choice([1e-8, 1e-4])))]
+        if name == "AdamW":   # amsgrad turned on with state already there: PyTorch's step raises a KeyError
+            choices += [("maximize", not opt_pair[0].param_groups[gi]["maximize"]), ("amsgrad", False)]
     key, value = choices[rng.integers(len(choices))]
     for opt in opt_pair:
         opt.param_groups[gi][key] = value
 
 
+BNB_NAMES = {"state1": "exp_avg", "state2": "exp_avg_sq"}   # bitsandbytes' names of AdamW's moments
+
+
 def compare_state_dicts(sd_mg, sd_th):
     """minigrad's optimizer state_dict has PyTorch's layout: the same numbering, group keys and state, value for value
-    (PyTorch's step is a 0-d tensor, minigrad's a number)."""
+    (PyTorch's step is a 0-d tensor, minigrad's a number); AdamW8bit's with bitsandbytes' names and min_8bit_size."""
+    if "min_8bit_size" in sd_mg["param_groups"][0]:
+        sd_mg = {"state": {i: {BNB_NAMES.get(k, k): v for k, v in s.items()} for i, s in sd_mg["state"].items()},
+                 "param_groups": [{k: v for k, v in g.items() if k != "min_8bit_size"} for g in sd_mg["param_groups"]]}
+        sd_th = {"state": sd_th["state"],
+                 "param_groups": [{k: v for k, v in g.items() if k not in ("amsgrad", "maximize")}
+                                  for g in sd_th["param_groups"]]}
     assert set(sd_mg) == set(sd_th) == {"state", "param_groups"}
     assert len(sd_mg["param_groups"]) == len(sd_th["param_groups"])
     for g_mg, g_th in zip(sd_mg["param_groups"], sd_th["param_groups"]):
@@ -263,7 +277,7 @@ def clip(rng, twin):
                 p.grad = None
 
 
-PROGRAMS = [("SGD", s) for s in range(12)] + [("AdamW", s) for s in range(12)]
+PROGRAMS = [("SGD", s) for s in range(12)] + [("AdamW", s) for s in range(12)] + [("AdamW8bit", s) for s in range(6)]
 
 
 @pytest.mark.parametrize("name,seed", PROGRAMS, ids=[f"{n}-{s}" for n, s in PROGRAMS])
