@@ -533,3 +533,28 @@ def test_chained_scheduler_is_refused_saying_how_to_chain_and_that_way_gives_pyt
             s.step()
         chained.step()
         assert in_turn[-1].get_last_lr() == chained.get_last_lr()
+
+
+@pytest.mark.parametrize("name,kw", [("AdamW", dict(lr=0.01)), ("AdamW", dict(lr=0.01, amsgrad=True, maximize=True)),
+                                     ("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.2)),
+                                     ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, maximize=True))],
+                         ids=["AdamW", "AdamW-amsgrad-maximize", "SGD", "SGD-momentum-dampening",
+                              "SGD-nesterov-maximize"])
+@pytest.mark.parametrize("grad_dtype", ["float32", "float16"])
+def test_a_narrower_gradient_steps_a_float64_parameter_in_float64(name, kw, grad_dtype):
+    """minigrad takes a .grad of another dtype than its parameter (accumulate's float32 master gradients of float16
+    weights; PyTorch refuses the assignment). A float64 parameter with a float32 or float16 gradient was stepped
+    with float32 (float16) arithmetic: AdamW's scratch arrays took the gradient's dtype, so its second moment's
+    square root and its update were rounded to float32 (3e-8 off; 1e-4 with a float16 gradient), and SGD's lr * g
+    and (1 - dampening) g too. The gradient is now upcast first: PyTorch's step on the same values in float64."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 5))
+    p, q = nn.Parameter(mg.tensor(a, dtype="float64")), torch.nn.Parameter(torch.tensor(a))
+    mine, theirs = getattr(mg.optim, name)([p], **kw), getattr(torch.optim, name)([q], **kw)
+    for step in range(4):
+        g = rng.standard_normal((4, 5)).astype(grad_dtype)
+        p.grad, q.grad = mg.tensor(g, dtype=grad_dtype), torch.tensor(g.astype(np.float64))
+        mine.step(), theirs.step()
+        assert p.grad.dtype == np.dtype(grad_dtype)    # the gradient itself is left as it was
+        np.testing.assert_allclose(to_host(p.detach()), q.detach().numpy(), rtol=RTOL, atol=ATOL,
+                                   err_msg=f"after step {step + 1}")
