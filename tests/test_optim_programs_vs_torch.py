@@ -1,17 +1,16 @@
 """Generated training programs against torch.optim: the same float64 parameters, the same losses and the same
 sequence of optimizer calls in minigrad and PyTorch, the parameters compared after every step (to 1e-12).
 
-A program is drawn from a seed: backward passes over a random subset of the parameters (a parameter the loss skips
-has no .grad, and must be skipped as PyTorch skips it; without zero_grad the gradients accumulate), step(),
-zero_grad(set_to_none=True or False), add_param_group mid-run, hyperparameters written into param_groups by hand,
-state_dict() saved and loaded into a fresh optimizer (its layout compared with PyTorch's), clip_grad_norm_ and
-clip_grad_value_ (with inf and nan gradients, error_if_nonfinite, norm_type inf), learning-rate schedulers (alone,
-two chained through group['lr'], SequentialLR, their state_dict round trip) and GradScaler.
+A program (SGD, AdamW, or AdamW8bit against torch's AdamW) is drawn from a seed: backward passes over a random
+subset of the parameters (a parameter the loss skips has no .grad, and must be skipped as PyTorch skips it; without
+zero_grad the gradients accumulate), step() and step(closure), zero_grad(set_to_none=True or False), add_param_group
+mid-run, hyperparameters written into param_groups by hand, state_dict() saved and loaded into a fresh optimizer (its
+layout compared with PyTorch's), clip_grad_norm_ and clip_grad_value_ (with inf and nan gradients,
+error_if_nonfinite, norm_type inf). Then training loops with learning-rate schedulers (each of minigrad's, two
+chained through group['lr'], SequentialLR, resumed from state dicts) and with GradScaler; last, one test for each
+thing the programs found.
 """
-import copy
 import re
-import functools
-import math
 import warnings
 
 import numpy as np
