@@ -421,9 +421,11 @@ def test_a_loop_with_grad_scaler_steps_and_skips_as_pytorchs(name, seed):
         assert scalers[0].state_dict() == scalers[1].state_dict(), what
         twin.check(what)
         if it == 7:   # resumed from their state dicts: fresh scalers with other settings take the saved ones
-            scalers = [fresh.load_state_dict(old.state_dict()) or fresh
-                       for old, fresh in zip(scalers, (mg.amp.GradScaler(init_scale=1.0, growth_interval=50),
-                                                       torch.amp.GradScaler("cpu", init_scale=1.0, growth_interval=50)))]
+            fresh = [mg.amp.GradScaler(init_scale=1.0, growth_interval=50),
+                     torch.amp.GradScaler("cpu", init_scale=1.0, growth_interval=50)]
+            for old, new in zip(scalers, fresh):
+                new.load_state_dict(old.state_dict())
+            scalers = fresh
     twin.check("at the end", finite=True)
 
 
