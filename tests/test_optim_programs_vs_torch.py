@@ -563,3 +563,33 @@ def test_a_narrower_gradient_steps_a_float64_parameter_in_float64(name, kw, grad
         assert p.grad.dtype == np.dtype(grad_dtype)    # the gradient itself is left as it was
         np.testing.assert_allclose(to_host(p.detach()), q.detach().numpy(), rtol=RTOL, atol=ATOL,
                                    err_msg=f"after step {step + 1}")
+
+
+def test_adamw_refuses_moments_of_another_dtype_than_its_parameter_as_pytorchs_does():
+    """model.to(float64) after AdamW's first step: PyTorch's AdamW raises (its lerp_ of float32 moments by a float64
+    gradient); minigrad's went on silently with float32 moments for the float64 model. It now raises, saying what to
+    do; doing it (load_state_dict casts the state to the parameters' dtype) steps as PyTorch's does after the same."""
+    def first_step(lib):
+        lib.manual_seed(0)
+        model = lib.nn.Linear(3, 2)
+        opt = lib.optim.AdamW(model.parameters(), lr=0.1)
+        model(lib.ones(4, 3)).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        model.to(dtype=lib.float64)
+        model(lib.ones(4, 3, dtype=lib.float64)).sum().backward()
+        return model, opt
+    model, opt = first_step(mg)
+    twin, their_opt = first_step(torch)
+    with pytest.raises(RuntimeError):
+        their_opt.step()
+    with pytest.raises(RuntimeError, match=r"AdamW.step: the moments of a parameter of shape \(2, 3\) are float32 but "
+                                           r"the parameter is float64.*opt.load_state_dict\(opt.state_dict\(\)\)"):
+        opt.step()
+    for o in (opt, their_opt):
+        o.load_state_dict(o.state_dict())
+    before = to_host(model.weight.detach()).copy()
+    opt.step(), their_opt.step()
+    assert all(v.dtype == np.float64 for s in opt.state.values() for v in s.values() if hasattr(v, "dtype"))
+    assert {v.dtype for s in their_opt.state.values() for k, v in s.items() if k != "step"} == {torch.float64}
+    assert not np.array_equal(to_host(model.weight.detach()), before)   # it stepped

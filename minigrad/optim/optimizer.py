@@ -388,6 +388,12 @@ class AdamW(Optimizer):
                 g = _gradient(p, group["maximize"])
                 m = self._state_buffer(p, "exp_avg")
                 v = self._state_buffer(p, "exp_avg_sq")
+                if m.dtype != p._data.dtype:  # PyTorch's raises too; float32 moments would step a float64 model
+                    raise RuntimeError(
+                        f"AdamW.step: the moments of a parameter of shape {p.shape} are {m.dtype.name} but the "
+                        f"parameter is {p.dtype.name} (a .to(dtype) after the optimizer's first step?); make the "
+                        f"optimizer after .to(), or cast its state: opt.load_state_dict(opt.state_dict()) casts the "
+                        f"state to the parameters' dtypes")
                 state = self.state[p]
                 state["step"] = t = state.get("step", 0) + 1  # per parameter, as in PyTorch
                 bias1, bias2 = 1 - b1 ** t, 1 - b2 ** t
