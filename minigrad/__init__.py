@@ -38,7 +38,7 @@ The floors, each file importing only the ones above it (the README's table; a te
     module.py       Parameter, Module, Sequential, ModuleList, ModuleDict
     layers.py       Linear, LayerNorm, Embedding, BatchNorm1d, ...
     losses.py       CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCEWithLogitsLoss
-    utils.py        clip_grad_norm_
+    utils.py        clip_grad_norm_, clip_grad_value_
     init.py         nn.init: kaiming_*, xavier_*, trunc_normal_, ...
   optim/          optimizers and their learning-rate schedules
     optimizer.py    Optimizer, SGD and AdamW

@@ -1,8 +1,10 @@
-"""torch.nn.utils' clip_grad_norm_, as a namespace (nn.utils); torch.nn.init is init.py.
+"""torch.nn.utils' clip_grad_norm_ and clip_grad_value_, as a namespace (nn.utils); torch.nn.init is init.py.
 
 Read next: init.py, then optim/, what changes the parameters.
 """
 import math
+
+import numpy as np
 
 from .. import backend
 from ..tensor import Tensor, no_grad, stack, tensor
@@ -22,6 +24,15 @@ def _norm_type(norm_type):
     return p
 
 
+def _common_float(grads):
+    """The dtype PyTorch's torch.stack promotes the gradients' norms to, so that of the total norm and the clip
+    coefficient: the widest, float32 for float16 with bfloat16. The first gradient's dtype, as it was, took a model's
+    float32 and float64 norms in float32 and scaled its float64 gradients by a coefficient rounded to float32."""
+    widest = max((g.dtype for g in grads), key=lambda d: d.itemsize)
+    mixed_2_byte = widest.itemsize == 2 and len({g.dtype for g in grads}) > 1
+    return np.dtype(np.float32) if mixed_2_byte else widest
+
+
 def _clip_coefficient(total, max_norm):
     """min(max_norm / (total + 1e-6), 1) as PyTorch computes it: in the norm's dtype (a 0-d array), the division as
     Tensor.__rtruediv__ does it, a reciprocal times max_norm. In float64 and rounded once it differed in the last bit
@@ -31,7 +42,8 @@ def _clip_coefficient(total, max_norm):
 
 
 class utils:
-    """torch.nn.utils' clip_grad_norm_ (a namespace, as torch.nn.utils is a module: nothing to instantiate)."""
+    """torch.nn.utils' clip_grad_norm_ and clip_grad_value_ (a namespace, as torch.nn.utils is a module: nothing to
+    instantiate)."""
 
     @staticmethod
     def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
@@ -45,7 +57,7 @@ class utils:
         if not grads:
             return tensor(0.0)
         with no_grad():
-            norms = stack([g.norm(norm_type).to(grads[0].dtype) for g in grads])
+            norms = stack([g.norm(norm_type).to(_common_float(grads)) for g in grads])
             total = norms.norm(norm_type)
             if backend.is_meta(total._data):  # the same writes as a real step's, whatever the scale
                 if error_if_nonfinite:
@@ -62,3 +74,15 @@ class utils:
             for g in grads:
                 g.mul_(scale)
         return total
+
+    @staticmethod
+    def clip_grad_value_(parameters, clip_value, foreach=None):
+        """Clamp every gradient, in place, to [-clip_value, clip_value], as torch.nn.utils.clip_grad_value_: each
+        element on its own (the direction changes, unlike clip_grad_norm_'s), nan stays nan, inf becomes the bound;
+        foreach, a choice of PyTorch kernels, changes nothing here."""
+        clip_value = float(clip_value)
+        params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+        with no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p.grad.clamp_(-clip_value, clip_value)

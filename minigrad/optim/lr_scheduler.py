@@ -129,9 +129,21 @@ class LRScheduler:
                 values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
         finally:
             self._get_lr_called_within_step = False
+        self._check_groups(len(values))
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def _check_groups(self, n):
+        """Raise where n values (learning rates, or base_lrs) do not match the param groups one to one: a group added
+        since the scheduler was made has no base lr. PyTorch's strict zip raises there; a plain zip left such a group
+        unscheduled (or stuck at 0.0, CosineAnnealingLR's rate at T_max), with no word."""
+        groups = len(self.optimizer.param_groups)
+        if n != groups:
+            raise ValueError(f"{type(self).__name__}: {n} learning rates for the optimizer's {groups} param groups: "
+                             f"the scheduler was made for {len(self.base_lrs)} (one initial_lr each, its base_lrs) "
+                             f"and a group added by add_param_group since has none; add every group before making "
+                             f"the scheduler, or make a new one after adding it (PyTorch raises a ValueError here too)")
 
     def _current(self):
         return [group["lr"] for group in self.optimizer.param_groups]
@@ -257,6 +269,8 @@ class CosineAnnealingLR(LRScheduler):
         self._warn_outside_step()
         if self._is_initial:
             return self._current()
+        if self._step_count == 1 and self.last_epoch > 0 or (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
+            self._check_groups(len(self.base_lrs))  # both zip base_lrs with the groups, strictly in PyTorch
         if self._step_count == 1 and self.last_epoch > 0:
             return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
                     for base_lr in self.base_lrs]
@@ -463,8 +477,11 @@ __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "LinearLR", "Cosi
 
 _INSTEAD = {n: "minigrad offers StepLR, MultiStepLR, LambdaLR, LinearLR, CosineAnnealingLR, OneCycleLR and "
                "SequentialLR; LambdaLR(opt, lambda step: factor) makes any schedule of the step" for n in
-            ("ConstantLR", "ExponentialLR", "PolynomialLR", "ChainedScheduler", "CyclicLR",
+            ("ConstantLR", "ExponentialLR", "PolynomialLR", "CyclicLR",
              "CosineAnnealingWarmRestarts", "MultiplicativeLR")}
+_INSTEAD["ChainedScheduler"] = ("call step() of each scheduler in turn, after optimizer.step(): each one's chainable "
+                                "form goes on from the group['lr'] the one before wrote, which is all "
+                                "ChainedScheduler.step() does; the last one's get_last_lr() is ChainedScheduler's")
 _INSTEAD["ReduceLROnPlateau"] = ("minigrad has no scheduler that reads the loss; write group['lr'] *= factor in "
                                  "your loop when the validation loss stops falling")
 

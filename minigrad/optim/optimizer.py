@@ -234,6 +234,17 @@ def _in_dtype(array, dtype):
     return array if array.dtype == dtype else _transient(array.astype(dtype))
 
 
+def _gradient(p, maximize):
+    """Parameter p's gradient as SGD and AdamW step with it (negated for maximize): a .grad narrower than p (minigrad
+    takes one, e.g. accumulate's float32 master gradients of float16 weights; PyTorch refuses it) upcast to p's dtype,
+    a counted copy, so that a float64 parameter steps in float64 (its float32 gradient made Adam's scratch arrays,
+    sqrt(v) and the update float32, 3e-8 off); a wider one, as those master gradients, is kept."""
+    g, dtype = p.grad._data, p._data.dtype
+    if g.dtype != dtype and g.dtype.itemsize <= dtype.itemsize:
+        g = _in_dtype(g, dtype if g.dtype.itemsize < dtype.itemsize else np.dtype(np.float32))  # float16 + bfloat16
+    return _transient(-g) if maximize else g
+
+
 def _cast(value, p, what, shape=None, dtype=None, float_dtype=None):
     """A saved state value for parameter p: an array becomes a copy on p's device, of `shape` (p's by default) and
     of `dtype` (by default float_dtype, or p's, if it is a float array, else its own)."""
@@ -332,7 +343,7 @@ class SGD(Optimizer):
                 if p.grad is None:
                     continue
                 # one operation at a time, each temporary counted (NOTE [a step's temporaries])
-                d = _transient(-p.grad._data) if group["maximize"] else p.grad._data
+                d = _gradient(p, group["maximize"])
                 if weight_decay:
                     decayed = _transient(weight_decay * p._data)
                     decayed += d                                 # d = g + weight_decay p
@@ -374,9 +385,15 @@ class AdamW(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g = _transient(-p.grad._data) if group["maximize"] else p.grad._data
+                g = _gradient(p, group["maximize"])
                 m = self._state_buffer(p, "exp_avg")
                 v = self._state_buffer(p, "exp_avg_sq")
+                if m.dtype != p._data.dtype:  # PyTorch's raises too; float32 moments would step a float64 model
+                    raise RuntimeError(
+                        f"AdamW.step: the moments of a parameter of shape {p.shape} are {m.dtype.name} but the "
+                        f"parameter is {p.dtype.name} (a .to(dtype) after the optimizer's first step?); make the "
+                        f"optimizer after .to(), or cast its state: opt.load_state_dict(opt.state_dict()) casts the "
+                        f"state to the parameters' dtypes")
                 state = self.state[p]
                 state["step"] = t = state.get("step", 0) + 1  # per parameter, as in PyTorch
                 bias1, bias2 = 1 - b1 ** t, 1 - b2 ** t
