@@ -1,0 +1,139 @@
+"""Small gaps a PyTorch user hits, each against torch 2.13: the containers' operators (ModuleList +=, +, extend;
+Sequential +, +=, *), state_dict's destination, prefix and keep_vars, cat and stack of an integer and a float
+tensor, F.linear with a 1-d weight, `x ** y`'s error naming pow, the error classes of index_select, narrow and
+max along an empty dim, and copy.deepcopy of a tensor that is not a leaf.
+"""
+import copy
+import warnings
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+import minigrad.functional as MF
+from minigrad import nn
+
+from on_device import to_host
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+TF = torch.nn.functional
+
+
+def layers(lib):
+    return [lib.Linear(2, 3), lib.ReLU(), lib.Linear(3, 2), lib.Tanh()]
+
+
+def structure(m):
+    """What a container holds, by name and layer type: [('0', 'Linear'), ...]."""
+    return [(name, type(child).__name__) for name, child in m.named_children()]
+
+
+def same_weights(m, t):
+    """Copy torch's container's weights into minigrad's (same names), so that outputs compare."""
+    m.load_state_dict({k: v.detach().numpy() for k, v in t.state_dict().items()})
+
+
+# ----------------------------------------------------------------------------- the containers' operators
+
+CONTAINER_CALLS = {
+    "ModuleList += list": lambda lib, a, b: _iadd(lib.ModuleList(a[:2]), a[2:]),
+    "ModuleList += ModuleList": lambda lib, a, b: _iadd(lib.ModuleList(a[:2]), lib.ModuleList(a[2:])),
+    "ModuleList + ModuleList": lambda lib, a, b: lib.ModuleList(a[:1]) + lib.ModuleList(a[1:]),
+    "ModuleList + list": lambda lib, a, b: lib.ModuleList(a[:3]) + a[3:],
+    "ModuleList.extend(Sequential)": lambda lib, a, b: lib.ModuleList(a[:1]).extend(lib.Sequential(*a[1:])),
+    "Sequential + Sequential": lambda lib, a, b: lib.Sequential(*a[:2]) + lib.Sequential(*a[2:]),
+    "Sequential += Sequential": lambda lib, a, b: _iadd(lib.Sequential(*a[:1]), lib.Sequential(*a[1:])),
+    "Sequential * 2": lambda lib, a, b: lib.Sequential(*a[:2]) * 2,
+    "2 * Sequential": lambda lib, a, b: 2 * lib.Sequential(*a[2:]),
+    "Sequential *= 3": lambda lib, a, b: _imul(lib.Sequential(*a[2:3]), 3),
+    "Sequential.extend(list), slice": lambda lib, a, b: lib.Sequential(*a[:1]).extend(a[1:])[1:],
+}
+
+
+def _iadd(m, other):
+    m += other
+    return m
+
+
+def _imul(m, n):
+    m *= n
+    return m
+
+
+@pytest.mark.parametrize("name", list(CONTAINER_CALLS))
+def test_container_operators_as_pytorch(name):
+    """Before: ModuleList's += and +, Sequential's +, += and * raised Python's 'unsupported operand'."""
+    t = CONTAINER_CALLS[name](torch.nn, layers(torch.nn), None)
+    m = CONTAINER_CALLS[name](nn, layers(nn), None)
+    assert type(m).__name__ == type(t).__name__ and structure(m) == structure(t)
+    assert [n for n, _ in m.named_parameters()] == [n for n, _ in t.named_parameters()]
+    if "*" not in name and isinstance(t, torch.nn.Sequential) and isinstance(t[0], torch.nn.Linear):  # runs
+        same_weights(m, t)
+        x = np.random.default_rng(0).standard_normal((4, 2)).astype(np.float32)
+        np.testing.assert_allclose(to_host(m(mg.tensor(x))), t(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_sequential_times_n_shares_the_layers_as_pytorch():
+    for lib in (torch.nn, nn):
+        block = lib.Linear(2, 2)
+        twice = lib.Sequential(block) * 2
+        assert twice[0] is twice[1] is block and len(list(twice.parameters())) == 2
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda lib: lib.Sequential(lib.ReLU()) + [lib.Tanh()], ValueError),
+    (lambda lib: _iadd(lib.Sequential(lib.ReLU()), lib.ModuleList([lib.Tanh()])), ValueError),
+    (lambda lib: lib.Sequential(lib.ReLU()) * 0, ValueError),
+    (lambda lib: lib.Sequential(lib.ReLU()) * 1.5, TypeError),
+    (lambda lib: lib.ModuleList([lib.ReLU()]).extend(lib.Tanh()), TypeError),
+])
+def test_container_operators_refuse_as_pytorch(call, error):
+    with pytest.raises(error):
+        call(torch.nn)
+    with pytest.raises(error, match=r"Sequential|ModuleList"):
+        call(nn)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.Sequential(lib.ReLU(), None),
+    lambda lib: lib.ModuleList([lib.ReLU(), None]),
+    lambda lib: lib.ModuleList([lib.ReLU()]).append(None),
+    lambda lib: lib.ModuleDict({"a": None}),
+])
+def test_a_none_entry_pytorch_keeps_is_refused_with_what_to_write(call):
+    """PyTorch keeps None as an empty slot (and a Sequential's forward then fails on it); minigrad refuses at once."""
+    assert len(call(torch.nn)) in (1, 2)
+    with pytest.raises(TypeError, match=r"None, which PyTorch keeps as an empty slot.*nn\.Identity\(\)"):
+        call(nn)
+
+
+# ----------------------------------------------------------------------------- state_dict's arguments
+
+def test_state_dict_prefix_keep_vars_and_destination_as_pytorch():
+    """Before: state_dict() took no arguments (TypeError for each)."""
+    def model(lib):
+        m = lib.Sequential(lib.Linear(2, 3), lib.LayerNorm(3))
+        m.register_buffer("step", (torch if lib is torch.nn else mg).zeros(1))
+        return m
+
+    t, m = model(torch.nn), model(nn)
+    assert list(m.state_dict(prefix="enc.")) == list(t.state_dict(prefix="enc.")) \
+        == ["enc.step", "enc.0.weight", "enc.0.bias", "enc.1.weight", "enc.1.bias"]
+    kept = m.state_dict(keep_vars=True)
+    assert all(kept[k] is v for k, v in list(m.named_parameters()) + list(m.named_buffers()))
+    assert kept["0.weight"].requires_grad and isinstance(kept["0.weight"], nn.Parameter)
+    dest_t, dest_m = {"other": 1}, {"other": 1}
+    assert t.state_dict(destination=dest_t) is dest_t and m.state_dict(destination=dest_m) is dest_m
+    assert list(dest_m) == list(dest_t)
+    copied = m.state_dict()  # still copies of the arrays by default
+    copied["0.weight"][...] = 0
+    assert np.abs(to_host(m[0].weight)).sum() > 0
+    with warnings.catch_warnings(record=True) as w_t:
+        warnings.simplefilter("always")
+        keys_t = list(t.state_dict(None, "p."))
+    with warnings.catch_warnings(record=True) as w_m:
+        warnings.simplefilter("always")
+        keys_m = list(m.state_dict(None, "p."))
+    assert keys_m == keys_t and {w.category for w in w_m} == {w.category for w in w_t} == {FutureWarning}
+    m.load_state_dict(kept)  # the tensors themselves load back
