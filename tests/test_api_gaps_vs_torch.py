@@ -137,3 +137,39 @@ def test_state_dict_prefix_keep_vars_and_destination_as_pytorch():
         keys_m = list(m.state_dict(None, "p."))
     assert keys_m == keys_t and {w.category for w in w_m} == {w.category for w in w_t} == {FutureWarning}
     m.load_state_dict(kept)  # the tensors themselves load back
+
+
+# ----------------------------------------------------------------------------- cat and stack of mixed dtypes
+
+MIXED = [("int64", "float32"), ("float32", "int64"), ("bool", "float32"), ("int32", "int64"), ("bool", "int64"),
+         ("uint8", "int8"), ("int64", "float64"), ("bool", "uint8")]
+
+
+@pytest.mark.parametrize("fn", ["cat", "stack"])
+@pytest.mark.parametrize("first, second", MIXED)
+def test_cat_and_stack_promote_as_pytorch(fn, first, second):
+    """Before: TypeError 'inputs have different dtypes'; torch gives torch.result_type's dtype, and the float
+    input's gradient."""
+    values = np.array([[1, 0, 3], [2, 1, 0]])
+    def run(lib, dtype, grad):
+        return lib.tensor(values.astype(dtype), dtype=getattr(torch, dtype) if lib is torch else dtype,
+                          requires_grad=grad)
+    grads = [d.startswith("float") for d in (first, second)]
+    tm = [run(mg, d, g) for d, g in zip((first, second), grads)]
+    tt = [run(torch, d, g) for d, g in zip((first, second), grads)]
+    out_m, out_t = getattr(mg, fn)(tm, dim=1), getattr(torch, fn)(tt, dim=1)
+    assert out_m.dtype.name == str(out_t.dtype).replace("torch.", "") == str(torch.result_type(*tt)).split(".")[1]
+    np.testing.assert_array_equal(to_host(out_m), out_t.detach().numpy())
+    if any(grads):
+        weight = np.arange(out_t.numel(), dtype=np.float64).reshape(out_t.shape) + 1
+        (out_m * mg.tensor(weight, dtype=out_m.dtype)).sum().backward()
+        (out_t * torch.tensor(weight, dtype=out_t.dtype)).sum().backward()
+        for a, b, g in zip(tm, tt, grads):
+            if g:
+                np.testing.assert_array_equal(to_host(a.grad), b.grad.numpy())
+
+
+def test_cat_of_float32_and_float64_is_still_refused():
+    """NOTE [type promotion]: float32 beside float64 is an error in minigrad (PyTorch gives float64)."""
+    with pytest.raises(TypeError, match=r"cat: inputs have different dtypes \(float32 and float64\)"):
+        mg.cat([mg.zeros(2), mg.zeros(2, dtype="float64")])

@@ -134,8 +134,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None):
 # ----------------------------------------------------------------------------- functions on several tensors
 
 def _tensors(op, tensors):
-    """cat's and stack's sequence of tensors, as a list, or PyTorch's error: iterating over one tensor would join
-    its rows."""
+    """cat's and stack's sequence of tensors, as a list in one dtype, or PyTorch's error: iterating over one tensor
+    would join its rows."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{op}: expected a list or tuple of tensors, got {type(tensors).__name__}"
                         + (f" of shape {tensors.shape}; wrap it in a list: mg.{op}([t, ...])"
@@ -146,16 +146,21 @@ def _tensors(op, tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected a list of tensors, got {type(t).__name__} at position {i}; wrap it "
                             f"with mg.tensor(...)")
-    return list(tensors)
+    dtypes = {t.dtype for t in tensors}
+    floats = {d for d in dtypes if backend.is_float(d)}
+    if len(dtypes) == 1 or len(floats) > 1:  # float32 beside float64: apply's error (NOTE [type promotion])
+        return list(tensors)
+    target = floats.pop() if floats else np.result_type(*dtypes)  # ints beside a float: the float's; else the widest
+    return [t if t.dtype == target else t.to(target) for t in tensors]  # as torch.result_type
 
 
 def cat(tensors, dim=0):
-    """Concatenate along an existing dim."""
+    """Concatenate along an existing dim; the tensors' dtypes promote as an op's operands (NOTE [type promotion])."""
     return apply(ops.Cat, *_tensors("cat", tensors), dim=dim)
 
 
 def stack(tensors, dim=0):
-    """Stack along a new dim."""
+    """Stack along a new dim; the tensors' dtypes promote as cat's."""
     return apply(ops.Stack, *_tensors("stack", tensors), dim=dim)
 
 
