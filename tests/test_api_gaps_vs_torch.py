@@ -173,3 +173,34 @@ def test_cat_of_float32_and_float64_is_still_refused():
     """NOTE [type promotion]: float32 beside float64 is an error in minigrad (PyTorch gives float64)."""
     with pytest.raises(TypeError, match=r"cat: inputs have different dtypes \(float32 and float64\)"):
         mg.cat([mg.zeros(2), mg.zeros(2, dtype="float64")])
+
+
+# ----------------------------------------------------------------------------- F.linear with a 1-d weight
+
+@pytest.mark.parametrize("shape", [(2,), (3, 2), (2, 4, 2)])
+def test_linear_with_a_1d_weight_as_pytorch(shape):
+    """Before: ShapeError 'does not fit weight of shape (2,)'; PyTorch gives input @ weight, one number per row."""
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(2).astype(np.float32)
+    xm, wm = mg.tensor(x, requires_grad=True), mg.tensor(w, requires_grad=True)
+    xt, wt = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    out_m, out_t = MF.linear(xm, wm), TF.linear(xt, wt)
+    assert out_m.shape == tuple(out_t.shape)
+    np.testing.assert_allclose(to_host(out_m), out_t.detach().numpy(), rtol=1e-6, atol=1e-6)
+    g = rng.standard_normal(out_m.shape).astype(np.float32)
+    out_m.backward(mg.tensor(g))
+    out_t.backward(torch.tensor(g))
+    np.testing.assert_allclose(to_host(xm.grad), xt.grad.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(to_host(wm.grad), wt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_linear_with_a_1d_weight_refuses_what_pytorch_refuses():
+    x, w = mg.ones(3, 2), mg.ones(2)
+    with pytest.raises(RuntimeError):
+        TF.linear(torch.ones(3, 2), torch.ones(2), torch.ones(1))
+    with pytest.raises(RuntimeError, match=r"linear: a 1-d weight of shape \(2,\).*no bias.*F\.linear\(x, w\) \+ b"):
+        MF.linear(x, w, mg.ones(1))
+    with pytest.raises(RuntimeError):
+        TF.linear(torch.ones(3, 3), torch.ones(2))
+    with pytest.raises(RuntimeError, match=r"linear: a 1-d weight of shape \(2,\).*got input \(3, 3\)"):
+        MF.linear(mg.ones(3, 3), w)
