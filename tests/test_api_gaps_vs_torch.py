@@ -204,3 +204,28 @@ def test_linear_with_a_1d_weight_refuses_what_pytorch_refuses():
         TF.linear(torch.ones(3, 3), torch.ones(2))
     with pytest.raises(RuntimeError, match=r"linear: a 1-d weight of shape \(2,\).*got input \(3, 3\)"):
         MF.linear(mg.ones(3, 3), w)
+
+
+# ----------------------------------------------------------------------------- error classes a PyTorch user catches
+
+ERRORS = {  # PyTorch's class must catch minigrad's error (minigrad's ShapeError is a ValueError and a RuntimeError)
+    "index_select with a 2-d index": lambda L: L.ones(2, 2).index_select(0, L.tensor([[0, 1]])),  # was ShapeError
+    "narrow past the end": lambda L: L.ones(2, 2).narrow(0, 1, 5),                                # was IndexError
+    "narrow with a negative length": lambda L: L.ones(2, 2).narrow(0, 1, -1),                     # was IndexError
+    "max along an empty dim": lambda L: L.zeros(0, 3).max(0),                                     # was ShapeError
+    "min along an empty dim": lambda L: L.zeros(0, 3).min(dim=0),                                 # was ShapeError
+    "amax along an empty dim": lambda L: L.zeros(0, 3).amax(0),                                   # was ShapeError
+    "max of nothing": lambda L: L.zeros(0, 3).max(),
+    "argmax along an empty dim": lambda L: L.zeros(0, 3).argmax(0),
+    "flatten with a bad dim": lambda L: L.ones(2, 2).flatten(0, 5),
+    "narrow with a bad dim": lambda L: L.ones(2, 2).narrow(5, 0, 1),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_errors_are_caught_by_pytorchs_class(name):
+    with pytest.raises(Exception) as want:
+        ERRORS[name](torch)
+    with pytest.raises(type(want.value), match=name.split()[0].lstrip("a")) as got:  # amax's op is max
+        ERRORS[name](mg)
+    assert type(want.value) in (IndexError, RuntimeError) and isinstance(got.value, (ValueError, IndexError))

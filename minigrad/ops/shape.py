@@ -9,7 +9,7 @@ import numbers
 
 from ..backend import (accumulator, as_array, broadcast_to, index_add, put, reduce_sum, reshape, widen,
                        written_last, xp_of, zeros)
-from .base import Op, ShapeError, keepdim_shape, normalize_dim, normalize_dims, unbroadcast
+from .base import IndexShapeError, Op, ShapeError, keepdim_shape, normalize_dim, normalize_dims, unbroadcast
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -66,8 +66,9 @@ class Max(Op):
     def forward(self, x, dim=None, keepdim=False):
         self.axes = normalize_dims(self.name, dim, x.ndim, x.shape)
         if any(x.shape[a] == 0 for a in self.axes) or (x.size == 0 and not self.axes):
-            raise ShapeError(f"{self.name}: the input of shape {x.shape} has no element along dims {self.axes}; "
-                             f"the {self.name} of nothing is undefined")
+            raise (IndexShapeError if dim is not None else ShapeError)(  # PyTorch's classes
+                f"{self.name}: the input of shape {x.shape} has no element along dims {self.axes}; the {self.name} of "
+                f"nothing is undefined")
         self.keepdim = keepdim
         out = as_array(getattr(x, self.name)(axis=self.axes, keepdims=True))  # of a 0-d x NumPy gives a scalar
         self.save_for_backward(x, out)

@@ -18,7 +18,7 @@ import weakref
 import numpy as np
 
 from .. import backend, ops
-from ..ops import ShapeError
+from ..ops import IndexShapeError, ShapeError
 from ..backend.random import draw_categories
 from .modes import _on, _version_counter
 from .tape import Variable, _before_write, _values
@@ -285,7 +285,7 @@ class Composed:
         d = self._dim("index_select", dim)
         idx = _integer_index("index_select", index, self)
         if idx.ndim > 1:
-            raise ShapeError(f"index_select: index must be 1-d, got shape {idx.shape}")
+            raise IndexShapeError(f"index_select: index must be 1-d, got shape {idx.shape}")
         _check_in_range("index_select", idx, self.shape[d], f"dim {dim} of shape {self.shape}")
         return self._slice(d, idx.reshape(-1))
 
@@ -343,7 +343,7 @@ class Composed:
         _check_int("narrow", "length", length)
         start = start + n if start < 0 else start
         if not 0 <= start <= start + length <= n:
-            raise IndexError(f"narrow: start {start} and length {length} fall outside dim {dim} of size {n} "
+            raise IndexShapeError(f"narrow: start {start} and length {length} fall outside dim {dim} of size {n} "
                              f"(shape {self.shape})")
         return self._slice(d, slice(start, start + length))
 
