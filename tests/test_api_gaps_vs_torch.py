@@ -229,3 +229,14 @@ def test_errors_are_caught_by_pytorchs_class(name):
     with pytest.raises(type(want.value), match=name.split()[0].lstrip("a")) as got:  # amax's op is max
         ERRORS[name](mg)
     assert type(want.value) in (IndexError, RuntimeError) and isinstance(got.value, (ValueError, IndexError))
+
+
+@pytest.mark.parametrize("call", [lambda L: L.ones(2) ** L.ones(3), lambda L: L.ones(2).pow(L.ones(1, 3)),
+                                  lambda L: 2 ** L.ones(2) ** L.ones(3, 1, 4)])
+def test_pow_of_two_tensors_that_do_not_broadcast_names_pow(call):
+    """Before: the error named the op, 'pow_tensor: shapes ...', which no user writes."""
+    with pytest.raises(RuntimeError):
+        call(torch)
+    with pytest.raises(RuntimeError, match=r"^pow: shapes \(.*\) and \(.*\) do not broadcast") as got:
+        call(mg)
+    assert "pow_tensor" not in str(got.value)
