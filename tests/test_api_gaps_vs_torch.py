@@ -240,3 +240,34 @@ def test_pow_of_two_tensors_that_do_not_broadcast_names_pow(call):
     with pytest.raises(RuntimeError, match=r"^pow: shapes \(.*\) and \(.*\) do not broadcast") as got:
         call(mg)
     assert "pow_tensor" not in str(got.value)
+
+
+# ----------------------------------------------------------------------------- copy.deepcopy
+
+def test_deepcopy_of_a_non_leaf_is_refused_as_pytorch():
+    """Before: minigrad copied the tensor with its record and the graph behind it (a backward through the copy
+    reached copies of the leaves, whose gradients nobody reads); PyTorch refuses."""
+    for lib in (torch, mg):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        with pytest.raises(RuntimeError, match="Only Tensors created explicitly by the user"
+                           if lib is torch else r"only Tensors created explicitly by the user.*made by mul.*detach"):
+            copy.deepcopy(x * 2)
+        with pytest.raises(RuntimeError):
+            copy.deepcopy({"h": [x.tanh()]})  # inside a container too
+
+
+def test_deepcopy_of_leaves_as_pytorch():
+    """A leaf is copied with its values, requires_grad and .grad; a no_grad result and a detached tensor are leaves."""
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward()
+        with lib.no_grad():
+            y = x * 3
+        out = [copy.deepcopy(t) for t in (x, y, (x * 2).detach())]
+        return [(t.is_leaf, t.requires_grad, t.tolist(), None if t.grad is None else t.grad.tolist()) for t in out], \
+            out[0], x
+    got, c_m, x_m = run(mg)
+    want, c_t, x_t = run(torch)
+    assert got == want
+    c_m.grad.zero_()  # the copy's gradient is its own
+    assert x_m.grad.tolist() == [2.0, 4.0]

@@ -6,6 +6,7 @@ record: each is the Tensor's operators or methods under another name, reached th
 
 Read next: tensor.py.
 """
+import copy
 import difflib
 
 from .. import backend
@@ -65,7 +66,7 @@ def _alpha(op, alpha, t):
 
 class Names:
     """PyTorch's method names for the Tensor's operators and methods, new tensors like this one, its sizes in bytes,
-    and __getattr__, what a name it lacks says."""
+    copy.deepcopy's rule, and __getattr__, what a name it lacks says."""
     __slots__ = ()
     # the ledger reads x._is_parameter for each input of every op (NOTE [marks, not imports], profiler/ledger.py):
     # found here, a plain tensor's False costs a lookup; missing, it would cost __getattr__'s raise, 30 times more
@@ -187,6 +188,18 @@ class Names:
     @property
     def nbytes(self):
         return self._data.size * self._data.dtype.itemsize
+
+    def __deepcopy__(self, memo):
+        """copy.deepcopy, as PyTorch's: a leaf is copied (its .grad too); a tensor an op made while recording is
+        refused, as PyTorch's non-leaf, rather than copied with the graph behind it."""
+        if self._ctx is not None:
+            raise RuntimeError(f"deepcopy: only Tensors created explicitly by the user (graph leaves) support the "
+                               f"deepcopy protocol, as in PyTorch; this {self.dtype} tensor of shape {self.shape} was "
+                               f"made by {self._ctx.name}. Deepcopy x.detach() (the values), or the leaves it came from")
+        new = memo[id(self)] = object.__new__(type(self))
+        for slot in ("_data", "_requires_grad", "_grad", "_ctx", "_vc"):
+            setattr(new, slot, copy.deepcopy(getattr(self, slot), memo))
+        return new
 
     def __getattr__(self, name):
         """Only for a name the Tensor lacks (a PyTorch method minigrad does not offer, or a typo): an AttributeError
