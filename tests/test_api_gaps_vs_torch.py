@@ -271,3 +271,26 @@ def test_deepcopy_of_leaves_as_pytorch():
     assert got == want
     c_m.grad.zero_()  # the copy's gradient is its own
     assert x_m.grad.tolist() == [2.0, 4.0]
+
+
+# ----------------------------------------------------------------------------- the layers' dtype=
+
+@pytest.mark.parametrize("make", [lambda lib, dt: lib.Linear(2, 3, dtype=dt),
+                                  lambda lib, dt: lib.Linear(2, 3, False, None, dt),
+                                  lambda lib, dt: lib.LayerNorm(3, dtype=dt), lambda lib, dt: lib.Embedding(4, 2, dtype=dt),
+                                  lambda lib, dt: lib.BatchNorm1d(3, dtype=dt)])
+def test_layers_take_pytorchs_dtype_keyword(make):
+    """Before: TypeError 'unexpected keyword argument dtype' (PyTorch's factory keyword, beside device)."""
+    t, m = make(torch.nn, torch.float64), make(nn, "float64")
+    kinds = lambda mod: [(n, str(x.dtype).replace("torch.", "")) for n, x in  # noqa: E731
+                         list(mod.named_parameters()) + list(mod.named_buffers())]
+    assert kinds(m) == kinds(t) and ("weight", "float64") in kinds(m)
+    x = np.random.default_rng(2).standard_normal((4, 3 if not isinstance(t, torch.nn.Linear) else 2))
+    if isinstance(t, torch.nn.Embedding):
+        x = np.array([0, 3, 1])
+    same_weights(m, t)
+    np.testing.assert_allclose(to_host(m(mg.tensor(x))), t(torch.tensor(x)).detach().numpy(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(RuntimeError):
+        make(torch.nn, torch.int64)
+    with pytest.raises(TypeError, match=r"\(dtype=int64\): parameters must be floating point"):
+        make(nn, "int64")
