@@ -277,7 +277,8 @@ def test_deepcopy_of_leaves_as_pytorch():
 
 @pytest.mark.parametrize("make", [lambda lib, dt: lib.Linear(2, 3, dtype=dt),
                                   lambda lib, dt: lib.Linear(2, 3, False, None, dt),
-                                  lambda lib, dt: lib.LayerNorm(3, dtype=dt), lambda lib, dt: lib.Embedding(4, 2, dtype=dt),
+                                  lambda lib, dt: lib.LayerNorm(3, dtype=dt),
+                                  lambda lib, dt: lib.Embedding(4, 2, dtype=dt),
                                   lambda lib, dt: lib.BatchNorm1d(3, dtype=dt)])
 def test_layers_take_pytorchs_dtype_keyword(make):
     """Before: TypeError 'unexpected keyword argument dtype' (PyTorch's factory keyword, beside device)."""

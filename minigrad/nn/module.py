@@ -424,7 +424,7 @@ class Module:
         `destination` when given; keep_vars=True gives the tensors themselves, as PyTorch's (PyTorch's positional
         destination, prefix, keep_vars too, with its FutureWarning)."""
         if len(args) > 3:
-            raise TypeError(f"state_dict: takes destination, prefix and keep_vars, got {len(args)} positional arguments")
+            raise TypeError(f"state_dict: takes destination, prefix and keep_vars, got {len(args)} positional args")
         if args:
             warnings.warn("state_dict: positional args are being deprecated, use kwargs instead (as PyTorch says)",
                           FutureWarning, stacklevel=2)

@@ -195,7 +195,8 @@ class Names:
         if self._ctx is not None:
             raise RuntimeError(f"deepcopy: only Tensors created explicitly by the user (graph leaves) support the "
                                f"deepcopy protocol, as in PyTorch; this {self.dtype} tensor of shape {self.shape} was "
-                               f"made by {self._ctx.name}. Deepcopy x.detach() (the values), or the leaves it came from")
+                               f"made by {self._ctx.name}. Deepcopy x.detach() (the values), or the leaves it came "
+                               f"from")
         new = memo[id(self)] = object.__new__(type(self))
         for slot in ("_data", "_requires_grad", "_grad", "_ctx", "_vc"):
             setattr(new, slot, copy.deepcopy(getattr(self, slot), memo))
