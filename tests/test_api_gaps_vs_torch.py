@@ -295,3 +295,38 @@ def test_layers_take_pytorchs_dtype_keyword(make):
         make(torch.nn, torch.int64)
     with pytest.raises(TypeError, match=r"\(dtype=int64\): parameters must be floating point"):
         make(nn, "int64")
+
+
+# ----------------------------------------------------------------------------- mg.tensor of a list of tensors
+
+TENSOR_LISTS = {  # lib, dtype name -> the data; each of PyTorch's dtypes read from the elements
+    "0-d floats": lambda L, d: [L.tensor(1.0), L.tensor(2.5)],
+    "0-d ints": lambda L, d: [L.tensor(1), L.tensor(2)],
+    "a float tensor and an int": lambda L, d: [L.tensor(1.5), 2],
+    "an int tensor and a float": lambda L, d: [L.tensor(1), 2.5],
+    "float64 beside float32": lambda L, d: [L.tensor(1.0, dtype=d("float64")), L.tensor(2.0)],
+    "float64 beside a Python float": lambda L, d: [L.tensor(1.0, dtype=d("float64")), 2.0],
+    "float16 beside bfloat16": lambda L, d: [L.tensor(1.0, dtype=d("bfloat16")), L.tensor(1.0, dtype=d("float16"))],
+    "bool beside int": lambda L, d: [L.tensor(True), L.tensor(2)],
+    "nested, one element each": lambda L, d: [[L.tensor([1.0])], (L.tensor(3.0),)],
+    "a loss that requires grad": lambda L, d: [(L.tensor(1.5, requires_grad=True) * 2), L.tensor(0.25)],
+}
+
+
+@pytest.mark.parametrize("name", list(TENSOR_LISTS))
+def test_tensor_of_a_list_of_tensors_as_pytorch(name):
+    """Before: TypeError 'cannot make a tensor from list [tensor(1.), ...]' (torch.tensor(losses) is common)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch's: 'To copy construct from a tensor, ...'
+        t = torch.tensor(TENSOR_LISTS[name](torch, lambda n: getattr(torch, n)))
+    m = mg.tensor(TENSOR_LISTS[name](mg, lambda n: n))
+    assert (m.dtype.name, m.shape, m.requires_grad, m.is_leaf) == \
+        (str(t.dtype).split(".")[1], tuple(t.shape), t.requires_grad, t.is_leaf)
+    np.testing.assert_array_equal(to_host(m).astype(np.float64), t.double().numpy())
+
+
+def test_tensor_of_a_list_holding_a_tensor_of_several_elements_is_refused():
+    with pytest.raises(ValueError, match="only one element tensors"):
+        torch.tensor([torch.ones(2), torch.ones(2)])
+    with pytest.raises(ValueError, match=r"only one element tensors.*shape \(2,\).*mg\.stack"):
+        mg.tensor([mg.ones(2), mg.ones(2)])
