@@ -330,3 +330,44 @@ def test_tensor_of_a_list_holding_a_tensor_of_several_elements_is_refused():
         torch.tensor([torch.ones(2), torch.ones(2)])
     with pytest.raises(ValueError, match=r"only one element tensors.*shape \(2,\).*mg\.stack"):
         mg.tensor([mg.ones(2), mg.ones(2)])
+
+
+# ----------------------------------------------------------------------------- the factories PyTorch users call
+
+FACTORIES = {  # lib, dtype-by-name -> a tensor; the deterministic ones compare values too
+    "full_like": lambda L, d: L.full_like(L.tensor([[1.0, 2.0, 3.0]]), 7),
+    "full_like of ints with 2.5": lambda L, d: L.full_like(L.tensor([1, 2]), 2.5),
+    "full_like with dtype": lambda L, d: L.full_like(L.tensor([1, 2]), 2.5, dtype=d("float64")),
+    "eye": lambda L, d: L.eye(3),
+    "eye n, m of int64": lambda L, d: L.eye(2, 3, dtype=d("int64")),
+    "empty": lambda L, d: L.empty(2, 3),
+    "empty of a tuple": lambda L, d: L.empty((2, 3), dtype=d("int64")),
+    "empty_like": lambda L, d: L.empty_like(L.tensor([1, 2])),
+    "rand_like": lambda L, d: L.rand_like(L.ones(2, 3, dtype=d("float64"))),
+    "randn_like requiring grad": lambda L, d: L.randn_like(L.ones(4), requires_grad=True),
+    "randn_like with dtype": lambda L, d: L.randn_like(L.ones(4), dtype=d("float64")),
+}
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_factories_as_pytorch(name):
+    """Before: AttributeError "module 'minigrad' has no attribute ..." (full_like, empty, empty_like, eye, rand_like,
+    randn_like)."""
+    t = FACTORIES[name](torch, lambda n: getattr(torch, n))
+    m = FACTORIES[name](mg, lambda n: n)
+    assert (m.shape, m.dtype.name, m.requires_grad) == (tuple(t.shape), str(t.dtype).split(".")[1], t.requires_grad)
+    if "rand" in name:
+        assert np.all(np.isfinite(to_host(m))) and (name != "rand_like" or np.all((0 <= to_host(m)) & (to_host(m) < 1)))
+    elif "empty" not in name:  # PyTorch's empty holds whatever its memory held; minigrad's zeros
+        np.testing.assert_array_equal(to_host(m), t.numpy())
+
+
+def test_like_factories_refuse_what_pytorch_refuses():
+    with pytest.raises(NotImplementedError):
+        torch.rand_like(torch.tensor([1, 2]))
+    with pytest.raises(TypeError, match="rand_like: dtype must be a floating-point dtype, got int64"):
+        mg.rand_like(mg.tensor([1, 2]))
+    with pytest.raises(RuntimeError):
+        torch.full_like(torch.tensor([1, 2]), 1, requires_grad=True)
+    with pytest.raises(TypeError, match="only float tensors can require gradients"):
+        mg.full_like(mg.tensor([1, 2]), 1, requires_grad=True)

@@ -1,5 +1,5 @@
-"""Making tensors: tensor(), from_numpy, zeros, ones, full, zeros_like, ones_like, randn, rand, randint, multinomial,
-arange, and the functions of several tensors: cat, stack, where, maximum, minimum (PyTorch's names and signatures).
+"""Making tensors: tensor(), from_numpy, zeros, ones, full, empty, eye, the _like's (zeros, ones, full, empty, rand,
+randn), randn, rand, randint, multinomial, arange, and the functions of several tensors: cat, stack, where, maximum, minimum (PyTorch's names and signatures).
 Each makes a new leaf from an array (tensor.py's `_new`, which the ledger counts) or applies one op.
 """
 import math
@@ -86,6 +86,30 @@ def ones_like(input, *, dtype=None, requires_grad=False):
     return ones(*t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
 
 
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """fill_value everywhere, in input's shape, and its dtype and device unless given (torch.full_like)."""
+    t = _like("full_like", input)
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    """A new tensor to write into, as torch.empty: zeros here (PyTorch's holds whatever the memory held)."""
+    return _filled("empty", 0, size, dtype, device, requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+    """empty() in input's shape, dtype and device unless given (zeros here, as empty's)."""
+    t = _like("empty_like", input)
+    return empty(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """The n x m (n x n) matrix of ones on the diagonal, float32 unless given (torch.eye)."""
+    n, m = _shape((n, n if m is None else m), "eye")
+    array = backend.xp_for(backend.normalize_device(device)).eye(n, m, dtype=normalize_dtype(dtype or "float32"))
+    return _new(array, requires_grad)
+
+
 def _random(op, method, shape, dtype, device, requires_grad):
     dt = normalize_dtype(dtype or "float32")
     if not backend.is_float(dt):  # PyTorch's too: the draws would be truncated to integers
@@ -102,6 +126,18 @@ def randn(*shape, dtype=None, device=None, requires_grad=False):
 def rand(*shape, dtype=None, device=None, requires_grad=False):
     """Uniform samples in [0, 1) from minigrad's generator."""
     return _random("rand", "random", shape, dtype, device, requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+    """rand() in input's shape, dtype and device unless given (a float dtype: an integer input needs dtype=)."""
+    t = _like("rand_like", input)
+    return _random("rand_like", "random", t.shape, dtype or t.dtype, device or t.device, requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+    """randn() in input's shape, dtype and device unless given."""
+    t = _like("randn_like", input)
+    return _random("randn_like", "standard_normal", t.shape, dtype or t.dtype, device or t.device, requires_grad)
 
 
 def randint(low, high, size, *, dtype="int64", device=None):
