@@ -371,3 +371,20 @@ def test_like_factories_refuse_what_pytorch_refuses():
         torch.full_like(torch.tensor([1, 2]), 1, requires_grad=True)
     with pytest.raises(TypeError, match="only float tensors can require gradients"):
         mg.full_like(mg.tensor([1, 2]), 1, requires_grad=True)
+
+
+# ----------------------------------------------------------------------------- // and %, which minigrad lacks
+
+@pytest.mark.parametrize("call", [lambda x: x // 2, lambda x: x % 3, lambda x: 7 // x, lambda x: 7 % x,
+                                  lambda x: x // x, lambda x: _ifloordiv(x)])
+def test_floor_division_and_remainder_say_what_to_write(call):
+    """PyTorch computes them; minigrad has no such op. Before: Python's bare 'unsupported operand type(s) for //'."""
+    assert call(torch.tensor([7, -7])) is not None
+    with pytest.raises(TypeError, match=r"// and %: minigrad has no floor division.*int64 of shape \(2,\).*"
+                                        r"mg\.tensor\(x\.numpy\(\) // k"):
+        call(mg.tensor([7, -7]))
+
+
+def _ifloordiv(x):
+    x //= 2
+    return x

@@ -26,6 +26,8 @@ def nearest(name, offered):
 # PyTorch's Tensor attributes that minigrad does not offer, and what to write instead (minigrad/names.py's not_offered
 # says the same of a module's names); any other missing name gets the nearest the Tensor has (Names.__getattr__)
 _F = "it is a function, in PyTorch too: F.{}(x), after `import minigrad.functional as F`"
+_FLOOR = ("for index arithmetic, compute on the values outside the tape, mg.tensor(x.numpy() // k, device=x.device) "
+          "(an index needs no gradient)")
 _INSTEAD = {
     "einsum": "minigrad has no einsum: write it with @, transpose or permute, reshape and sum "
               "('bij,bjk->bik' is a @ b)",
@@ -53,6 +55,8 @@ _INSTEAD = {
     "median": "write it with sort: x.sort(d).values.narrow(d, (n - 1) // 2, 1), n = x.shape[d], is PyTorch's median "
               "along d (the lower of the two middle values)",
     "cumprod": "minigrad has no cumprod; for positive x, x.log().cumsum(d).exp()",
+    **{n: "minigrad has no floor division or remainder (x // y, x % y): " + _FLOOR
+       for n in ("floor_divide", "floor_divide_", "remainder", "remainder_", "fmod", "fmod_")},
 
     **{n: _F.format(n) for n in ("softplus", "silu", "leaky_relu", "gelu", "normalize", "one_hot")},
 }
@@ -66,7 +70,7 @@ def _alpha(op, alpha, t):
 
 class Names:
     """PyTorch's method names for the Tensor's operators and methods, new tensors like this one, its sizes in bytes,
-    copy.deepcopy's rule, and __getattr__, what a name it lacks says."""
+    copy.deepcopy's rule, and what a name it lacks says: // and % (_floor), and any other (__getattr__)."""
     __slots__ = ()
     # the ledger reads x._is_parameter for each input of every op (NOTE [marks, not imports], profiler/ledger.py):
     # found here, a plain tensor's False costs a lookup; missing, it would cost __getattr__'s raise, 30 times more
@@ -188,6 +192,14 @@ class Names:
     @property
     def nbytes(self):
         return self._data.size * self._data.dtype.itemsize
+
+    def _floor(self, other):
+        """x // y, x % y and their reflected and in-place forms (PyTorch's floor_divide and remainder), which minigrad
+        lacks: what to write instead, not Python's 'unsupported operand type(s)'."""
+        raise TypeError(f"// and %: minigrad has no floor division or remainder on tensors (here {self.dtype.name} "
+                        f"of shape {self.shape}); {_FLOOR}")
+
+    __floordiv__ = __rfloordiv__ = __ifloordiv__ = __mod__ = __rmod__ = __imod__ = _floor
 
     def __deepcopy__(self, memo):
         """copy.deepcopy, as PyTorch's: a leaf is copied (its .grad too); a tensor an op made while recording is
