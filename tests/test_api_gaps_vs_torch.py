@@ -388,3 +388,26 @@ def test_floor_division_and_remainder_say_what_to_write(call):
 def _ifloordiv(x):
     x //= 2
     return x
+
+
+# ----------------------------------------------------------------------------- arange of 0-d tensors
+
+@pytest.mark.parametrize("args", [("3",), ("3.0",), (0, "3"), ("1", 5, "2"), ("0.5", 2), ("int32 3",), ("True",)])
+def test_arange_of_0d_tensors_as_pytorch(args):
+    """Before: mg.arange(mg.tensor(3)) was float32 [0., 1., 2.] where PyTorch's is int64 [0, 1, 2] (silently)."""
+    def make(lib, a):
+        if not isinstance(a, str):
+            return a
+        if a.startswith("int32"):
+            return lib.tensor(3, dtype=torch.int32 if lib is torch else "int32")
+        return lib.tensor(eval(a))  # noqa: S307 '3', '3.0', 'True'
+    t = torch.arange(*(make(torch, a) for a in args))
+    m = mg.arange(*(make(mg, a) for a in args))
+    assert m.dtype.name == str(t.dtype).split(".")[1] and to_host(m).tolist() == t.tolist()
+
+
+def test_arange_of_a_tensor_with_dims_is_refused_as_pytorch():
+    with pytest.raises(TypeError):
+        torch.arange(torch.tensor([3]))
+    with pytest.raises(TypeError, match=r"arange: expected a number or a 0-d tensor, got a tensor of shape \(1,\)"):
+        mg.arange(mg.tensor([3]))

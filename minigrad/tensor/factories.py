@@ -159,12 +159,23 @@ def multinomial(input, num_samples, replacement=False):
 
 def arange(start, end=None, step=1, *, dtype=None, device=None):
     start, end = (0, start) if end is None else (start, end)
+    start, end, step = (_number_of("arange", x) for x in (start, end, step))  # a 0-d tensor: its number, as PyTorch
     if step == 0 or not all(math.isfinite(x) for x in (start, end, step)) or (end - start) * step < 0:
         raise ValueError(f"arange: cannot go from {start} to {end} by step {step}: the bounds must be finite, the step "
                          f"non-zero and of the sign of end - start, as in PyTorch")
     device = backend.normalize_device(device)
     host = np.arange(start, end, step)
     return tensor(host, dtype=dtype or ("int64" if host.dtype.kind in "iu" else "float32"), device=device)
+
+
+def _number_of(op, x):
+    """A 0-d tensor's number (an int for an integer or bool tensor, so that arange(mg.tensor(3)) is int64, as
+    PyTorch's); a number as it is; anything else refused."""
+    if isinstance(x, Tensor):
+        if x.ndim != 0:
+            raise TypeError(f"{op}: expected a number or a 0-d tensor, got a tensor of shape {x.shape}")
+        return int(x.item()) if x.dtype.kind in "biu" else x.item()
+    return x
 
 
 # ----------------------------------------------------------------------------- functions on several tensors
