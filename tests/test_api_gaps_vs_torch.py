@@ -411,3 +411,20 @@ def test_arange_of_a_tensor_with_dims_is_refused_as_pytorch():
         torch.arange(torch.tensor([3]))
     with pytest.raises(TypeError, match=r"arange: expected a number or a 0-d tensor, got a tensor of shape \(1,\)"):
         mg.arange(mg.tensor([3]))
+
+
+# ----------------------------------------------------------------------------- small names PyTorch code calls
+
+def test_small_names_as_pytorch():
+    """Before: AttributeError (x.nelement, x.is_floating_point, x.is_cuda, model.bfloat16) and TypeError
+    (randint(high, size), PyTorch's other overload)."""
+    for lib in (torch, mg):
+        x, i = lib.ones(2, 3), lib.tensor([1, 2])
+        assert (x.nelement(), x.is_floating_point(), i.is_floating_point(), x.is_cuda) == \
+            (6, True, False, str(x.device).startswith("cuda"))
+        model = lib.nn.Linear(2, 2).bfloat16()
+        assert str(model.weight.dtype).endswith("bfloat16") and str(model.bias.dtype).endswith("bfloat16")
+        lib.manual_seed(0)
+        draws = lib.randint(3, (50,))
+        assert tuple(draws.shape) == (50,) and str(draws.dtype).endswith("int64")
+        assert set(to_host(draws).tolist() if lib is mg else draws.tolist()) == {0, 1, 2}

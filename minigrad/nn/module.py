@@ -410,6 +410,9 @@ class Module:
     def half(self):
         return self.to("float16")
 
+    def bfloat16(self):
+        return self.to("bfloat16")
+
     def _state_tensors(self):
         """(name, tensor) for state_dict: module by module, its parameters then its persistent buffers (PyTorch's
         order); a tensor held under two names (tied weights) is listed under both, as PyTorch does."""

@@ -140,8 +140,10 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False):
     return _random("randn_like", "standard_normal", t.shape, dtype or t.dtype, device or t.device, requires_grad)
 
 
-def randint(low, high, size, *, dtype="int64", device=None):
-    """Integers in [low, high) from minigrad's generator."""
+def randint(low, high, size=None, *, dtype="int64", device=None):
+    """Integers in [low, high) from minigrad's generator; randint(high, size) draws from [0, high), as PyTorch's."""
+    if size is None:  # PyTorch's other overload: randint(high, size)
+        low, high, size = 0, low, high
     if not low < high:  # as PyTorch, whatever the size
         raise ValueError(f"randint: low must be less than high, got low={low} and high={high}")
     size = _shape((size,), "randint")

@@ -193,6 +193,16 @@ class Names:
     def nbytes(self):
         return self._data.size * self._data.dtype.itemsize
 
+    def nelement(self):
+        return self._data.size
+
+    def is_floating_point(self):
+        return backend.is_float(self._data.dtype)
+
+    @property
+    def is_cuda(self):
+        return self.device == "cuda"
+
     def _floor(self, other):
         """x // y, x % y and their reflected and in-place forms (PyTorch's floor_divide and remainder), which minigrad
         lacks: what to write instead, not Python's 'unsupported operand type(s)'."""
