@@ -428,3 +428,24 @@ def test_small_names_as_pytorch():
         draws = lib.randint(3, (50,))
         assert tuple(draws.shape) == (50,) and str(draws.dtype).endswith("int64")
         assert set(to_host(draws).tolist() if lib is mg else draws.tolist()) == {0, 1, 2}
+
+
+# ----------------------------------------------------------------------------- cat's legacy empty tensor
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cat_skips_an_empty_1d_tensor_as_pytorch(dim):
+    """`out = torch.tensor([])`, then `out = torch.cat([out, x])` in a loop: PyTorch skips the (0,) tensor beside
+    others (dtype promotion still sees it); minigrad raised a ShapeError (dim 0) or 'tuple index out of range'."""
+    def run(lib):
+        e = lib.tensor([], requires_grad=True)
+        x = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        out = lib.cat([e, x, e], dim=dim) if dim == 0 else lib.cat([x, e], dim=dim)
+        (out * lib.arange(out.numel()).reshape(out.shape)).sum().backward()
+        return tuple(out.shape), to_host(out) if lib is mg else out.detach().numpy(), e.grad, x.grad
+    (shape_m, out_m, eg_m, xg_m), (shape_t, out_t, eg_t, xg_t) = run(mg), run(torch)
+    assert shape_m == shape_t
+    np.testing.assert_array_equal(out_m, out_t)
+    np.testing.assert_array_equal(to_host(xg_m), xg_t.numpy())
+    assert to_host(eg_m).shape == tuple(eg_t.shape) == (0,)
+    assert mg.cat([mg.tensor([]), mg.tensor([1, 2])]).dtype == np.float32  # as torch's: the empty float32 counts
+    assert mg.cat([mg.tensor([]), mg.tensor([])]).shape == (0,)
