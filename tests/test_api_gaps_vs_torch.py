@@ -449,3 +449,24 @@ def test_cat_skips_an_empty_1d_tensor_as_pytorch(dim):
     assert to_host(eg_m).shape == tuple(eg_t.shape) == (0,)
     assert mg.cat([mg.tensor([]), mg.tensor([1, 2])]).dtype == np.float32  # as torch's: the empty float32 counts
     assert mg.cat([mg.tensor([]), mg.tensor([])]).shape == (0,)
+
+
+# ----------------------------------------------------------------------------- == None, == a list
+
+def test_equality_with_what_is_not_a_tensor_or_number_is_identity_as_pytorch():
+    """`if mask != None:` and `[None, t].index(t)`: PyTorch's == and != with None, a str, a list or an object fall back
+    to Python's identity (False, True). Before: minigrad compared elementwise (tensor([False, False]), then 'ambiguous'
+    in an if; x == [1.0, 2.0] was tensor([True, True]) where PyTorch's is False)."""
+    for lib in (torch, mg):
+        x = lib.tensor([1.0, 2.0])
+        assert (x == None) is False and (x != None) is True  # noqa: E711 what users write
+        assert (x == [1.0, 2.0]) is False and (x == (1.0, 2.0)) is False and (x == "a") is False
+        assert [None, "a", x].index(x) == 2
+        assert (x == 1).tolist() == [True, False] and (x == x.new_tensor([1.0, 3.0])).tolist() == [True, False]
+        if str(x.device) == "cpu":  # a host array beside a GPU tensor is refused (a device of its own)
+            assert (x == np.array([1.0, 3.0])).tolist() == [True, False]
+        assert x.eq(x).tolist() == [True, True] and x.ne(2).tolist() == [True, False]
+        with pytest.raises(TypeError):
+            x.eq(None)
+        with pytest.raises(TypeError):
+            x < None  # noqa: B015

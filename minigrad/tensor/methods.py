@@ -404,7 +404,9 @@ class Comparisons:
     gradient is 0, as PyTorch's.)"""
     __slots__ = ()
 
-    def _compare(self, other, fn):
+    def _compare(self, other, fn, identity=False):
+        if identity and not (isinstance(other, Variable) or _is_number(other) or backend.is_array(other)):
+            return NotImplemented  # x == None (or a str, a list): Python's identity, False, as PyTorch's
         check_device(fn.__name__, self, other)
         other = _values(other, fn.__name__) if isinstance(other, Variable) else other
         try:
@@ -429,12 +431,12 @@ class Comparisons:
         return self._compare(other, operator.ge)
 
     def __eq__(self, other):
-        return self._compare(other, operator.eq)
+        return self._compare(other, operator.eq, identity=True)
 
     def __ne__(self, other):
-        return self._compare(other, operator.ne)
+        return self._compare(other, operator.ne, identity=True)
 
-    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+    lt, le, gt, ge = __lt__, __le__, __gt__, __ge__  # eq and ne: names.py's (no identity there)
 
     def __invert__(self):
         return self._new(~_values(self, "invert"))

@@ -8,6 +8,7 @@ Read next: tensor.py.
 """
 import copy
 import difflib
+import operator
 
 from .. import backend
 from ..ops import ShapeError
@@ -92,6 +93,21 @@ class Names:
             raise ValueError(f"div: rounding_mode={rounding_mode!r} is not supported: minigrad's division is true "
                              f"division; for indices, divide the integer arrays outside the tape (x.data // k)")
         return self / other
+
+    def eq(self, other):
+        return self._compared("eq", other, operator.eq)
+
+    def ne(self, other):
+        return self._compared("ne", other, operator.ne)
+
+    def _compared(self, name, other, fn):
+        """x.eq(y), x.ne(y): as == and != (methods.py), but None, a str or a list is PyTorch's TypeError, not the
+        False of Python's identity that the operators fall back to."""
+        out = self._compare(other, fn, identity=True)
+        if out is NotImplemented:
+            raise TypeError(f"{name}: expected a Tensor or a number to compare with, got {type(other).__name__}; "
+                            f"x == y compares a tensor with None by identity (False), as in PyTorch")
+        return out
 
     def neg(self):
         return -self
