@@ -470,3 +470,19 @@ def test_equality_with_what_is_not_a_tensor_or_number_is_identity_as_pytorch():
             x.eq(None)
         with pytest.raises(TypeError):
             x < None  # noqa: B015
+
+
+def test_load_state_dict_assign_as_pytorch():
+    """Before: TypeError 'unexpected keyword argument assign'. assign=True holds the state dict's values themselves
+    (their dtype; a write to one shows in the other), keeping requires_grad; assign=False copies and casts."""
+    for lib in (torch.nn, nn):
+        L = torch if lib is torch.nn else mg
+        model = lib.Linear(2, 3)
+        sd = {"weight": L.ones(3, 2, dtype=L.float64), "bias": L.zeros(3, dtype=L.float64)}
+        model.load_state_dict(sd, assign=False)
+        assert str(model.weight.dtype).endswith("float32")
+        model.load_state_dict(sd, assign=True)
+        assert str(model.weight.dtype).endswith("float64") and model.weight.requires_grad
+        with L.no_grad():
+            sd["weight"][0, 0] = 5.0
+        assert float(model.weight[0, 0]) == 5.0

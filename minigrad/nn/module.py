@@ -437,10 +437,10 @@ class Module:
             out[prefix + name] = t if keep_vars else t._data.copy()
         return out
 
-    def load_state_dict(self, state_dict, strict=True):
-        """Copies each array in, cast to the parameter's dtype and moved to its device; all or nothing. Returns
-        PyTorch's (missing_keys, unexpected_keys), and with strict=True raises PyTorch's RuntimeError if either is
-        not empty."""
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copies each array in, cast to the parameter's dtype and moved to its device (assign=True: holds the array
+        itself, its dtype and device, as PyTorch's); all or nothing. Returns PyTorch's (missing_keys,
+        unexpected_keys), and with strict=True raises PyTorch's RuntimeError if either is not empty."""
         own, where = dict(self._state_tensors()), f"load_state_dict for {type(self).__name__}"
         keys = IncompatibleKeys(sorted(set(own) - set(state_dict)), sorted(set(state_dict) - set(own)))
         if strict and (keys.missing_keys or keys.unexpected_keys):
@@ -452,12 +452,13 @@ class Module:
                 continue
             value = state_dict[name]
             array = value._data if isinstance(value, Tensor) else value
-            array = backend.to_device(backend.to_numpy(array) if not backend.is_array(array) else array, t.device)
+            array = backend.to_numpy(array) if not backend.is_array(array) else array
+            array = array if assign else backend.to_device(array, t.device)
             if array.shape != t.shape:  # checked for every key before any is written, unlike PyTorch
                 raise RuntimeError(f"{where}: {name} has shape {t.shape} here but {array.shape} in the state dict")
             arrays[name] = array
         for name, array in arrays.items():
-            own[name]._set_data(array.astype(own[name].dtype, copy=True))
+            own[name]._set_data(array if assign else array.astype(own[name].dtype, copy=True))
         return keys
 
     def num_parameters(self):
