@@ -106,7 +106,9 @@ _INSTEAD = {"compile": "minigrad has no compiler: call the model itself", "jit":
             "as_tensor": "mg.tensor(data) copies; mg.from_numpy(array) shares the NumPy array's memory",
             "long": "the dtype is mg.int64", "bool": "the dtype is mg.bool_", "int": "the dtype is mg.int32",
             "float": "the dtype is mg.float32", "double": "the dtype is mg.float64", "half": "the dtype is mg.float16",
-            "Size": "a shape is a plain tuple"}
+            "Size": "a shape is a plain tuple",
+            "autograd": "minigrad has no autograd namespace: call loss.backward() and read each input's .grad "
+                        "(what torch.autograd.grad(loss, x) returns; zero the .grad first)"}
 
 
 def __getattr__(name):

@@ -486,3 +486,9 @@ def test_load_state_dict_assign_as_pytorch():
         with L.no_grad():
             sd["weight"][0, 0] = 5.0
         assert float(model.weight[0, 0]) == 5.0
+
+
+def test_autograd_namespace_says_what_to_write():
+    """Before: "module 'minigrad' has no attribute 'autograd'; did you mean 'no_grad' or 'autocast'?"."""
+    with pytest.raises(AttributeError, match=r"'autograd'.*loss\.backward\(\) and read each input's \.grad"):
+        mg.autograd.grad  # noqa: B018
