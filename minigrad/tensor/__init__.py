@@ -44,7 +44,8 @@ from .factories import (arange, cat, empty, empty_like, eye, full, full_like, ma
                         ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor, where, zeros, zeros_like)
 
 __all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
-           "empty", "empty_like", "eye", "full_like", "rand_like", "randn_like", "multinomial", "arange", "cat", "stack", "where", "maximum", "minimum",
+           "empty", "empty_like", "eye", "full_like", "rand_like", "randn_like", "multinomial", "arange", "cat",
+           "stack", "where", "maximum", "minimum",
            "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "autocasting", "Listener", "Cache",
            "Autocast", "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache",
            "active_autocast", "autocast_inputs", "mark_written",

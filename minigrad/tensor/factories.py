@@ -1,5 +1,6 @@
 """Making tensors: tensor(), from_numpy, zeros, ones, full, empty, eye, the _like's (zeros, ones, full, empty, rand,
-randn), randn, rand, randint, multinomial, arange, and the functions of several tensors: cat, stack, where, maximum, minimum (PyTorch's names and signatures).
+randn), randn, rand, randint, multinomial, arange, and the functions of several tensors: cat, stack, where, maximum,
+minimum (PyTorch's names and signatures).
 Each makes a new leaf from an array (tensor.py's `_new`, which the ledger counts) or applies one op.
 """
 import math
