@@ -81,8 +81,8 @@ from .backend.random import get_rng_state, manual_seed, set_rng_state
 from .names import inference_mode, is_inference_mode_enabled, not_offered
 from .tensor import from_numpy
 from .tensor import (Tensor, arange, cat, empty, empty_like, enable_grad, eye, full, full_like, is_grad_enabled,
-                     maximum, minimum, multinomial, no_grad, ones, ones_like, rand, rand_like, randint, randn, randn_like,
-                     stack, tensor, where, zeros, zeros_like)
+                     maximum, minimum, multinomial, no_grad, ones, ones_like, rand, rand_like, randint, randn,
+                     randn_like, stack, tensor, where, zeros, zeros_like)
 
 float16, float32, float64 = _np.dtype("float16"), _np.dtype("float32"), _np.dtype("float64")
 int32, int64, bool_ = _np.dtype("int32"), _np.dtype("int64"), _np.dtype("bool")
