@@ -79,6 +79,14 @@ def test_sequential_times_n_shares_the_layers_as_pytorch():
         block = lib.Linear(2, 2)
         twice = lib.Sequential(block) * 2
         assert twice[0] is twice[1] is block and len(list(twice.parameters())) == 2
+    t, m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh()) * 3, nn.Sequential(nn.Linear(2, 2), nn.Tanh()) * 3
+    same_weights(m, t)  # the block runs three times, its gradient summed over the three
+    x = np.random.default_rng(3).standard_normal((4, 2))
+    out_m, out_t = m(mg.tensor(x, dtype="float32")), t(torch.tensor(x, dtype=torch.float32))
+    np.testing.assert_allclose(to_host(out_m), out_t.detach().numpy(), rtol=1e-5, atol=1e-6)
+    out_m.sum().backward()
+    out_t.sum().backward()
+    np.testing.assert_allclose(to_host(m[0].weight.grad), t[0].weight.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("call, error", [
