@@ -80,14 +80,16 @@ from .backend import BFLOAT16 as bfloat16  # NOTE [bfloat16] (backend/device.py)
 from .backend.random import get_rng_state, manual_seed, set_rng_state
 from .names import inference_mode, is_inference_mode_enabled, not_offered
 from .tensor import from_numpy
-from .tensor import (Tensor, arange, cat, enable_grad, full, is_grad_enabled, maximum, minimum, multinomial, no_grad,
-                     ones, ones_like, rand, randint, randn, stack, tensor, where, zeros, zeros_like)
+from .tensor import (Tensor, arange, cat, empty, empty_like, enable_grad, eye, full, full_like, is_grad_enabled,
+                     maximum, minimum, multinomial, no_grad, ones, ones_like, rand, rand_like, randint, randn,
+                     randn_like, stack, tensor, where, zeros, zeros_like)
 
 float16, float32, float64 = _np.dtype("float16"), _np.dtype("float32"), _np.dtype("float64")
 int32, int64, bool_ = _np.dtype("int32"), _np.dtype("int64"), _np.dtype("bool")
 
 __version__ = "0.1.0"
 __all__ = ["Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
+           "empty", "empty_like", "eye", "full_like", "rand_like", "randn_like",
            "arange", "cat", "stack", "where", "maximum", "minimum", "multinomial", "no_grad", "enable_grad",
            "is_grad_enabled", "manual_seed",
            "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "device", "functional", "nn", "optim",
@@ -104,7 +106,9 @@ _INSTEAD = {"compile": "minigrad has no compiler: call the model itself", "jit":
             "as_tensor": "mg.tensor(data) copies; mg.from_numpy(array) shares the NumPy array's memory",
             "long": "the dtype is mg.int64", "bool": "the dtype is mg.bool_", "int": "the dtype is mg.int32",
             "float": "the dtype is mg.float32", "double": "the dtype is mg.float64", "half": "the dtype is mg.float16",
-            "Size": "a shape is a plain tuple"}
+            "Size": "a shape is a plain tuple",
+            "autograd": "minigrad has no autograd namespace: call loss.backward() and read each input's .grad "
+                        "(what torch.autograd.grad(loss, x) returns; zero the .grad first)"}
 
 
 def __getattr__(name):

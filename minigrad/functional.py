@@ -26,8 +26,15 @@ def _float_input(x, op):
 
 
 def linear(input, weight, bias=None):
-    """y = input @ weight.T + bias, with weight shaped (out_features, in_features)."""
+    """y = input @ weight.T + bias, with weight shaped (out_features, in_features); a 1-d weight (in_features,) gives
+    one number per row, input @ weight, as PyTorch's (as one out_feature, its dim dropped)."""
     _check_tensor(input, "linear")
+    if isinstance(weight, Tensor) and weight.ndim == 1:
+        if bias is not None or input.ndim == 0 or input.shape[-1] != weight.shape[0]:
+            raise ShapeError(f"linear: a 1-d weight of shape {weight.shape} takes an input whose last dim is "
+                             f"{weight.shape[0]} and no bias (PyTorch's addmm refuses one), got input {input.shape}"
+                             f"{'' if bias is None else ' and a bias'}; write F.linear(x, w) + b for a bias")
+        return apply(ops.Linear, input, weight.unsqueeze(0)).squeeze(-1)
     if bias is None:
         return apply(ops.Linear, input, weight)
     return apply(ops.Linear, input, weight, bias)

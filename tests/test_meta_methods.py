@@ -142,7 +142,8 @@ def test_the_tables_name_every_method_a_tensor_has():
                "element_size", "eq", "equal", "expand_as", "ge", "grad", "grad_fn", "gt", "is_leaf", "item", "itemsize",
                "le", "lt", "masked_select", "multinomial", "nbytes", "ndim", "ne", "new_empty", "new_ones",
                "new_tensor", "new_zeros", "numel", "numpy", "outer", "requires_grad", "requires_grad_", "reshape_as",
-               "retain_grad", "shape", "size", "squeeze", "to", "tolist", "view", "view_as", "bmm", "fill_", "sub_"}
+               "retain_grad", "shape", "size", "squeeze", "to", "tolist", "view", "view_as", "bmm", "fill_", "sub_",
+               "is_cuda", "is_floating_point", "nelement"}
     named = {n.split("_after")[0] for n in METHODS} | set(MATRIX)
     missing = {n for n in dir(mg.Tensor) if not n.startswith("_")} - named - not_ops
     assert not missing, f"add these methods to METHODS or MATRIX: {sorted(missing)}"

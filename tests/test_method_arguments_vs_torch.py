@@ -83,7 +83,6 @@ EXTENSIONS = [
 UNSUPPORTED = [
     (r"\.mT", r"mT: needs at least 2 dims"),                       # PyTorch's 0-d .mT: deprecated there
     (r"\.gather\(", r"gather: index must have as many dims as the input"),  # PyTorch's 0-d input with a 1-d index
-    (r"m\.cat\(", r"inputs have different dtypes"),               # NOTE [type promotion]: no silent promotion
 ]
 
 

@@ -9,20 +9,31 @@ import warnings
 from .. import functional as F
 from .. import backend
 from ..backend.random import draw
-from ..tensor import is_recomputing, no_grad, ones, tensor, zeros
+from ..tensor import is_recomputing, no_grad, normalize_dtype, ones, tensor, zeros
 from ..tensor.args import _shape
 from .module import Module, Parameter, _uniform
+
+
+def _made_in(module, dtype):
+    """PyTorch's factory keyword dtype=: the layer's float parameters and buffers in that dtype (drawn as float32
+    first); an integer dtype is refused, as PyTorch refuses it (its parameters could not require grad)."""
+    if dtype is not None and not backend.is_float(normalize_dtype(dtype)):
+        raise TypeError(f"{type(module).__name__}(dtype={normalize_dtype(dtype).name}): parameters must be floating "
+                        f"point, to require grad (PyTorch refuses it too); give 'float32', 'float64', 'bfloat16', ...")
+    if dtype is not None:
+        module.to(dtype=dtype)
 
 
 class Linear(Module):
     """y = x @ weight.T + bias; weight (out_features, in_features), PyTorch's default init."""
 
-    def __init__(self, in_features, out_features, bias=True, device=None):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         self.in_features, self.out_features = _shape((in_features, out_features), "Linear")  # ints >= 0
         bound = 1 / math.sqrt(in_features) if in_features else 0
         # PyTorch's kaiming_uniform_(a=sqrt(5)) reduces to U(-1/sqrt(in), 1/sqrt(in)); so does its bias
         self.weight = _uniform((out_features, in_features), bound, device)
         self.register_parameter("bias", _uniform((out_features,), bound, device) if bias else None)
+        _made_in(self, dtype)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
@@ -152,13 +163,14 @@ class Dropout(Module):
 class LayerNorm(Module):
     """Normalize over the last dims, then scale (weight, ones) and shift (bias, zeros)."""
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         self.normalized_shape = _shape((normalized_shape,), "LayerNorm")  # an int or a tuple of ints >= 0
         self.eps = eps
         self.register_parameter("weight", Parameter(ones(*self.normalized_shape, device=device))
                                 if elementwise_affine else None)
         self.register_parameter("bias", Parameter(zeros(*self.normalized_shape, device=device))
                                 if elementwise_affine and bias else None)
+        _made_in(self, dtype)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -172,7 +184,7 @@ class Embedding(Module):
     (if given) starts at zeros and gets no gradient."""
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
-                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None):
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         # PyTorch's parameters in PyTorch's places (device is its 10th, as there), so that a positional call means
         # what it means in PyTorch; those minigrad does not implement are refused when set
         for name, value, instead in (
@@ -194,6 +206,7 @@ class Embedding(Module):
             host[padding_idx] = 0
         self.padding_idx = padding_idx
         self.weight = Parameter(tensor(host, device=device))
+        _made_in(self, dtype)
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx)
@@ -211,7 +224,8 @@ class BatchNorm1d(Module):
     in eval it uses the running statistics.
     """
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.register_parameter("weight", Parameter(ones(num_features, device=device)) if affine else None)
         self.register_parameter("bias", Parameter(zeros(num_features, device=device)) if affine else None)
@@ -223,6 +237,7 @@ class BatchNorm1d(Module):
         else:  # empty buffer slots, as PyTorch's (NOTE [attribute kinds] in module.py)
             for name in ("running_mean", "running_var", "num_batches_tracked"):
                 self.register_buffer(name, None)
+        _made_in(self, dtype)
 
     def forward(self, input):
         if input.ndim not in (2, 3) or input.shape[1] != self.num_features:

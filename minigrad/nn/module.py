@@ -14,6 +14,7 @@ changes the parameters) and gpt.py (a model built from these).
 """
 import inspect
 import operator
+import warnings
 from collections import OrderedDict, namedtuple
 
 from .. import backend
@@ -409,6 +410,9 @@ class Module:
     def half(self):
         return self.to("float16")
 
+    def bfloat16(self):
+        return self.to("bfloat16")
+
     def _state_tensors(self):
         """(name, tensor) for state_dict: module by module, its parameters then its persistent buffers (PyTorch's
         order); a tensor held under two names (tied weights) is listed under both, as PyTorch does."""
@@ -418,14 +422,25 @@ class Module:
             for name, t in own:
                 yield (f"{mod_name}.{name}" if mod_name else name), t
 
-    def state_dict(self):
-        """{name: array copy} of parameters and persistent buffers (NumPy/CuPy arrays, as they are)."""
-        return {name: t._data.copy() for name, t in self._state_tensors()}
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """{prefix + name: array copy} of parameters and persistent buffers (NumPy/CuPy arrays, as they are), put into
+        `destination` when given; keep_vars=True gives the tensors themselves, as PyTorch's (PyTorch's positional
+        destination, prefix, keep_vars too, with its FutureWarning)."""
+        if len(args) > 3:
+            raise TypeError(f"state_dict: takes destination, prefix and keep_vars, got {len(args)} positional args")
+        if args:
+            warnings.warn("state_dict: positional args are being deprecated, use kwargs instead (as PyTorch says)",
+                          FutureWarning, stacklevel=2)
+            destination, prefix, keep_vars = (*args, *(destination, prefix, keep_vars)[len(args):])
+        out = {} if destination is None else destination
+        for name, t in self._state_tensors():
+            out[prefix + name] = t if keep_vars else t._data.copy()
+        return out
 
-    def load_state_dict(self, state_dict, strict=True):
-        """Copies each array in, cast to the parameter's dtype and moved to its device; all or nothing. Returns
-        PyTorch's (missing_keys, unexpected_keys), and with strict=True raises PyTorch's RuntimeError if either is
-        not empty."""
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copies each array in, cast to the parameter's dtype and moved to its device (assign=True: holds the array
+        itself, its dtype and device, as PyTorch's); all or nothing. Returns PyTorch's (missing_keys,
+        unexpected_keys), and with strict=True raises PyTorch's RuntimeError if either is not empty."""
         own, where = dict(self._state_tensors()), f"load_state_dict for {type(self).__name__}"
         keys = IncompatibleKeys(sorted(set(own) - set(state_dict)), sorted(set(state_dict) - set(own)))
         if strict and (keys.missing_keys or keys.unexpected_keys):
@@ -437,12 +452,13 @@ class Module:
                 continue
             value = state_dict[name]
             array = value._data if isinstance(value, Tensor) else value
-            array = backend.to_device(backend.to_numpy(array) if not backend.is_array(array) else array, t.device)
+            array = backend.to_numpy(array) if not backend.is_array(array) else array
+            array = array if assign else backend.to_device(array, t.device)
             if array.shape != t.shape:  # checked for every key before any is written, unlike PyTorch
                 raise RuntimeError(f"{where}: {name} has shape {t.shape} here but {array.shape} in the state dict")
             arrays[name] = array
         for name, array in arrays.items():
-            own[name]._set_data(array.astype(own[name].dtype, copy=True))
+            own[name]._set_data(array if assign else array.astype(own[name].dtype, copy=True))
         return keys
 
     def num_parameters(self):
@@ -468,6 +484,9 @@ def _as_module(obj, where):
         ours = obj.__module__.rpartition(".")[0] == __name__.rpartition(".")[0]  # one of minigrad.nn's layers
         call = ("nn." if ours else "") + obj.__name__ + ("(...)" if needs_args else "()")
         raise TypeError(f"{where} is the class {obj.__name__}, not a module; write {call}")
+    if obj is None:  # PyTorch's containers keep None as an empty slot; here a slot holds a module
+        raise TypeError(f"{where} is None, which PyTorch keeps as an empty slot but minigrad's containers refuse; "
+                        f"leave it out, or put nn.Identity() where a layer must pass its input on")
     if callable(obj):
         raise TypeError(f"{where} is the function {getattr(obj, '__name__', repr(obj))}, not a module; write a "
                         f"Module whose forward calls it (or use an nn layer such as nn.ReLU())")
@@ -531,6 +550,9 @@ class _Indexed:
         self._renumber(modules)
 
     def extend(self, modules):
+        if not hasattr(modules, "__iter__"):  # one layer, as PyTorch's check
+            raise TypeError(f"{type(self).__name__}.extend should be called with an iterable of modules, but got "
+                            f"{type(modules).__name__}; to add one module, write append(module)")
         for m in modules:
             self.append(m)
         return self
@@ -565,6 +587,33 @@ class Sequential(_Indexed, Module):
         self.add_module(str(len(self)), _as_module(module, "Sequential.append: the argument"))
         return self
 
+    def _sequential(self, other, op):
+        if not isinstance(other, Sequential):  # PyTorch's ValueError, and its words
+            raise ValueError(f"Sequential {op}: add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given; wrap the layers: nn.Sequential(*layers)")
+        return other
+
+    def __add__(self, other):
+        """A new Sequential of self's layers then other's (the same modules, renumbered), as PyTorch's."""
+        return Sequential(*self, *self._sequential(other, "+"))
+
+    def __iadd__(self, other):
+        return self.extend(self._sequential(other, "+="))
+
+    def __mul__(self, other):
+        """The layers repeated `other` times: the same modules (their weights shared), as PyTorch's."""
+        if isinstance(other, bool) or not isinstance(other, int):
+            raise TypeError(f"Sequential * {type(other).__name__}: unsupported operand; multiply by an int > 0")
+        if other <= 0:
+            raise ValueError(f"Sequential * {other}: non-positive multiplication factor, as PyTorch refuses; "
+                             f"multiply by an int > 0")
+        return Sequential(*(list(self) * other))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other):
+        return self.extend(list(self * other)[len(self):])
+
     def __getitem__(self, idx):
         items = self._slots()
         if isinstance(idx, slice):
@@ -590,6 +639,13 @@ class ModuleList(_Indexed, Module):
     def __getitem__(self, idx):
         items = [m for _, m in self._slots()]
         return ModuleList(items[idx]) if isinstance(idx, slice) else items[idx]
+
+    def __add__(self, other):
+        """A new ModuleList of self's modules then other's (any iterable of modules), as PyTorch's."""
+        return ModuleList([*self, *other])
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
 
 
 class ModuleDict(Module):

@@ -89,6 +89,11 @@ class ShapeError(ValueError, RuntimeError):
     `except` catches it."""
 
 
+class IndexShapeError(ShapeError, IndexError):
+    """A ShapeError where PyTorch raises an IndexError (a 2-d index to index_select, a max along an empty dim) or
+    minigrad did (narrow past the end, PyTorch's RuntimeError): `except IndexError` catches it too."""
+
+
 def flops_table():
     """{op name: flops_per_element} of every op counted per element (NOTE [FLOP convention]), with each
     variant an op switches to as its own row (GELU's tanh approximation as 'gelu_tanh', dropout with a float

@@ -9,7 +9,7 @@ import numbers
 
 from ..backend import (accumulator, as_array, broadcast_to, index_add, put, reduce_sum, reshape, widen,
                        written_last, xp_of, zeros)
-from .base import Op, ShapeError, keepdim_shape, normalize_dim, normalize_dims, unbroadcast
+from .base import IndexShapeError, Op, ShapeError, keepdim_shape, normalize_dim, normalize_dims, unbroadcast
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -66,8 +66,9 @@ class Max(Op):
     def forward(self, x, dim=None, keepdim=False):
         self.axes = normalize_dims(self.name, dim, x.ndim, x.shape)
         if any(x.shape[a] == 0 for a in self.axes) or (x.size == 0 and not self.axes):
-            raise ShapeError(f"{self.name}: the input of shape {x.shape} has no element along dims {self.axes}; "
-                             f"the {self.name} of nothing is undefined")
+            raise (IndexShapeError if dim is not None else ShapeError)(  # PyTorch's classes
+                f"{self.name}: the input of shape {x.shape} has no element along dims {self.axes}; the {self.name} of "
+                f"nothing is undefined")
         self.keepdim = keepdim
         out = as_array(getattr(x, self.name)(axis=self.axes, keepdims=True))  # of a 0-d x NumPy gives a scalar
         self.save_for_backward(x, out)
@@ -349,7 +350,8 @@ class IndexPut(Op):
 
 
 class Cat(Op):
-    """d cat(xs, dim) = the matching slices of g."""
+    """d cat(xs, dim) = the matching slices of g. A 1-d empty input (torch.tensor([]), a loop's start) is skipped
+    beside others, as PyTorch's legacy rule: its gradient is empty too."""
     name = "cat"
     flops_per_element = None  # any number of inputs: all zero
 
@@ -358,19 +360,20 @@ class Cat(Op):
             if x.ndim == 0:  # as PyTorch
                 raise ShapeError(f"cat: the 0-d tensor at position {i} cannot be concatenated: it has no dim to join "
                                  f"along; mg.stack joins 0-d tensors, or reshape(1) them first")
-        self.dim = normalize_dim(self.name, dim, xs[0].ndim, xs[0].shape)[0]
-        self.sizes = [x.shape[self.dim] for x in xs]
+        kept = [x for x in xs if x.shape != (0,)] or xs[:1]
+        self.dim = normalize_dim(self.name, dim, kept[0].ndim, kept[0].shape)[0]
+        self.sizes = [x.shape[self.dim] if x.shape != (0,) else None for x in xs]  # None: skipped
         try:
-            return xp_of(xs[0]).concatenate(xs, axis=self.dim)
+            return xp_of(xs[0]).concatenate(kept, axis=self.dim)
         except ValueError:
             raise ShapeError(f"cat: shapes {[x.shape for x in xs]} must match except in dim {dim}") from None
 
     def backward(self, g):
         out, start = [], 0
         for size, need in zip(self.sizes, self.needs_input_grad):
-            index = (slice(None),) * self.dim + (slice(start, start + size),)
-            out.append(g[index] if need else None)
-            start += size
+            index = (slice(None),) * self.dim + (slice(start, start + (size or 0)),)
+            out.append(None if not need else g[index] if size is not None else xp_of(g).zeros((0,), g.dtype))
+            start += size or 0
         return tuple(out)
 
 

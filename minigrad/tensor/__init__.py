@@ -40,11 +40,12 @@ from .tape import (Variable, backward, backward_within, hand_over, keep, mark, n
 from .args import DTYPES, FLOAT_DTYPES, check_cuda_device, check_device, check_float, normalize_dtype, parse_to_args
 from .tensor import Tensor, apply
 from .factories import from_numpy
-from .factories import (arange, cat, full, maximum, minimum, multinomial, ones, ones_like, rand, randint, randn, stack,
-                        tensor, where, zeros, zeros_like)
+from .factories import (arange, cat, empty, empty_like, eye, full, full_like, maximum, minimum, multinomial, ones,
+                        ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor, where, zeros, zeros_like)
 
 __all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
-           "multinomial", "arange", "cat", "stack", "where", "maximum", "minimum",
+           "empty", "empty_like", "eye", "full_like", "rand_like", "randn_like", "multinomial", "arange", "cat",
+           "stack", "where", "maximum", "minimum",
            "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "autocasting", "Listener", "Cache",
            "Autocast", "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache",
            "active_autocast", "autocast_inputs", "mark_written",

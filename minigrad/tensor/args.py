@@ -84,6 +84,11 @@ def _array_of(data, dtype=None, device=None):
         array = backend.to_device(data, device)
         dt = normalize_dtype(dtype) if dtype is not None else normalize_dtype(array.dtype)
         return array.astype(dt, copy=True)
+    if isinstance(data, (list, tuple)) and _holds_tensor(data):  # torch.tensor([loss1, loss2]): their numbers
+        dtypes = []
+        data = _numbers(data, dtypes)
+        floats = [d for d in dtypes if d.kind == "f" or d == backend.BFLOAT16]
+        dtype = dtype or functools.reduce(_promoted, floats or dtypes)  # a float's dtype beside ints, as PyTorch
     try:
         host = np.asarray(data)
     except ValueError:  # NumPy's "inhomogeneous shape"
@@ -94,6 +99,30 @@ def _array_of(data, dtype=None, device=None):
     if dtype is None:  # Python floats become float32, as in PyTorch
         dtype = "float32" if host.dtype.kind == "f" else host.dtype
     return backend.to_device(host.astype(normalize_dtype(dtype)), device)
+
+
+def _holds_tensor(data):
+    return any(isinstance(x, Variable) or isinstance(x, (list, tuple)) and _holds_tensor(x) for x in data)
+
+
+def _numbers(data, dtypes):
+    """A nested list's one-element tensors as their numbers, as torch.tensor reads them; each element's dtype (a
+    Python float's float32, an int's int64) added to `dtypes`."""
+    if isinstance(data, (list, tuple)):
+        return [_numbers(x, dtypes) for x in data]
+    if isinstance(data, Variable):
+        if data._data.size != 1:
+            raise ValueError(f"tensor: only one element tensors can be converted to Python scalars (as PyTorch says), "
+                             f"got one of shape {data._data.shape} in the list; mg.stack(tensors) joins tensors")
+        dtypes.append(data._data.dtype)
+        return _values(data, "tensor").item()
+    dtypes.append(np.asarray(data).dtype if not isinstance(data, float) else np.dtype("float32"))
+    return data
+
+
+def _promoted(a, b):
+    """Two dtypes of one kind (floats, or ints and bools) promoted as PyTorch: float16 with bfloat16 is float32."""
+    return np.dtype("float32") if {a, b} == {np.dtype("float16"), backend.BFLOAT16} else np.result_type(a, b)
 
 
 # ----------------------------------------------------------------------------- numbers, shapes, indices

@@ -1,5 +1,6 @@
-"""Making tensors: tensor(), from_numpy, zeros, ones, full, zeros_like, ones_like, randn, rand, randint, multinomial,
-arange, and the functions of several tensors: cat, stack, where, maximum, minimum (PyTorch's names and signatures).
+"""Making tensors: tensor(), from_numpy, zeros, ones, full, empty, eye, the _like's (zeros, ones, full, empty, rand,
+randn), randn, rand, randint, multinomial, arange, and the functions of several tensors: cat, stack, where, maximum,
+minimum (PyTorch's names and signatures).
 Each makes a new leaf from an array (tensor.py's `_new`, which the ledger counts) or applies one op.
 """
 import math
@@ -86,6 +87,30 @@ def ones_like(input, *, dtype=None, requires_grad=False):
     return ones(*t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
 
 
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """fill_value everywhere, in input's shape, and its dtype and device unless given (torch.full_like)."""
+    t = _like("full_like", input)
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    """A new tensor to write into, as torch.empty: zeros here (PyTorch's holds whatever the memory held)."""
+    return _filled("empty", 0, size, dtype, device, requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+    """empty() in input's shape, dtype and device unless given (zeros here, as empty's)."""
+    t = _like("empty_like", input)
+    return empty(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """The n x m (n x n) matrix of ones on the diagonal, float32 unless given (torch.eye)."""
+    n, m = _shape((n, n if m is None else m), "eye")
+    array = backend.xp_for(backend.normalize_device(device)).eye(n, m, dtype=normalize_dtype(dtype or "float32"))
+    return _new(array, requires_grad)
+
+
 def _random(op, method, shape, dtype, device, requires_grad):
     dt = normalize_dtype(dtype or "float32")
     if not backend.is_float(dt):  # PyTorch's too: the draws would be truncated to integers
@@ -104,8 +129,22 @@ def rand(*shape, dtype=None, device=None, requires_grad=False):
     return _random("rand", "random", shape, dtype, device, requires_grad)
 
 
-def randint(low, high, size, *, dtype="int64", device=None):
-    """Integers in [low, high) from minigrad's generator."""
+def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+    """rand() in input's shape, dtype and device unless given (a float dtype: an integer input needs dtype=)."""
+    t = _like("rand_like", input)
+    return _random("rand_like", "random", t.shape, dtype or t.dtype, device or t.device, requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+    """randn() in input's shape, dtype and device unless given."""
+    t = _like("randn_like", input)
+    return _random("randn_like", "standard_normal", t.shape, dtype or t.dtype, device or t.device, requires_grad)
+
+
+def randint(low, high, size=None, *, dtype="int64", device=None):
+    """Integers in [low, high) from minigrad's generator; randint(high, size) draws from [0, high), as PyTorch's."""
+    if size is None:  # PyTorch's other overload: randint(high, size)
+        low, high, size = 0, low, high
     if not low < high:  # as PyTorch, whatever the size
         raise ValueError(f"randint: low must be less than high, got low={low} and high={high}")
     size = _shape((size,), "randint")
@@ -123,6 +162,7 @@ def multinomial(input, num_samples, replacement=False):
 
 def arange(start, end=None, step=1, *, dtype=None, device=None):
     start, end = (0, start) if end is None else (start, end)
+    start, end, step = (_number_of("arange", x) for x in (start, end, step))  # a 0-d tensor: its number, as PyTorch
     if step == 0 or not all(math.isfinite(x) for x in (start, end, step)) or (end - start) * step < 0:
         raise ValueError(f"arange: cannot go from {start} to {end} by step {step}: the bounds must be finite, the step "
                          f"non-zero and of the sign of end - start, as in PyTorch")
@@ -131,11 +171,21 @@ def arange(start, end=None, step=1, *, dtype=None, device=None):
     return tensor(host, dtype=dtype or ("int64" if host.dtype.kind in "iu" else "float32"), device=device)
 
 
+def _number_of(op, x):
+    """A 0-d tensor's number (an int for an integer or bool tensor, so that arange(mg.tensor(3)) is int64, as
+    PyTorch's); a number as it is; anything else refused."""
+    if isinstance(x, Tensor):
+        if x.ndim != 0:
+            raise TypeError(f"{op}: expected a number or a 0-d tensor, got a tensor of shape {x.shape}")
+        return int(x.item()) if x.dtype.kind in "biu" else x.item()
+    return x
+
+
 # ----------------------------------------------------------------------------- functions on several tensors
 
 def _tensors(op, tensors):
-    """cat's and stack's sequence of tensors, as a list, or PyTorch's error: iterating over one tensor would join
-    its rows."""
+    """cat's and stack's sequence of tensors, as a list in one dtype, or PyTorch's error: iterating over one tensor
+    would join its rows."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{op}: expected a list or tuple of tensors, got {type(tensors).__name__}"
                         + (f" of shape {tensors.shape}; wrap it in a list: mg.{op}([t, ...])"
@@ -146,16 +196,21 @@ def _tensors(op, tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected a list of tensors, got {type(t).__name__} at position {i}; wrap it "
                             f"with mg.tensor(...)")
-    return list(tensors)
+    dtypes = {t.dtype for t in tensors}
+    floats = {d for d in dtypes if backend.is_float(d)}
+    if len(dtypes) == 1 or len(floats) > 1:  # float32 beside float64: apply's error (NOTE [type promotion])
+        return list(tensors)
+    target = floats.pop() if floats else np.result_type(*dtypes)  # ints beside a float: the float's; else the widest
+    return [t if t.dtype == target else t.to(target) for t in tensors]  # as torch.result_type
 
 
 def cat(tensors, dim=0):
-    """Concatenate along an existing dim."""
+    """Concatenate along an existing dim; the tensors' dtypes promote as an op's operands (NOTE [type promotion])."""
     return apply(ops.Cat, *_tensors("cat", tensors), dim=dim)
 
 
 def stack(tensors, dim=0):
-    """Stack along a new dim."""
+    """Stack along a new dim; the tensors' dtypes promote as cat's."""
     return apply(ops.Stack, *_tensors("stack", tensors), dim=dim)
 
 

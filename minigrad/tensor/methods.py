@@ -18,7 +18,7 @@ import weakref
 import numpy as np
 
 from .. import backend, ops
-from ..ops import ShapeError
+from ..ops import IndexShapeError, ShapeError
 from ..backend.random import draw_categories
 from .modes import _on, _version_counter
 from .tape import Variable, _before_write, _values
@@ -285,7 +285,7 @@ class Composed:
         d = self._dim("index_select", dim)
         idx = _integer_index("index_select", index, self)
         if idx.ndim > 1:
-            raise ShapeError(f"index_select: index must be 1-d, got shape {idx.shape}")
+            raise IndexShapeError(f"index_select: index must be 1-d, got shape {idx.shape}")
         _check_in_range("index_select", idx, self.shape[d], f"dim {dim} of shape {self.shape}")
         return self._slice(d, idx.reshape(-1))
 
@@ -343,7 +343,7 @@ class Composed:
         _check_int("narrow", "length", length)
         start = start + n if start < 0 else start
         if not 0 <= start <= start + length <= n:
-            raise IndexError(f"narrow: start {start} and length {length} fall outside dim {dim} of size {n} "
+            raise IndexShapeError(f"narrow: start {start} and length {length} fall outside dim {dim} of size {n} "
                              f"(shape {self.shape})")
         return self._slice(d, slice(start, start + length))
 
@@ -404,7 +404,9 @@ class Comparisons:
     gradient is 0, as PyTorch's.)"""
     __slots__ = ()
 
-    def _compare(self, other, fn):
+    def _compare(self, other, fn, identity=False):
+        if identity and not (isinstance(other, Variable) or _is_number(other) or backend.is_array(other)):
+            return NotImplemented  # x == None (or a str, a list): Python's identity, False, as PyTorch's
         check_device(fn.__name__, self, other)
         other = _values(other, fn.__name__) if isinstance(other, Variable) else other
         try:
@@ -429,12 +431,12 @@ class Comparisons:
         return self._compare(other, operator.ge)
 
     def __eq__(self, other):
-        return self._compare(other, operator.eq)
+        return self._compare(other, operator.eq, identity=True)
 
     def __ne__(self, other):
-        return self._compare(other, operator.ne)
+        return self._compare(other, operator.ne, identity=True)
 
-    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+    lt, le, gt, ge = __lt__, __le__, __gt__, __ge__  # eq and ne: names.py's (no identity there)
 
     def __invert__(self):
         return self._new(~_values(self, "invert"))

@@ -6,7 +6,9 @@ record: each is the Tensor's operators or methods under another name, reached th
 
 Read next: tensor.py.
 """
+import copy
 import difflib
+import operator
 
 from .. import backend
 from ..ops import ShapeError
@@ -25,6 +27,8 @@ def nearest(name, offered):
 # PyTorch's Tensor attributes that minigrad does not offer, and what to write instead (minigrad/names.py's not_offered
 # says the same of a module's names); any other missing name gets the nearest the Tensor has (Names.__getattr__)
 _F = "it is a function, in PyTorch too: F.{}(x), after `import minigrad.functional as F`"
+_FLOOR = ("for index arithmetic, compute on the values outside the tape, mg.tensor(x.numpy() // k, device=x.device) "
+          "(an index needs no gradient)")
 _INSTEAD = {
     "einsum": "minigrad has no einsum: write it with @, transpose or permute, reshape and sum "
               "('bij,bjk->bik' is a @ b)",
@@ -52,6 +56,8 @@ _INSTEAD = {
     "median": "write it with sort: x.sort(d).values.narrow(d, (n - 1) // 2, 1), n = x.shape[d], is PyTorch's median "
               "along d (the lower of the two middle values)",
     "cumprod": "minigrad has no cumprod; for positive x, x.log().cumsum(d).exp()",
+    **{n: "minigrad has no floor division or remainder (x // y, x % y): " + _FLOOR
+       for n in ("floor_divide", "floor_divide_", "remainder", "remainder_", "fmod", "fmod_")},
 
     **{n: _F.format(n) for n in ("softplus", "silu", "leaky_relu", "gelu", "normalize", "one_hot")},
 }
@@ -65,7 +71,7 @@ def _alpha(op, alpha, t):
 
 class Names:
     """PyTorch's method names for the Tensor's operators and methods, new tensors like this one, its sizes in bytes,
-    and __getattr__, what a name it lacks says."""
+    copy.deepcopy's rule, and what a name it lacks says: // and % (_floor), and any other (__getattr__)."""
     __slots__ = ()
     # the ledger reads x._is_parameter for each input of every op (NOTE [marks, not imports], profiler/ledger.py):
     # found here, a plain tensor's False costs a lookup; missing, it would cost __getattr__'s raise, 30 times more
@@ -87,6 +93,21 @@ class Names:
             raise ValueError(f"div: rounding_mode={rounding_mode!r} is not supported: minigrad's division is true "
                              f"division; for indices, divide the integer arrays outside the tape (x.data // k)")
         return self / other
+
+    def eq(self, other):
+        return self._compared("eq", other, operator.eq)
+
+    def ne(self, other):
+        return self._compared("ne", other, operator.ne)
+
+    def _compared(self, name, other, fn):
+        """x.eq(y), x.ne(y): as == and != (methods.py), but None, a str or a list is PyTorch's TypeError, not the
+        False of Python's identity that the operators fall back to."""
+        out = self._compare(other, fn, identity=True)
+        if out is NotImplemented:
+            raise TypeError(f"{name}: expected a Tensor or a number to compare with, got {type(other).__name__}; "
+                            f"x == y compares a tensor with None by identity (False), as in PyTorch")
+        return out
 
     def neg(self):
         return -self
@@ -187,6 +208,37 @@ class Names:
     @property
     def nbytes(self):
         return self._data.size * self._data.dtype.itemsize
+
+    def nelement(self):
+        return self._data.size
+
+    def is_floating_point(self):
+        return backend.is_float(self._data.dtype)
+
+    @property
+    def is_cuda(self):
+        return self.device == "cuda"
+
+    def _floor(self, other):
+        """x // y, x % y and their reflected and in-place forms (PyTorch's floor_divide and remainder), which minigrad
+        lacks: what to write instead, not Python's 'unsupported operand type(s)'."""
+        raise TypeError(f"// and %: minigrad has no floor division or remainder on tensors (here {self.dtype.name} "
+                        f"of shape {self.shape}); {_FLOOR}")
+
+    __floordiv__ = __rfloordiv__ = __ifloordiv__ = __mod__ = __rmod__ = __imod__ = _floor
+
+    def __deepcopy__(self, memo):
+        """copy.deepcopy, as PyTorch's: a leaf is copied (its .grad too); a tensor an op made while recording is
+        refused, as PyTorch's non-leaf, rather than copied with the graph behind it."""
+        if self._ctx is not None:
+            raise RuntimeError(f"deepcopy: only Tensors created explicitly by the user (graph leaves) support the "
+                               f"deepcopy protocol, as in PyTorch; this {self.dtype} tensor of shape {self.shape} was "
+                               f"made by {self._ctx.name}. Deepcopy x.detach() (the values), or the leaves it came "
+                               f"from")
+        new = memo[id(self)] = object.__new__(type(self))
+        for slot in ("_data", "_requires_grad", "_grad", "_ctx", "_vc"):
+            setattr(new, slot, copy.deepcopy(getattr(self, slot), memo))
+        return new
 
     def __getattr__(self, name):
         """Only for a name the Tensor lacks (a PyTorch method minigrad does not offer, or a typo): an AttributeError

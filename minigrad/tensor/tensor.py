@@ -85,7 +85,8 @@ def _zero_d(op, out):
 
 
 def _explain(name, e, arrays):
-    """NumPy's error from inside an op, restated with the op's name, shapes, dtype and device."""
+    """NumPy's error from inside an op, restated with the name the user wrote (x ** y: pow), shapes, dtype, device."""
+    name = {"pow_tensor": "pow", "clamp_tensor": "clamp"}.get(name, name)
     if str(e).startswith(name):
         return e
     if "broadcast" in str(e) and len(arrays) == 2:
