@@ -353,7 +353,10 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     with the forward's, as PyTorch's does; 'values' also compares the outputs' bytes (a check PyTorch does
     not offer); 'none' skips them. Under no_grad it just runs the function. A tensor the function creates
     with requires_grad=True gets no .grad (the recompute makes a new one), and a tensor requiring grad that
-    was computed before the checkpoint must be an argument, not only captured by a closure.
+    was computed before the checkpoint must be an argument, not only captured by a closure. A tensor taken from
+    outside (by closure, or a parameter) that is written in place after the forward read it, between the forward
+    and backward or inside the function (which the recompute runs again), is refused in backward where the
+    recompute reads it (NOTE [what the recompute reads from outside], policies.py); PyTorch's reads the new values.
 
     policy: which ops to keep rather than recompute (NOTE [selective checkpoint], policies.py), a function
     policy(op_name, input_shapes, output_shape) -> bool, such as those in mg.checkpoint_policies:
