@@ -289,6 +289,8 @@ def closure_program(kind, ck, policy):
         if kind == "written through a view inside":
             with mg.no_grad():
                 c[0] += 1
+        if kind == "given another array inside (.data = ...)":
+            c.data = c.data + 1  # no version counted: the array is another
         if kind == "a parameter read by an add, written after":
             h = (a + w[0]).tanh()
         elif kind == "a mask read outside the ops, written after":
@@ -315,7 +317,9 @@ def closure_program(kind, ck, policy):
             w[0] += 1  # as an optimizer's step would, before backward
     elif kind == "a non-leaf constant, written after":
         write(k)
-    elif "after" in kind and "inside" not in kind:
+    elif kind == "given another array after (.data = ...)":
+        c.data = c.data * 2 + 1
+    elif "written after" in kind:
         write(c)
     (y * y).sum().backward()
     return [to_host(x.grad), to_host(w.grad)]
@@ -325,7 +329,8 @@ CLOSURE_CASES = ["a constant, written after", "a non-leaf constant, written afte
                  "a parameter read by an add, written after", "a mask read outside the ops, written after",
                  "read by a nested checkpoint, written after", "retain_graph, written between the backwards",
                  "written inside, after the read", "written inside, before the read", "written through detach() inside",
-                 "written through a view inside"]
+                 "written through a view inside", "given another array after (.data = ...)",
+                 "given another array inside (.data = ...)"]
 
 
 @pytest.mark.parametrize("policy", ["none", "dots"])

@@ -65,9 +65,11 @@ from ..tensor import Cache, _Mode, _check_real, _placeholders, _version_counter,
 # (after the forward, or inside the function, which the recompute runs again) would change the recomputed values,
 # and a plain run, whose records read the arrays of the forward, does not see it. So the forward notes every read of
 # a tensor that no op of the function made (an op's input, `saw_op`; a read outside the ops, `read_outside`), in
-# order, with its version counter and version; the recompute makes the same reads in the same order (`reread`), and
-# one of the same tensor (its counter) at another version is refused, where it reads the values: an op that runs
-# again, the inputs a replayed op saves, a read outside the ops. A tensor made inside is made again: another counter.
+# order, with its version counter, version and memory (the array that owns it); the recompute makes the same reads
+# in the same order (`reread`), and one of the same tensor (its counter; a view made inside shares it) at another
+# version, or in other memory (`.data = ...`, which counts no version), is refused where it reads the values: an op
+# that runs again, the inputs a replayed op saves, a read outside the ops. A tensor made inside is made again, with
+# another counter: never refused.
 # A nested checkpoint's ops, in the outer's forward and the outer's recompute, are the outer's reads too.
 
 def nothing_saveable(op_name, input_shapes, output_shape):
@@ -267,7 +269,7 @@ class OpCache(Cache):
         outside])."""
         if self.replaying:
             return self.reread([t], who)
-        self.reads.append((_version_counter(t), t._vc.n) if outside else None)
+        self.reads.append((_version_counter(t), t._vc.n, id(backend.owner(t._data))) if outside else None)
 
     def reread(self, inputs, who, real=None):
         """The recompute's `who` reads `inputs` (real: the indices whose values it reads; None: all): each as the
@@ -275,11 +277,14 @@ class OpCache(Cache):
         for k, t in enumerate(inputs):
             i, self._k = self._k, self._k + 1
             want = self.reads[i] if i < len(self.reads) else None
-            if want is not None and t._vc is want[0] and want[0].n != want[1] and (real is None or k in real):
+            if want is not None and t._vc is want[0] and (want[0].n, id(backend.owner(t._data))) != want[1:] and \
+                    (real is None or k in real):
+                how = f"at version {want[0].n}, it was read at version {want[1]}" if want[0].n != want[1] else \
+                    "given another array, .data = ..."
                 raise RuntimeError(
                     f"checkpoint: recomputing '{self.who}' in backward, '{who}' reads a tensor of shape {t.shape} "
                     f"({t.dtype}) from outside the function (taken by closure, or a parameter) that was modified in "
-                    f"place since the forward read it (it is at version {want[0].n}, it was read at version {want[1]}): "
+                    f"place since the forward read it ({how}): "
                     f"the recompute would compute with other values than the forward, and the gradients would be "
                     f"wrong (a plain run's records keep what they read). Modify it after backward (an optimizer step "
                     f"belongs after backward), or before the checkpoint; a write inside the function runs again in the "
