@@ -59,6 +59,18 @@ from ..tensor import Cache, _Mode, _check_real, _placeholders, _version_counter,
 # The generator: an op that drew in its forward (sdpa's dropout notes rng_state) sets it, when replayed, to
 # where the forward left it. set_checkpoint_early_stop(False) (PyTorch's name) and determinism_check='values'
 # turn this off: every op runs again (the values check then compares a full recompute).
+#
+# NOTE [what the recompute reads from outside]: the recompute reads the tensors the function takes from outside (by
+# closure: a mask, a frozen weight; a parameter) as they are then, not as the forward read them. A write in between
+# (after the forward, or inside the function, which the recompute runs again) would change the recomputed values,
+# and a plain run, whose records read the arrays of the forward, does not see it. So the forward notes every read of
+# a tensor that no op of the function made (an op's input, `saw_op`; a read outside the ops, `read_outside`), in
+# order, with its version counter, version and memory (the array that owns it); the recompute makes the same reads
+# in the same order (`reread`), and one of the same tensor (its counter; a view made inside shares it) at another
+# version, or in other memory (`.data = ...`, which counts no version), is refused where it reads the values: an op
+# that runs again, the inputs a replayed op saves, a read outside the ops. A tensor made inside is made again, with
+# another counter: never refused.
+# A nested checkpoint's ops, in the outer's forward and the outer's recompute, are the outer's reads too.
 
 def nothing_saveable(op_name, input_shapes, output_shape):
     """Save nothing: recompute the whole function in backward (checkpoint's default)."""
@@ -142,12 +154,16 @@ class NestedReads(Cache):
     def __init__(self, outer):
         self.outer = outer
 
-    def ran(self, op, record, arrays, t, attrs):
-        for a in arrays:
-            self.read_outside(a)
+    def ran(self, op, record, inputs, t, attrs):
+        for x in inputs:
+            self.read_outside(x._data)
+        self.saw_op(inputs, op.name)
 
     def read_outside(self, array):
         self.outer.read_outside(array)
+
+    def saw_op(self, inputs, name):
+        self.outer.saw_op(inputs, name)
 
 
 class OpCache(Cache):
@@ -170,18 +186,20 @@ class OpCache(Cache):
         self._written = {}      # id(version counter) -> it: tensors written outside the tape in the forward
         self.cursor, self.remembered, self._placeholders, self.diverged = 0, (), [], False
         self.checks = True  # its checkpoint checks the recompute (determinism_check is not 'none')
+        self.reads, self._k, self.outer = [], 0, None  # NOTE [what the recompute reads from outside]
 
     # --- the forward
-    def ran(self, op, record, arrays, t, attrs):
-        """`op` ran on `arrays` (and keyword arguments `attrs`) and gave tensor `t`; `record` is op if it records,
+    def ran(self, op, record, inputs, t, attrs):
+        """`op` ran on `inputs` (and keyword arguments `attrs`) and gave tensor `t`; `record` is op if it records,
         else None. The recompute's ops are not noted: they come back (`replayed`)."""
         if self.replaying:
             return
-        name, out = op.name, t._data
+        name, out, arrays = op.name, t._data, [x._data for x in inputs]
         e = _Entry(name, len(self.entries))
         if self.count_flops:
             e.flops = sum(op.flops(arrays, out).values())
         e.producers = tuple(self._producer(a) for a in arrays)
+        self.saw_op(inputs, name, e.producers)
         reads = arrays  # what the recompute may read: all its inputs, if it runs again
         if record is not None and name not in ("checkpoint", "checkpoint_output") and not any(out is a for a in arrays):
             saved = record.saved
@@ -227,14 +245,51 @@ class OpCache(Cache):
             if ref() is buffer and e.out is None and e.own_out is None:
                 e.out = e.ref()  # still alive: it is being read. None: a dead view of a live buffer
 
-    def read_outside(self, array):
-        """Python code read `array`'s values outside the ops (NOTE [reads outside the tape]): the recompute must make
-        it for real, to read it again."""
+    def read_outside(self, array, t=None, who=None):
+        """Python code read `array`'s values (tensor t's) outside the ops (NOTE [reads outside the tape]): the
+        recompute must make it for real, to read it again; and read it as the forward did (`saw`)."""
+        if t is not None:
+            self.saw(t, who, self._producer(array) is None)
         i = self._producer(array)
         if i is not None:
             self._read_out.add(i)
         if self._made:
             self._read(array)
+
+    def saw_op(self, inputs, name, producers=None):
+        """Op `name` of this function, or of a checkpoint inside its forward, read `inputs` (NOTE [what the recompute
+        reads from outside]); inside an outer checkpoint's recompute, the outer's recompute reads them too."""
+        for x, p in zip(inputs, producers or [self._producer(x._data) for x in inputs]):
+            self.saw(x, name, p is None)
+        if self.outer is not None and self.outer.replaying:
+            self.outer.reread(inputs, name)
+
+    def saw(self, t, who, outside=True):
+        """A read of tensor t: the forward notes it, the recompute checks it (NOTE [what the recompute reads from
+        outside])."""
+        if self.replaying:
+            return self.reread([t], who)
+        self.reads.append((_version_counter(t), t._vc.n, id(backend.owner(t._data))) if outside else None)
+
+    def reread(self, inputs, who, real=None):
+        """The recompute's `who` reads `inputs` (real: the indices whose values it reads; None: all): each as the
+        forward's read in the same place did, if the same tensor."""
+        for k, t in enumerate(inputs):
+            i, self._k = self._k, self._k + 1
+            want = self.reads[i] if i < len(self.reads) else None
+            if want is not None and t._vc is want[0] and (want[0].n, id(backend.owner(t._data))) != want[1:] and \
+                    (real is None or k in real):
+                how = f"at version {want[0].n}, it was read at version {want[1]}" if want[0].n != want[1] else \
+                    "given another array, .data = ..."
+                raise RuntimeError(
+                    f"checkpoint: recomputing '{self.who}' in backward, '{who}' reads a tensor of shape {t.shape} "
+                    f"({t.dtype}) from outside the function (taken by closure, or a parameter) that was modified in "
+                    f"place since the forward read it ({how}): "
+                    f"the recompute would compute with other values than the forward, and the gradients would be "
+                    f"wrong (a plain run's records keep what they read). Modify it after backward (an optimizer step "
+                    f"belongs after backward), or before the checkpoint; a write inside the function runs again in the "
+                    f"recompute: write into a copy (c = c * 1), or skip it when minigrad.checkpoint.is_recomputing() "
+                    f"(as BatchNorm does with its running statistics)")
 
     def before_write(self, t):
         """Tensor t is about to be written in place outside the tape (NOTE [writes the tape does not record]): copy
@@ -321,9 +376,9 @@ class OpCache(Cache):
         self._out_of[id(array)] = (weakref.ref(array), -1)
 
     # --- the recompute
-    def start(self, remembered):
+    def start(self, remembered, reads=()):
         self.cursor, self.remembered, self._placeholders, self.diverged = 0, remembered, [], False
-        self.replaying = True
+        self.reads, self._k, self.replaying = reads, 0, True
 
     def replayed(self, op_cls, inputs, attrs):
         """The recompute runs op_cls on inputs (tensor.apply asks): None if it runs again; else the new record's
@@ -331,6 +386,7 @@ class OpCache(Cache):
         if not self.replaying:
             return None
         hit = self.take(op_cls.name)
+        self.reread(inputs, op_cls.name, None if hit is None else {k for _, k in hit[2] if isinstance(k, int)})
         return None if hit is None else _replay(op_cls, inputs, attrs, *hit)
 
     def take(self, name):

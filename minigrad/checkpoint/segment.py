@@ -144,6 +144,7 @@ class Checkpoint(ops.Op):
     def forward(self, *arrays, out, function, nest, n_inputs, rng_state, determinism_check, outputs, saved, cache,
                 remembered, inside_versions, autocast, inside):
         self.function, self.nest, self.rng_state, self.n_inputs = function, nest, rng_state, n_inputs
+        self.reads = cache.reads if cache is not None else ()  # NOTE [what the recompute reads from outside]
         self.inside = inside  # the segment's records, for retain_grad() (NOTE [retain_grad inside a checkpoint])
         self.autocast = autocast  # the forward's autocast policy (or None): the recompute casts as it did
         self.inside_versions = inside_versions  # NOTE [writes the tape does not record], policies.py
@@ -167,12 +168,12 @@ class Checkpoint(ops.Op):
                                    f"backward).")
         grads = g if isinstance(g, _OutputGrads) else {0: g}
         inputs = [_stand_in(node, array) for node, array in zip(self.next, self.saved[:self.n_inputs])]
-        # the forward's records are taken back once; a second backward (retain_graph) recomputes everything
-        cache, self.cache = self.cache, None
-        if cache is not None:
-            # the outputs it kept go to the recompute's records, which keep them only as long as they need them
-            cache.start(hand_over(self, self.n_inputs))
-            cache.checks = self.determinism_check != "none"
+        # the forward's records are taken back once; a second backward (retain_graph) recomputes everything, with a
+        # cache of no ops that checks what it reads from outside (NOTE [what the recompute reads from outside])
+        cache, self.cache = self.cache or OpCache(nothing_saveable, self._name()), None
+        # the outputs it kept go to the recompute's records, which keep them only as long as they need them
+        cache.start(hand_over(self, self.n_inputs), self.reads)
+        cache.checks = self.determinism_check != "none"
         # the recompute's stand-ins for the inputs point at the inputs' records: a retain_grad() on one must not take
         # the record from the tensor that asked in the forward (NOTE [retain_grad inside a checkpoint])
         retained = [(node, node.retained) for node in self.next if isinstance(node, ops.Op)]
@@ -180,7 +181,8 @@ class Checkpoint(ops.Op):
         if self.rng_state is not None:
             set_rng_state(self.rng_state)  # dropout draws the same masks again
         try:
-            with enable_grad(), keep_saved(True), recomputing(), caching(cache), autocasting(self.autocast):
+            with enable_grad(), keep_saved(True), recomputing(), caching(cache), noting_reads(cache), \
+                    autocasting(self.autocast):
                 start = mark()
                 args, kwargs = _map(lambda v: inputs[v.i] if isinstance(v, _Input) else v, self.nest)
                 outputs = _made_inside(self.function(*args, **kwargs), start)
@@ -188,10 +190,8 @@ class Checkpoint(ops.Op):
             set_rng_state(outer_rng)
             for node, r in retained:
                 node.retained = r
-            if cache is not None:
-                cache.close()
-        if cache is not None:
-            cache.finish()
+            cache.close()
+        cache.finish()
         self._check_determinism(outputs, start, cache)
         _retain_as_in_forward(self.inside, outputs, start)
         slots = sorted(grads)
@@ -353,7 +353,10 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     with the forward's, as PyTorch's does; 'values' also compares the outputs' bytes (a check PyTorch does
     not offer); 'none' skips them. Under no_grad it just runs the function. A tensor the function creates
     with requires_grad=True gets no .grad (the recompute makes a new one), and a tensor requiring grad that
-    was computed before the checkpoint must be an argument, not only captured by a closure.
+    was computed before the checkpoint must be an argument, not only captured by a closure. A tensor taken from
+    outside (by closure, or a parameter) that is written in place after the forward read it, between the forward
+    and backward or inside the function (which the recompute runs again), is refused in backward where the
+    recompute reads it (NOTE [what the recompute reads from outside], policies.py); PyTorch's reads the new values.
 
     policy: which ops to keep rather than recompute (NOTE [selective checkpoint], policies.py), a function
     policy(op_name, input_shapes, output_shape) -> bool, such as those in mg.checkpoint_policies:
@@ -382,12 +385,14 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     who = getattr(function, "__name__", type(function).__name__)
     # without a policy and with reads_only off every op runs again, but the cache still sees the forward's writes
     cache = OpCache(policy or nothing_saveable, who, reads_only=reads_only) if is_keeping_saved() else None
+    outer = active_cache()
+    if cache is not None and outer is not None and outer.replaying:
+        cache.outer = outer  # inside an outer recompute: its ops are the outer's reads too
     rng_state = get_rng_state()
     inputs = _tensors((args, kwargs))
     before = [(t._data, t._ctx) for t in inputs]  # what the Checkpoint record will keep and point at
     start = mark()
     # NOTE [checkpoint]: the segment's records are made, but keep nothing (but what a policy saves)
-    outer = active_cache()
     with keep_saved(False), caching(cache or (outer and NestedReads(outer))), noting_reads(cache):
         result = function(*args, **kwargs)
     _check_arguments_kept(who, inputs, before)

@@ -171,7 +171,7 @@ class Cache:
 
       replayed(op_cls, inputs, attrs)   apply, before an op runs: a tensor to return without running it (the
                                         recompute hands back what the forward kept), or None: it runs
-      ran(op, record, arrays, out, attrs)   apply, after it ran: the forward notes each op, its inputs, its output
+      ran(op, record, inputs, out, attrs)   apply, after it ran: the forward notes each op, its inputs, its output
                                         and its record (None if it does not record)
       keeps(record, inputs)             keep, inside keep_saved(False): the arrays this record keeps anyway (its
                                         policy picked it), or None: it keeps nothing, as without a cache
@@ -183,7 +183,7 @@ class Cache:
     def replayed(self, op_cls, inputs, attrs):
         return None
 
-    def ran(self, op, record, arrays, out, attrs):
+    def ran(self, op, record, inputs, out, attrs):
         pass
 
     def keeps(self, record, inputs):

@@ -317,7 +317,7 @@ def _values(t, who):
     """t's array, for a read outside the ops by `who` (NOTE [reads outside the tape])."""
     a = t._data
     for cache in _noting:
-        cache.read_outside(a)
+        cache.read_outside(a, t, who)
     if _placeholders:
         _check_real(a, who)
     return a

@@ -68,7 +68,7 @@ def apply(op_cls, *inputs, **attrs):
     if op.returns_view and out.base is not None:  # a view of its input shares the input's version counter
         _share_version(t, inputs)
     if _on.cache is not None:
-        _on.cache.ran(op, op if recording else None, arrays, t, attrs)  # before keep(): its policy decides
+        _on.cache.ran(op, op if recording else None, inputs, t, attrs)  # before keep(): its policy decides
     if recording:
         record(op, inputs, t)
     if _on.profiler is not None:
