@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .device import is_array, is_float, is_meta, on_gpu, xp_of
+from .pool import made
 
 # NOTE [2-byte sums]: float16 keeps 11 significant bits and bfloat16 8. Added up one after another in their own
 # dtype, a sum stops growing once each term is below half the spacing of the total: 1,000 copies of 0.1 made 32
@@ -28,9 +29,15 @@ def accumulator(dtype):
 
 def widen(array):
     """array in float32 if it is a 2-byte float, else array itself: what an op that computes a 2-byte input in
-    float32 and rounds once, as PyTorch's kernels do, computes on (widen(x) is x: nothing to round back)."""
+    float32 and rounds once, as PyTorch's kernels do, computes on (widen(x) is x: nothing to round back). The
+    copy is twice the input's bytes: the profile counts it (NOTE [every array an op makes], pool.py)."""
     acc = accumulator(array.dtype)
-    return array if acc is None else array.astype(acc)
+    return array if acc is None else made(array.astype(acc))
+
+
+def narrow(array, dtype):
+    """array rounded to `dtype` once, widen's way back (array itself if it has that dtype), counted as made."""
+    return array if array.dtype == dtype else made(array.astype(dtype))
 
 
 # NOTE [a broadcast scalar]: every step's backward makes the loss's implied gradient, a one-element array of

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from ..backend import (accumulator, device_of, empty_like, max_rows, mean_rows, pooled, reduce_sum, sum_leading,
-                       sum_rows, to_device, widen, xp_for, xp_of)
+from ..backend import (accumulator, device_of, empty_like, max_rows, mean_rows, narrow, pooled, reduce_sum,
+                       sum_leading, sum_rows, to_device, widen, xp_for, xp_of)
 from ..backend.random import generator, get_rng_state
 from .base import Op, keepdim_shape, normalize_dim, unbroadcast
 
@@ -51,7 +51,7 @@ class Softmax(Op):
         y = xp.subtract(xw, _max(xw, self.axis), out=empty_like(xw))
         xp.exp(y, out=y)
         y /= _sum(y, self.axis)
-        y = y if xw is x else y.astype(x.dtype)
+        y = narrow(y, x.dtype)
         self.save_for_backward(*((y, x) if keep_input else (y,)))  # x: kept, never read (older software held it)
         return y
 
@@ -61,7 +61,7 @@ class Softmax(Op):
         gx = xp.multiply(gw, y, out=empty_like(y))
         xp.subtract(gw, _sum(gx, self.axis), out=gx)
         gx *= y  # y (g - sum(g y)), in the one array
-        return (gx if gw is g else gx.astype(g.dtype),)
+        return (narrow(gx, g.dtype),)
 
 
 class LogSoftmax(Op):
@@ -76,7 +76,7 @@ class LogSoftmax(Op):
         y = xp.subtract(xw, _max(xw, self.axis), out=empty_like(xw))  # NOTE [host memory pool]
         with np.errstate(divide="ignore"):  # along an empty dim: log 0, subtracted from no element
             y -= xp.log(_sum(xp.exp(y, out=empty_like(y)), self.axis))  # x - max - log sum exp
-        y = y if xw is x else y.astype(x.dtype)
+        y = narrow(y, x.dtype)
         self.save_for_backward(y)
         return y
 
@@ -86,7 +86,7 @@ class LogSoftmax(Op):
         gx = xp.exp(y, out=empty_like(y))
         gx *= _sum(gw, self.axis)
         gx = xp.subtract(gw, gx, out=gx)  # g - softmax(x) sum(g)
-        return (gx if gw is g else gx.astype(g.dtype),)
+        return (narrow(gx, g.dtype),)
 
 
 class LayerNorm(Op):
@@ -99,21 +99,20 @@ class LayerNorm(Op):
         bias = weight_bias[-1] if len(weight_bias) > has_weight else None
         self.axes = tuple(range(x.ndim - ndim, x.ndim))
         xw = widen(x)  # NOTE [a 2-byte layer_norm]
-        low = (lambda a: a) if xw is x else (lambda a: a.astype(x.dtype))
         # NOTE [host memory pool] (backend/pool.py): x-hat and y are new arrays from the pool, the rest in place
         xhat = xp.subtract(xw, mean_rows(xw, len(self.axes)), out=empty_like(xw))
         var = mean_rows(xp.square(xhat, out=empty_like(xw)), len(self.axes))
         rstd = 1 / xp.sqrt(var + eps)
         xhat *= rstd
         self.has_weight = weight is not None
-        saved = low(xhat)
-        self.save_for_backward(saved, low(rstd), weight)
+        saved = narrow(xhat, x.dtype)
+        self.save_for_backward(saved, narrow(rstd, x.dtype), weight)
         if weight is None:
-            return saved if bias is None else low(pooled(xp.add, xhat, bias))
+            return saved if bias is None else narrow(pooled(xp.add, xhat, bias), x.dtype)
         y = xp.multiply(xhat, weight, out=empty_like(xw))
         if bias is not None:
             y += bias
-        return low(y)
+        return narrow(y, x.dtype)
 
     # NOTE [a 2-byte layer_norm]: float16 and bfloat16 are normalized in float32 and rounded once, as PyTorch's
     # kernels do: a row's mean rounded to 2 bytes before x - mean is off by up to half its last place, which the
@@ -125,7 +124,7 @@ class LayerNorm(Op):
         if acc is None:
             return self._backward(g, *self.saved)
         up = (lambda a: None if a is None else widen(a))
-        return tuple(None if d is None else d.astype(g.dtype) for d in self._backward(*map(up, (g, *self.saved))))
+        return tuple(None if d is None else narrow(d, g.dtype) for d in self._backward(*map(up, (g, *self.saved))))
 
     def _backward(self, g, xhat, rstd, w):
         needs = self.needs_input_grad

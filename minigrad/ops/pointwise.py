@@ -9,8 +9,8 @@ import operator
 
 import numpy as np
 
-from ..backend import (BFLOAT16, accumulator, device_of, empty_like, masked_fill, out_like, pooled, to_device, widen,
-                       xp_of)
+from ..backend import (BFLOAT16, accumulator, device_of, empty_like, made, masked_fill, narrow, out_like, pooled,
+                       to_device, widen, xp_of)
 from ..backend.special import normal_cdf
 from .base import Op, ShapeError, refuse_bool, unbroadcast
 
@@ -371,18 +371,23 @@ class Sigmoid(Op):
     def forward(self, x):
         xp = xp_of(x)
         xw = widen(x)  # a 2-byte x: in float32, rounded once, as PyTorch (NOTE [a 2-byte GELU])
-        e = xp.exp(-xp.abs(xw))
-        y = xp.where(xw >= 0, 1 / (1 + e), e / (1 + e))
-        y = y if xw is x else y.astype(x.dtype)
+        e = xp.abs(xw, out=empty_like(xw))  # each array named and in place: NOTE [every array an op makes]
+        xp.negative(e, out=e)
+        xp.exp(e, out=e)                      # e = exp(-|x|)
+        d = xp.add(e, 1, out=empty_like(xw))  # 1 + e
+        xp.divide(e, d, out=e)                # e / (1 + e), for x < 0
+        xp.reciprocal(d, out=d)               # 1 / (1 + e), for x >= 0
+        positive = made(xw >= 0)  # named: alive, and counted, while `where` makes y
+        y = narrow(made(xp.where(positive, d, e)), x.dtype)
         self.save_for_backward(y)
         return y
 
     def backward(self, g):
-        (y,) = self.saved
-        yw = widen(y)
-        if yw is not y:
-            return ((widen(g) * yw * (1 - yw)).astype(g.dtype),)
-        return (g * y * (1 - y),)
+        yw = widen(self.saved[0])
+        xp, gw = xp_of(yw), widen(g)
+        d = xp.multiply(gw, yw, out=empty_like(yw))
+        d *= xp.subtract(1, yw, out=empty_like(yw))  # g y (1 - y)
+        return (narrow(d, g.dtype),)
 
 
 def sign(x):
@@ -476,7 +481,7 @@ class Gelu(Op):
         else:
             y = normal_cdf(xw)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
         y *= xw  # x Phi(x), or 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
-        return y if xw is x else y.astype(x.dtype)
+        return narrow(y, x.dtype)
 
     def _tanh_of_inner(self, x):
         """tanh(K (x + 0.044715 x^3)), in an array of its own."""
@@ -527,7 +532,7 @@ class Gelu(Op):
         (x,) = self.saved
         xp = xp_of(x)
         if accumulator(x.dtype) is not None:  # NOTE [a 2-byte GELU]
-            return (self._grad(xp, widen(x), widen(g)).astype(g.dtype),)
+            return (narrow(self._grad(xp, widen(x), widen(g)), g.dtype),)
         return (self._grad(xp, x, g),)
 
     def _grad(self, xp, x, g):

@@ -7,7 +7,7 @@ Read next: linear.py, the matrix products.
 import math
 import numbers
 
-from ..backend import (accumulator, as_array, broadcast_to, index_add, put, reduce_sum, reshape, widen,
+from ..backend import (accumulator, as_array, broadcast_to, index_add, made, narrow, put, reduce_sum, reshape, widen,
                        written_last, xp_of, zeros)
 from .base import Op, ShapeError, keepdim_shape, normalize_dim, normalize_dims, unbroadcast
 
@@ -141,11 +141,16 @@ class Cumsum(Op):
     @staticmethod
     def _cumsum(a, axis):
         """Running sums in int64 for integers and bools (PyTorch's dtype), in float32 for float16 and bfloat16, rounded
-        once each (NOTE [2-byte sums]): the float32 result is a temporary twice the output's size, which the ledger
-        does not count."""
-        acc = accumulator(a.dtype)
-        out = xp_of(a).cumsum(a, axis=axis, dtype="int64" if a.dtype.kind in "biu" else acc)
-        return out if acc is None else out.astype(a.dtype)
+        once each (NOTE [2-byte sums]). They run on a copy of `a` in that dtype, the one cumsum's dtype= would make
+        unseen; the profile counts it, and the float32 sums, twice the output's bytes (NOTE [every array an op
+        makes], backend/pool.py)."""
+        acc = accumulator(a.dtype) or ("int64" if a.dtype.kind in "biu" else None)
+        if acc is None or a.dtype == acc:
+            return xp_of(a).cumsum(a, axis=axis)
+        wide = made(a.astype(acc))
+        out = made(xp_of(a).cumsum(wide, axis=axis))
+        del wide  # before the rounding: the copy and the output are never alive at once
+        return out if a.dtype.kind in "biu" else narrow(out, a.dtype)
 
     def backward(self, g):
         if self.axis is None:
