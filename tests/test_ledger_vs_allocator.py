@@ -9,7 +9,9 @@ log_softmax, layer_norm, sigmoid, GELU and cumsum computed in float32 temporarie
 softmax peaked at 5x its input, the ledger said 1x); in every dtype, sigmoid's forward held 4 arrays beside its
 output, log_softmax's its exp, GELU's backward Phi(x), layer_norm's backward three; and the tape counted an op's
 input gradients only after it had freed the arrays they were made from (var's backward, NOTE in profiler/ledger.py's
-on_backward), and never counted two gradients summed into one (a tensor used twice).
+on_backward), and never counted two gradients summed into one (a tensor used twice). The 2-byte softmax,
+log_softmax, sigmoid, GELU and cumsum now also compute a block of rows at a time (NOTE [2-byte rows],
+backend/rows.py): their float32 copies are a block's, not the whole input's.
 
 And 'meta' (backend/meta.py) gives each program the same ledger as the host: events, peak, each buffer born and freed.
 """

@@ -30,8 +30,8 @@ from .device import (BFLOAT16, DEVICES, DeviceError, MetaArray, MetaError, _cupy
                      stable_argsort, to_device, to_numpy, xp_for, xp_of)
 from .pool import (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, POOL_MIN, empty, empty_cache, empty_like, host_pool, is_view,
                    keep_freed_host_memory, made, masked_fill, memory_reserved, out_like, pooled, reshape, zeros)
-from .rows import (accumulator, broadcast_to, index_add, max_rows, mean_rows, narrow, ones_like, put, reduce_sum,
-                   sum_leading, sum_rows, widen, written_last)
+from .rows import (accumulator, broadcast_to, in_float32, index_add, max_rows, mean_rows, narrow, ones_like, put,
+                   reduce_sum, sum_leading, sum_rows, widen, written_last)
 
 # what the layers above use, as backend.X
 __all__ = ["meta", "BFLOAT16", "DEVICES", "DeviceError", "MetaArray", "MetaError", "_cupy", "_cupyx", "as_array", "cuda_is_available",
@@ -39,5 +39,5 @@ __all__ = ["meta", "BFLOAT16", "DEVICES", "DeviceError", "MetaArray", "MetaError
            "stable_argsort", "to_device", "to_numpy", "xp_for", "xp_of", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD",
            "POOL_MIN", "empty", "empty_cache", "empty_like", "host_pool", "is_view", "keep_freed_host_memory",
            "made", "masked_fill", "memory_reserved", "out_like", "pooled", "reshape", "zeros", "accumulator",
-           "broadcast_to", "index_add", "max_rows", "mean_rows", "narrow", "ones_like", "put", "reduce_sum",
-           "sum_leading", "sum_rows", "widen", "written_last"]
+           "broadcast_to", "in_float32", "index_add", "max_rows", "mean_rows", "narrow", "ones_like", "put",
+           "reduce_sum", "sum_leading", "sum_rows", "widen", "written_last"]

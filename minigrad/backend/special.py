@@ -10,7 +10,7 @@ import numpy as np
 from scipy.special import ndtr as _host_ndtr  # imported now, not at the first GELU: an import inside a
                                               # profiled step would show up as megabytes in tracemalloc
 
-from .device import is_meta, on_gpu, xp_of
+from .device import is_meta, on_gpu
 from .pool import empty, made
 
 try:
