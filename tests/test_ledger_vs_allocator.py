@@ -99,14 +99,21 @@ def run(name, shape, dtype, device, trace=False):
     return ledger, (forward, backward), prof, x.data.nbytes
 
 
+# The one thing the ledger leaves out on purpose (backend/special.py): exact GELU's normal CDF on the host computes
+# 65,536 numbers at a time in two float32 blocks and a mask of its own, whatever the size, where CuPy's kernel makes
+# none; 'meta' predicts both, so it makes neither, and neither does the ledger.
+HOST_BLOCKS = 2 * 4 * 2 ** 16 + 2 ** 16
+
+
 @cpu_only
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_an_ops_peak_is_the_allocators(name, dtype):
+    blocks = HOST_BLOCKS if name == "gelu" and dtype != "float64" else 0  # float64: SciPy's ndtr, no blocks
     for shape in SHAPES:
         ledger, traced, _, largest = run(name, shape, dtype, "cpu", trace=True)
         for phase, mine, real in zip(("forward", "backward"), ledger, traced):
-            assert abs(mine - real) <= 0.03 * largest + 2 ** 17, (
+            assert -blocks <= mine - real + 0.03 * largest + 2 ** 17 and mine - real <= 0.03 * largest + 2 ** 17, (
                 f"{name} {shape} {dtype} {phase}: the ledger's peak is {mine / largest:.2f}, tracemalloc's "
                 f"{real / largest:.2f} times the input's {largest} bytes")
 

@@ -96,8 +96,10 @@ _FREE, _ONE_VIEW = _calibrate()
 # that moment until it dies (an output, or an array a record saves, is the same buffer: counted once). The ops make
 # their big arrays here, and name each temporary, so that it is still alive, and counted, when the next is made, as
 # an optimizer's step does (NOTE [a step's temporaries], optim/optimizer.py). What is left out: arrays of a row's
-# size (a softmax's row maxima) and NumPy's own buffers, which tests/test_ledger_vs_allocator.py bounds. The ops sit
-# below the tape, so the tape's `profiling` (tensor/modes.py) puts the profile's hook here while one is active.
+# size (a softmax's row maxima), NumPy's own buffers, and blocks of a fixed size that one device's way to a result
+# needs and another's does not (special.py's normal CDF on the host), which tests/test_ledger_vs_allocator.py
+# bounds. The ops sit below the tape, so the tape's `profiling` (tensor/modes.py) puts the profile's hook here while
+# one is active.
 _report = None  # the active profile's on_new_array, or None
 
 
