@@ -302,10 +302,11 @@ def _as_the_engine_runs_it(record, profiler):
             if vc.n != n:
                 raise _written_since(record, vc.n, n, i, k)
         input_grads = tuple(run(record, g))
+        if profiler is not None:  # before release, as the engine's walk (the gradients and the saved arrays: a peak)
+            input_grads = tuple(backend.as_array(gi) for gi in input_grads)
+            profiler.on_backward(record, g, input_grads, True)
         release(record)
         if profiler is not None:
-            input_grads = tuple(backend.as_array(gi) for gi in input_grads)
-            profiler.on_backward(record, g, input_grads)
             profiler.stop_clock(clock, record.name, "backward")
         return input_grads
     return backward

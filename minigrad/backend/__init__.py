@@ -29,15 +29,15 @@ from .device import (BFLOAT16, DEVICES, DeviceError, MetaArray, MetaError, _cupy
                      default_device, device, device_of, is_array, is_float, is_meta, normalize_device, on_gpu, owner,
                      stable_argsort, to_device, to_numpy, xp_for, xp_of)
 from .pool import (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, POOL_MIN, empty, empty_cache, empty_like, host_pool, is_view,
-                   keep_freed_host_memory, masked_fill, memory_reserved, out_like, pooled, reshape, zeros)
-from .rows import (accumulator, broadcast_to, index_add, max_rows, mean_rows, ones_like, put, reduce_sum, sum_leading,
-                   sum_rows, widen, written_last)
+                   keep_freed_host_memory, made, masked_fill, memory_reserved, out_like, pooled, reshape, zeros)
+from .rows import (accumulator, broadcast_to, in_float32, index_add, max_rows, mean_rows, narrow, ones_like, put,
+                   reduce_sum, sum_leading, sum_rows, widen, written_last)
 
 # what the layers above use, as backend.X
 __all__ = ["meta", "BFLOAT16", "DEVICES", "DeviceError", "MetaArray", "MetaError", "_cupy", "_cupyx", "as_array", "cuda_is_available",
            "default_device", "device", "device_of", "is_array", "is_float", "is_meta", "normalize_device", "on_gpu", "owner",
            "stable_argsort", "to_device", "to_numpy", "xp_for", "xp_of", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD",
            "POOL_MIN", "empty", "empty_cache", "empty_like", "host_pool", "is_view", "keep_freed_host_memory",
-           "masked_fill", "memory_reserved", "out_like", "pooled", "reshape", "zeros", "accumulator", "broadcast_to",
-           "index_add", "max_rows", "mean_rows", "ones_like", "put", "reduce_sum", "sum_leading", "sum_rows", "widen",
-           "written_last"]
+           "made", "masked_fill", "memory_reserved", "out_like", "pooled", "reshape", "zeros", "accumulator",
+           "broadcast_to", "in_float32", "index_add", "max_rows", "mean_rows", "narrow", "ones_like", "put",
+           "reduce_sum", "sum_leading", "sum_rows", "widen", "written_last"]

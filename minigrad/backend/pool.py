@@ -14,7 +14,7 @@ import tracemalloc
 
 import numpy as np
 
-from .device import _cupy, normalize_device, xp_of
+from .device import _cupy, as_array, normalize_device, xp_of
 
 
 # NOTE [host memory between steps]: NumPy takes each array's memory from glibc's malloc. For blocks of a few
@@ -87,9 +87,40 @@ def _calibrate():
 _FREE, _ONE_VIEW = _calibrate()
 
 
+# NOTE [every array an op makes]: the ledger (profiler/ledger.py) sees what the tape hands it, each op's output, what
+# a record saves, each gradient, as the op returns. An op's own temporaries, made and dropped inside it, it would not
+# see: a float16 softmax's float32 copy of its input (NOTE [2-byte sums], rows.py), GELU's Phi(x) in backward,
+# sigmoid's exp(-|x|). The real peak is higher than the ledger's by them, and they are the ops' widest arrays. So
+# every array this module and `widen`/`narrow` (rows.py) make is told to the active profile as it is made (`made`),
+# on every device alike, so that 'meta' makes and tells the same ones: the profile counts each as transient from
+# that moment until it dies (an output, or an array a record saves, is the same buffer: counted once). The ops make
+# their big arrays here, and name each temporary, so that it is still alive, and counted, when the next is made, as
+# an optimizer's step does (NOTE [a step's temporaries], optim/optimizer.py). What is left out: arrays of a row's
+# size (a softmax's row maxima), NumPy's own buffers, and blocks of a fixed size that one device's way to a result
+# needs and another's does not (special.py's normal CDF on the host), which tests/test_ledger_vs_allocator.py
+# bounds. The ops sit below the tape, so the tape's `profiling` (tensor/modes.py) puts the profile's hook here while
+# one is active.
+_report = None  # the active profile's on_new_array, or None
+
+
+def made(array):
+    """array, just made by an op (a temporary, or its output), told to the active profile (NOTE [every array an op
+    makes]): counted from now until it dies. Returns array; NumPy's 0-d result, a scalar, as a 0-d array (as the tape
+    makes an op's output), which the profile can follow, as 'meta' and CuPy make one."""
+    array = as_array(array)
+    if _report is not None:
+        _report(array, False)
+    return array
+
+
 def empty(shape, dtype, like):
     """A new uninitialised array of this shape and dtype on `like`'s device; on the host, lent from the pool
-    (NOTE [host memory pool]). The ops' big outputs and gradients come from here."""
+    (NOTE [host memory pool]). The ops' big outputs and gradients come from here; the profile counts it from now
+    (NOTE [every array an op makes])."""
+    return made(_lend(shape, dtype, like))
+
+
+def _lend(shape, dtype, like):
     if not isinstance(like, np.ndarray):
         return xp_of(like).empty(shape, dtype)
     global _pool_bytes
@@ -116,9 +147,9 @@ def empty_like(array):
     """empty(array.shape, array.dtype, array), with a short way out for small arrays (the per-op cost that a tiny
     model sees)."""
     if not isinstance(array, np.ndarray):
-        return xp_of(array).empty(array.shape, array.dtype)
+        return made(xp_of(array).empty(array.shape, array.dtype))
     if array.nbytes < POOL_MIN:
-        return np.empty(array.shape, array.dtype)
+        return made(np.empty(array.shape, array.dtype))
     return empty(array.shape, array.dtype, array)
 
 
@@ -148,7 +179,7 @@ def pooled(ufunc, a, b, number=None):
         operands = (number[1], x) if number[0] == 0 else (x, number[1])
         return ufunc(*operands, out=empty(x.shape, x.dtype, x), dtype=np.float32, casting="unsafe")
     if not isinstance(a, np.ndarray) or (a.nbytes < POOL_MIN and b.nbytes < POOL_MIN):
-        return ufunc(a, b)
+        return made(ufunc(a, b))
     return ufunc(a, b, out=empty(np.broadcast_shapes(a.shape, b.shape), np.result_type(a, b), a))
 
 
@@ -156,7 +187,7 @@ def masked_fill(x, mask, value):
     """A copy of x with `value` where mask (broadcast to x) is set; on the host from the pool, and without
     np.where, which is several times slower than two copies here."""
     if not isinstance(x, np.ndarray):
-        return xp_of(x).where(mask, x.dtype.type(value), x)
+        return made(xp_of(x).where(mask, x.dtype.type(value), x))
     out = empty_like(x)
     np.copyto(out, x)
     np.copyto(out, value, where=mask, casting="unsafe")  # a float into an integer tensor: truncated, as PyTorch's
@@ -174,8 +205,8 @@ def reshape(array, shape):
         return array.reshape(shape)
     except ValueError:
         pass
-    copy = empty_like(array)
-    copy[...] = array
+    copy = _lend(array.shape, array.dtype, array)  # not told: the copy NumPy makes on the other devices is not
+    copy[...] = array                               # either, and an op's output is counted as the op returns
     return copy.reshape(shape)  # the elements in the same (C) order as array.reshape's copy
 
 

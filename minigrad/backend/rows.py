@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .device import is_array, is_float, is_meta, on_gpu, xp_of
+from .pool import made
 
 # NOTE [2-byte sums]: float16 keeps 11 significant bits and bfloat16 8. Added up one after another in their own
 # dtype, a sum stops growing once each term is below half the spacing of the total: 1,000 copies of 0.1 made 32
@@ -28,9 +29,42 @@ def accumulator(dtype):
 
 def widen(array):
     """array in float32 if it is a 2-byte float, else array itself: what an op that computes a 2-byte input in
-    float32 and rounds once, as PyTorch's kernels do, computes on (widen(x) is x: nothing to round back)."""
+    float32 and rounds once, as PyTorch's kernels do, computes on (widen(x) is x: nothing to round back). The
+    copy is twice the input's bytes: the profile counts it (NOTE [every array an op makes], pool.py)."""
     acc = accumulator(array.dtype)
-    return array if acc is None else array.astype(acc)
+    return array if acc is None else made(array.astype(acc))
+
+
+def narrow(array, dtype):
+    """array rounded to `dtype` once, widen's way back (array itself if it has that dtype), counted as made."""
+    return array if array.dtype == dtype else made(array.astype(dtype))
+
+
+# NOTE [2-byte rows]: a 2-byte softmax computed on widen's float32 copy of the whole input holds three times the
+# input's bytes beside it (the copy, the float32 result, the rounded output): for GPT-2 XL's loss at batch 4 in
+# float16, 2.3 GiB of float32 logits that PyTorch's fused kernel, computing in float32 registers, never makes; a
+# prediction on 'meta' held them as its peak. So in_float32 computes a block of whole rows at a time, each block's
+# float32 copies 256 KiB, and rounds each block into the one 2-byte result. A row is the same numbers in the same
+# order either way (tests/test_low_precision_vs_torch.py holds the results to PyTorch's).
+_BLOCK = 1 << 16  # float32 numbers per block: 256 KiB an array
+
+
+def in_float32(fn, axes, *arrays):
+    """fn(*arrays): fn reduces along `axes` (a tuple) and returns one array shaped as the first. A 2-byte float is
+    computed in float32 and rounded once, a block of rows at a time (NOTE [2-byte rows]); others as they are."""
+    first = arrays[0]
+    if accumulator(first.dtype) is None:
+        return fn(*arrays)
+    split = next((i for i, n in enumerate(first.shape) if i not in axes and n > 1), None)  # an axis fn does not reduce
+    if split is None or first.size <= _BLOCK:
+        return narrow(fn(*map(widen, arrays)), first.dtype)
+    # not lent by the host pool, as astype's result was not: a view of a lent block is no view on the host
+    # (pool.is_view), where 'meta' sees one, and a gradient flipped back (cumsum's) would be copied on 'meta' only
+    out, step = made(xp_of(first).empty(first.shape, first.dtype)), max(1, _BLOCK * first.shape[split] // first.size)
+    for start in range(0, first.shape[split], step):
+        rows = (slice(None),) * split + (slice(start, start + step),)
+        out[rows] = fn(*(widen(a[rows]) for a in arrays))  # rounded once, as astype rounds
+    return out
 
 
 # NOTE [a broadcast scalar]: every step's backward makes the loss's implied gradient, a one-element array of

@@ -10,8 +10,8 @@ import numpy as np
 from scipy.special import ndtr as _host_ndtr  # imported now, not at the first GELU: an import inside a
                                               # profiled step would show up as megabytes in tracemalloc
 
-from .device import is_meta, on_gpu, xp_of
-from .pool import empty
+from .device import is_meta, on_gpu
+from .pool import _lend, empty, made
 
 try:
     from cupyx.scipy.special import ndtr as _gpu_ndtr
@@ -33,22 +33,27 @@ def normal_cdf(array):
     ulp or two). Computing Phi(-|x|) first keeps the left tail relatively accurate, where 1 + erf(x)
     cancels to zero. On the GPU: CuPy's ndtr, one fused kernel.
     """
-    if is_meta(array):  # no values: a new array laid out as the branches below lay it out
-        return array.astype(array.dtype) if array.dtype == np.float64 else xp_of(array).empty(array.shape, array.dtype)
+    if is_meta(array):  # no values: the array the branches below make, laid out and counted as they make it
+        if array.dtype == np.float64:
+            return made(array.astype(array.dtype))
+        return empty(array.shape, np.float32, array).astype(array.dtype, copy=False)
     if on_gpu(array):
-        return _gpu_ndtr(array).astype(array.dtype, copy=False)
+        return made(_gpu_ndtr(array)).astype(array.dtype, copy=False)
     if array.dtype == np.float64:
-        return _host_ndtr(array)
+        return made(_host_ndtr(array))
     # Block by block, as a fused GPU kernel would: each block's temporaries stay in the CPU's cache, and
     # only the output is a full-size array. On a GPT's (8, 64, 512) float32 activations this took 1.6 ms when
     # written, against 4.8 ms for the same code on the whole array at once and 4-5 ms for (1 + SciPy's erf) / 2;
     # 0.6 ms now. Blocks of 64k numbers rather than 32k: fewer NumPy calls, a GPT step about 0.5 ms faster
-    # (bench/NOTES.md, sixth session), and three temporaries of 256 KiB still fit the 1 MiB L2 of one core.
+    # (bench/NOTES.md, sixth session), and a block's arrays of 256 KiB still fit the 1 MiB L2 of one core.
+    # The output counts (NOTE [every array an op makes], pool.py), as CuPy's does; the two blocks do not: they are
+    # this host's way to the same array, 512 KiB whatever the size (as NumPy's own buffers are), and 'meta', which
+    # predicts a GPU as well as this host, makes only what both make. The pool lends them (NOTE [host memory pool]).
     x = np.ascontiguousarray(array, dtype=np.float32).reshape(-1)
-    out = empty(array.shape, np.float32, array)  # NOTE [host memory pool] (pool.py): this and the blocks'
-    flat = out.reshape(-1)                        # three temporaries come from the pool
+    out = empty(array.shape, np.float32, array)
+    flat = out.reshape(-1)
     n = min(_BLOCK, x.size)
-    scratch = [empty((n,), np.float32, array) for _ in range(3)]
+    scratch = [_lend((n,), np.float32, array) for _ in range(2)]
     for i in range(0, x.size, _BLOCK):
         block = x[i:i + _BLOCK]
         _normal_cdf_block(block, flat[i:i + _BLOCK], *(s[:block.size] for s in scratch))
@@ -58,8 +63,9 @@ def normal_cdf(array):
 _BLOCK = 1 << 16  # float32 numbers per block: 256 KiB per temporary
 
 
-def _normal_cdf_block(x, out, t, q, z2):
+def _normal_cdf_block(x, out, q, z2):
     f = np.float32
+    t = out                                     # t lives in out's block until q *= t, its last use
     np.abs(x, out=t)
     t *= f(0.5 / np.sqrt(2))
     t += f(1)

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from ..backend import (accumulator, device_of, empty_like, max_rows, mean_rows, pooled, reduce_sum, sum_leading,
-                       sum_rows, to_device, widen, xp_for, xp_of)
+from ..backend import (accumulator, device_of, empty_like, in_float32, max_rows, mean_rows, narrow, pooled,
+                       reduce_sum, sum_leading, sum_rows, to_device, widen, xp_for, xp_of)
 from ..backend.random import generator, get_rng_state
 from .base import Op, keepdim_shape, normalize_dim, unbroadcast
 
@@ -34,8 +34,9 @@ def _sum(x, axis):
 # NOTE [a 2-byte softmax]: softmax and log_softmax of float16 or bfloat16 run in float32 and are rounded once, as
 # PyTorch's kernels: in the 2-byte dtype, x - max is rounded before exp, an error that exp turns into a relative one
 # of the small probabilities (bfloat16: 8 units of their last place, PyTorch's half a unit). What the record saves
-# stays in the 2-byte dtype (the ledger's bytes); the backward takes it and g up to float32 (backend.widen) and
-# rounds once too.
+# stays in the 2-byte dtype (the ledger's bytes); the backward takes it and g up to float32 and rounds once too.
+# Both run a block of rows at a time (backend.in_float32, NOTE [2-byte rows] in backend/rows.py): the float32
+# copies of a block, not of the whole input (the attention's scores, a language model's logits).
 
 
 class Softmax(Op):
@@ -45,23 +46,23 @@ class Softmax(Op):
     flops_per_element = (5, (4,))  # max, -, exp, sum, /;  g*y, sum, y*s, -
 
     def forward(self, x, dim, keep_input=False):
-        xp = xp_of(x)
         self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
-        xw = widen(x)  # NOTE [a 2-byte softmax]
-        y = xp.subtract(xw, _max(xw, self.axis), out=empty_like(xw))
-        xp.exp(y, out=y)
-        y /= _sum(y, self.axis)
-        y = y if xw is x else y.astype(x.dtype)
+        y = in_float32(self._softmax, self.axis, x)  # NOTE [a 2-byte softmax]
         self.save_for_backward(*((y, x) if keep_input else (y,)))  # x: kept, never read (older software held it)
         return y
 
+    def _softmax(self, x):
+        y = xp_of(x).subtract(x, _max(x, self.axis), out=empty_like(x))
+        xp_of(y).exp(y, out=y)
+        return xp_of(y).divide(y, _sum(y, self.axis), out=y)
+
     def backward(self, g):
-        y = widen(self.saved[0])
-        xp, gw = xp_of(y), widen(g)
-        gx = xp.multiply(gw, y, out=empty_like(y))
-        xp.subtract(gw, _sum(gx, self.axis), out=gx)
-        gx *= y  # y (g - sum(g y)), in the one array
-        return (gx if gw is g else gx.astype(g.dtype),)
+        return (in_float32(self._grad, self.axis, self.saved[0], g),)
+
+    def _grad(self, y, g):
+        gx = xp_of(y).multiply(g, y, out=empty_like(y))
+        xp_of(y).subtract(g, _sum(gx, self.axis), out=gx)
+        return xp_of(y).multiply(gx, y, out=gx)  # y (g - sum(g y)), in the one array
 
 
 class LogSoftmax(Op):
@@ -70,23 +71,26 @@ class LogSoftmax(Op):
     flops_per_element = (5, (4,))  # max, -, exp, sum, -;  exp, sum, *, -
 
     def forward(self, x, dim):
-        xp = xp_of(x)
         self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
-        xw = widen(x)  # NOTE [a 2-byte softmax]
-        y = xp.subtract(xw, _max(xw, self.axis), out=empty_like(xw))  # NOTE [host memory pool]
-        with np.errstate(divide="ignore"):  # along an empty dim: log 0, subtracted from no element
-            y -= xp.log(_sum(xp.exp(y, out=empty_like(y)), self.axis))  # x - max - log sum exp
-        y = y if xw is x else y.astype(x.dtype)
+        y = in_float32(self._log_softmax, self.axis, x)  # NOTE [a 2-byte softmax]
         self.save_for_backward(y)
         return y
 
+    def _log_softmax(self, x):
+        xp = xp_of(x)
+        y = xp.subtract(x, _max(x, self.axis), out=empty_like(x))  # NOTE [host memory pool]
+        with np.errstate(divide="ignore"):  # along an empty dim: log 0, subtracted from no element
+            y -= xp.log(_sum(xp.exp(y, out=empty_like(y)), self.axis))  # x - max - log sum exp
+        return y
+
     def backward(self, g):
-        y = widen(self.saved[0])
-        xp, gw = xp_of(y), widen(g)
+        return (in_float32(self._grad, self.axis, self.saved[0], g),)
+
+    def _grad(self, y, g):
+        xp = xp_of(y)
         gx = xp.exp(y, out=empty_like(y))
-        gx *= _sum(gw, self.axis)
-        gx = xp.subtract(gw, gx, out=gx)  # g - softmax(x) sum(g)
-        return (gx if gw is g else gx.astype(g.dtype),)
+        gx *= _sum(g, self.axis)
+        return xp.subtract(g, gx, out=gx)  # g - softmax(x) sum(g)
 
 
 class LayerNorm(Op):
@@ -99,21 +103,20 @@ class LayerNorm(Op):
         bias = weight_bias[-1] if len(weight_bias) > has_weight else None
         self.axes = tuple(range(x.ndim - ndim, x.ndim))
         xw = widen(x)  # NOTE [a 2-byte layer_norm]
-        low = (lambda a: a) if xw is x else (lambda a: a.astype(x.dtype))
         # NOTE [host memory pool] (backend/pool.py): x-hat and y are new arrays from the pool, the rest in place
         xhat = xp.subtract(xw, mean_rows(xw, len(self.axes)), out=empty_like(xw))
         var = mean_rows(xp.square(xhat, out=empty_like(xw)), len(self.axes))
         rstd = 1 / xp.sqrt(var + eps)
         xhat *= rstd
         self.has_weight = weight is not None
-        saved = low(xhat)
-        self.save_for_backward(saved, low(rstd), weight)
+        saved = narrow(xhat, x.dtype)
+        self.save_for_backward(saved, narrow(rstd, x.dtype), weight)
         if weight is None:
-            return saved if bias is None else low(pooled(xp.add, xhat, bias))
+            return saved if bias is None else narrow(pooled(xp.add, xhat, bias), x.dtype)
         y = xp.multiply(xhat, weight, out=empty_like(xw))
         if bias is not None:
             y += bias
-        return low(y)
+        return narrow(y, x.dtype)
 
     # NOTE [a 2-byte layer_norm]: float16 and bfloat16 are normalized in float32 and rounded once, as PyTorch's
     # kernels do: a row's mean rounded to 2 bytes before x - mean is off by up to half its last place, which the
@@ -125,7 +128,7 @@ class LayerNorm(Op):
         if acc is None:
             return self._backward(g, *self.saved)
         up = (lambda a: None if a is None else widen(a))
-        return tuple(None if d is None else d.astype(g.dtype) for d in self._backward(*map(up, (g, *self.saved))))
+        return tuple(None if d is None else narrow(d, g.dtype) for d in self._backward(*map(up, (g, *self.saved))))
 
     def _backward(self, g, xhat, rstd, w):
         needs = self.needs_input_grad

@@ -9,8 +9,8 @@ import operator
 
 import numpy as np
 
-from ..backend import (BFLOAT16, accumulator, device_of, empty_like, masked_fill, out_like, pooled, to_device, widen,
-                       xp_of)
+from ..backend import (BFLOAT16, device_of, empty_like, in_float32, made, masked_fill, out_like, pooled,
+                       to_device, xp_of)
 from ..backend.special import normal_cdf
 from .base import Op, ShapeError, refuse_bool, unbroadcast
 
@@ -374,20 +374,30 @@ class Sigmoid(Op):
     flops_per_element = (5, (3,))  # |x|, -, exp, +, /;  g * y * (1 - y)
 
     def forward(self, x):
-        xp = xp_of(x)
-        xw = widen(x)  # a 2-byte x: in float32, rounded once, as PyTorch (NOTE [a 2-byte GELU])
-        e = xp.exp(-xp.abs(xw))
-        y = xp.where(xw >= 0, 1 / (1 + e), e / (1 + e))
-        y = y if xw is x else y.astype(x.dtype)
+        y = in_float32(self._sigmoid, (), x)  # a 2-byte x: in float32, a block at a time (NOTE [a 2-byte GELU])
         self.save_for_backward(y)
         return y
 
+    @staticmethod
+    def _sigmoid(x):
+        xp = xp_of(x)
+        e = xp.abs(x, out=empty_like(x))     # each array named and in place: NOTE [every array an op makes]
+        xp.negative(e, out=e)
+        xp.exp(e, out=e)                     # e = exp(-|x|)
+        d = xp.add(e, 1, out=empty_like(x))  # 1 + e
+        xp.divide(e, d, out=e)               # e / (1 + e), for x < 0
+        xp.reciprocal(d, out=d)              # 1 / (1 + e), for x >= 0
+        positive = made(x >= 0)  # named: alive, and counted, while `where` makes y
+        return made(xp.where(positive, d, e))
+
     def backward(self, g):
-        (y,) = self.saved
-        yw = widen(y)
-        if yw is not y:
-            return ((widen(g) * yw * (1 - yw)).astype(g.dtype),)
-        return (g * y * (1 - y),)
+        return (in_float32(self._grad, (), self.saved[0], g),)
+
+    @staticmethod
+    def _grad(y, g):
+        d = xp_of(y).multiply(g, y, out=empty_like(y))
+        d *= xp_of(y).subtract(1, y, out=empty_like(y))  # g y (1 - y)
+        return d
 
 
 def sign(x):
@@ -472,16 +482,19 @@ class Gelu(Op):
     def forward(self, x, approximate="none"):
         self.approximate = approximate
         self.save_for_backward(x)
-        xw = widen(x)  # a 2-byte x: in float32, rounded once (NOTE [a 2-byte GELU])
         if approximate == "tanh":
             self.flops_per_element = self.flops_per_element_tanh
-            y = self._tanh_of_inner(xw)
+        return in_float32(self._gelu, (), x)  # a 2-byte x: in float32, a block at a time (NOTE [a 2-byte GELU])
+
+    def _gelu(self, x):
+        if self.approximate == "tanh":
+            y = self._tanh_of_inner(x)
             y += 1
             y *= 0.5  # halved before x multiplies (NOTE [GELU at large x])
         else:
-            y = normal_cdf(xw)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
-        y *= xw  # x Phi(x), or 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
-        return y if xw is x else y.astype(x.dtype)
+            y = normal_cdf(x)  # Phi(x) = (1 + erf(x / sqrt 2)) / 2: see special.normal_cdf
+        y *= x  # x Phi(x), or 0.5 x (1 + tanh(K (x + 0.044715 x^3))), in place (NOTE [host memory pool])
+        return y
 
     def _tanh_of_inner(self, x):
         """tanh(K (x + 0.044715 x^3)), in an array of its own."""
@@ -527,13 +540,11 @@ class Gelu(Op):
     # The exact GELU too: its backward, Phi(x) + x phi(x), cancels near x = -0.75 (bfloat16: 238 units of the
     # gradient's last place off there, PyTorch's half a unit). Sigmoid too: its roundings in the 2-byte dtype put it
     # up to 1.6 units of bfloat16's last place (float16's: 1.8) off the true value; PyTorch's and now minigrad's are
-    # within half a unit.
+    # within half a unit. All three run a block at a time (backend.in_float32, NOTE [2-byte rows] in backend/rows.py):
+    # the float32 copies of a block, not of the whole (B, T, 4h) activation.
     def backward(self, g):
         (x,) = self.saved
-        xp = xp_of(x)
-        if accumulator(x.dtype) is not None:  # NOTE [a 2-byte GELU]
-            return (self._grad(xp, widen(x), widen(g)).astype(g.dtype),)
-        return (self._grad(xp, x, g),)
+        return (in_float32(lambda x, g: self._grad(xp_of(x), x, g), (), x, g),)  # NOTE [a 2-byte GELU]
 
     def _grad(self, xp, x, g):
         if self.approximate == "tanh":

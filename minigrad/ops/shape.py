@@ -7,7 +7,7 @@ Read next: linear.py, the matrix products.
 import math
 import numbers
 
-from ..backend import (accumulator, as_array, broadcast_to, index_add, put, reduce_sum, reshape, widen,
+from ..backend import (as_array, broadcast_to, in_float32, index_add, made, put, reduce_sum, reshape, widen,
                        written_last, xp_of, zeros)
 from .base import IndexShapeError, Op, ShapeError, keepdim_shape, normalize_dim, normalize_dims, unbroadcast
 
@@ -142,11 +142,13 @@ class Cumsum(Op):
     @staticmethod
     def _cumsum(a, axis):
         """Running sums in int64 for integers and bools (PyTorch's dtype), in float32 for float16 and bfloat16, rounded
-        once each (NOTE [2-byte sums]): the float32 result is a temporary twice the output's size, which the ledger
-        does not count."""
-        acc = accumulator(a.dtype)
-        out = xp_of(a).cumsum(a, axis=axis, dtype="int64" if a.dtype.kind in "biu" else acc)
-        return out if acc is None else out.astype(a.dtype)
+        once each (NOTE [2-byte sums]), a block of rows at a time (NOTE [2-byte rows], backend/rows.py). Each runs on a
+        copy in that dtype, the one cumsum's dtype= would make unseen; the profile counts it (NOTE [every array an op
+        makes], backend/pool.py)."""
+        if a.dtype.kind not in "biu" or a.dtype == "int64":
+            return in_float32(lambda w: made(xp_of(w).cumsum(w, axis=axis)), (axis,), a)
+        wide = made(a.astype("int64"))
+        return made(xp_of(a).cumsum(wide, axis=axis))
 
     def backward(self, g):
         if self.axis is None:

@@ -291,7 +291,7 @@ def _transient(array, state=False):
     with state=True, new optimizer state, counted as such from now rather than once the step is over."""
     profiler = active_profiler()
     if profiler is not None:
-        profiler.on_step_array(array, state)
+        profiler.on_new_array(array, state)
     return array
 
 

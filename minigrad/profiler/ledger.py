@@ -17,9 +17,12 @@ parameters, gradients and state); `profile(model, optimizer, ...)` counts those 
 too. An unrelated model elsewhere in the process counts nothing. A graph recorded before the
 block does not count (start the profile before the forward pass).
 
-What the ledger cannot see: temporaries that NumPy makes inside one op and frees before it
-returns, and Python's own objects; tests compare the total against the allocator (tracemalloc,
-CuPy's pool) to bound them.
+An op's own temporaries, made and freed before it returns (a 2-byte softmax's float32 copy, GELU's
+Phi(x) in backward), count too: each op makes its big arrays through backend.made, which tells the
+profile as each is made (on_new_array; NOTE [every array an op makes], backend/pool.py). What the
+ledger cannot see: arrays of a row's size inside an op, NumPy's own buffers, and Python's objects;
+tests compare the total against the allocator (tracemalloc, CuPy's pool) to bound them
+(tests/test_ledger_vs_allocator.py op by op, tests/test_profiler.py whole steps).
 
 FLOPs follow NOTE [FLOP convention] in ops/base.py, by phase ('forward', 'backward', 'recompute').
 
@@ -318,14 +321,20 @@ class _Ledger:
             self._drop_saved(ref)
         self._overhead_ns = overhead + _now() - start
 
-    def on_backward(self, op, grad, input_grads):
-        """After op.backward ran (and its record was released, unless retain_graph)."""
+    def on_backward(self, op, grad, input_grads, releasing=False):
+        """After op.backward ran, before the tape releases its record (releasing: it will, now). The gradients were
+        made while the saved arrays they were made from lived, and the peak holds both: they are counted first,
+        then the saved arrays no longer count (on_release's work, done here, where the event after the op can see
+        it: on_release then finds nothing left to do)."""
         start, overhead = _now(), self._overhead_ns
         self._count("backward", op, op.backward_flops(grad, input_grads))
         for gi in input_grads:
             gi = backend.as_array(gi)
             if backend.is_array(gi):  # a checkpoint's lists and {slot: array} hold arrays counted as they were made
                 self._hold(gi, TRANSIENT)
+        ref = self._records.pop(id(op), None) if releasing else None
+        if ref is not None:
+            self._drop_saved(ref)
         self._event(op.name, "backward", start)
         self._overhead_ns = overhead + _now() - start
 
@@ -359,21 +368,25 @@ class _Ledger:
             self._use(optimizer)
             self._step_from = len(self._events)
             return
-        for s in _state_arrays(optimizer):  # what the step did not report as it made it (on_step_array)
+        for s in _state_arrays(optimizer):  # what the step did not report as it made it (on_new_array)
             if self._hold_new(s, OPTIMIZER, since_start=False):
                 self._event("optimizer_state", "step")
         if len(self._events) == self._step_from:  # a steady step makes no state, and still has its place
             self._event(f"{type(optimizer).__name__}.step", "step")
 
-    @_bookkeeping
-    def on_step_array(self, array, state):
-        """An optimizer's step made an array (optim/optimizer.py, NOTE [a step's temporaries]): its new state,
-        counted from now, or a temporary, transient while it lives; so the step's peak holds the state it made
-        as well as the temporaries it makes after."""
+    def on_new_array(self, array, state):
+        """An op made an array (backend.made, NOTE [every array an op makes]) or an optimizer's step did
+        (optim/optimizer.py, NOTE [a step's temporaries]): its new state, counted from now, or a temporary (or an
+        op's output, before the op returns), transient while it lives; so a peak holds the temporaries made
+        inside an op or a step, and a step's the state it made as well as the temporaries it makes after. Timed
+        inline, as the hooks that run for every op are (NOTE [self time], clocks.py)."""
+        start, overhead = _now(), self._overhead_ns
         if not state:
-            self._hold(array, TRANSIENT)
+            if backend.is_array(array):  # NumPy hands a 0-d result back as a scalar: no buffer of its own to follow
+                self._hold(array, TRANSIENT)
         elif self._hold_new(array, OPTIMIZER, since_start=False):
             self._event("optimizer_state", "step")
+        self._overhead_ns = overhead + _now() - start
 
     @_bookkeeping
     def on_communication(self, op, sent, received, clock=None):

@@ -92,8 +92,17 @@ class recomputing(_Mode):
 
 
 class profiling(_Mode):
-    """Report every op, saved array, gradient and new tensor to `listener`, a Listener (mg.profile enters this)."""
+    """Report every op, saved array, gradient and new tensor to `listener`, a Listener (mg.profile enters this); and
+    every array the ops make, through backend.made (NOTE [every array an op makes], backend/pool.py)."""
     switch = "profiler"
+
+    def __enter__(self):
+        super().__enter__()
+        backend.pool._report = self.value.on_new_array
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        backend.pool._report = None if _on.profiler is None else _on.profiler.on_new_array
 
 
 class autocasting(_Mode):
@@ -112,12 +121,12 @@ class Listener:
                     checkpoint's recompute replays without running it
       keep          on_save: a record keeps its saved arrays (activation memory)
       hand_over     on_hand_over: a checkpoint gives the outputs it kept to its recompute's records
-      _run_tape     start_clock, on_backward, stop_clock: a record's backward ran
+      _run_tape     start_clock, on_backward (before release), stop_clock: a record's backward ran
       release       on_release: a record frees its saved arrays
       _set_grad     on_grad: a .grad comes into being
       _new          on_new_tensor: a tensor that is no op's output (factories, comparisons, .data = ...)
-      optim/        on_step (before and after an optimizer's step), start_clock and stop_clock around it;
-                    on_step_array: each array the step makes (new state, or a temporary of its arithmetic)
+      optim/        on_step (before and after an optimizer's step), start_clock and stop_clock around it; and
+      made          on_new_array: an array an op or a step makes (a temporary, new state), as it is made
       distributed   on_communication: bytes sent and received by a collective
 
     The tape reads `_on.profiler` once per op and calls only when a listener is active: without one, none of
@@ -144,8 +153,8 @@ class Listener:
     def on_release(self, record):
         """record's saved arrays are about to be dropped: its backward ran (they are still there)."""
 
-    def on_backward(self, op, grad, input_grads):
-        """op's backward turned grad into input_grads (one per input, None where none)."""
+    def on_backward(self, op, grad, input_grads, releasing):
+        """op's backward turned grad into input_grads (one per input, None where none); releasing: release is next."""
 
     def on_grad(self, array):
         """array became a tensor's .grad."""
@@ -156,8 +165,8 @@ class Listener:
     def on_step(self, optimizer, done):
         """optimizer's step is about to run (done False) or has run (done True)."""
 
-    def on_step_array(self, array, state):
-        """An optimizer's step made array: new state (state True), or a temporary of its arithmetic."""
+    def on_new_array(self, array, state):
+        """An op or an optimizer's step made array: new state (state True), or a temporary, or an op's output."""
 
     def on_communication(self, op, sent, received, clock=None):
         """A collective op sent and received these many bytes; clock: start_clock's, taken as it began."""

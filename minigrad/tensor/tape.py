@@ -246,12 +246,11 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
             if kept is not None:
                 kept._accumulate(g, taken)
         input_grads = op.backward(g)
+        if profiler is not None:  # before release: the gradients were made while the saved arrays lived (a peak)
+            input_grads = tuple(backend.as_array(gi) for gi in input_grads)  # NumPy's 0-d result is a scalar
+            profiler.on_backward(op, g, input_grads, not retain_graph)
         if not retain_graph:
             release(op)
-        if profiler is not None:
-            # NumPy hands back a 0-d result as a scalar: made an array here, the ledger counts the one the tape holds
-            input_grads = tuple(backend.as_array(gi) for gi in input_grads)
-            profiler.on_backward(op, g, input_grads)
         j = -1
         for nxt in op.next:  # with input_grads[j]: not zip (NOTE [per-op overhead]); an op returns one per input
             j += 1
