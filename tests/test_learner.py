@@ -362,7 +362,9 @@ def test_the_ledger_counts_the_gradients_your_walk_holds(tmp_path):
         assert pieces[0].ran == 1
     assert mine[1] == hoarded[1] == plain[1]  # activations: as the engine's walk frees them
     assert np.array_equal(mine[2], plain[2]) and np.array_equal(hoarded[2], plain[2])
-    assert hoarded[0] >= plain[0] + 5 * 64 * 64 * 4  # six gradients held at once, where the engine's holds two
+    # six gradients held at once, where the engine's walk holds at most its gradient in, the one out and the
+    # temporaries of one tanh backward (the ledger counts those as they are made: NOTE [every array an op makes])
+    assert hoarded[0] >= 6 * 64 * 64 * 4 > plain[0]
 
 
 def test_a_piece_that_builds_on_a_stub_falls_back_and_says_which(tmp_path):
