@@ -176,8 +176,9 @@ def when(points, prof):
     """In which phase of the step the total peaked: the first point that holds exactly the peak's bytes."""
     peak = prof.bytes_at_peak()
     hit = next((p for p in points if all(p[c] == peak[c] for c in CATEGORIES)), None)
-    if hit is None:
-        return "inside an op, between two events"
+    if hit is None:  # it peaked inside an op (its temporaries: NOTE [every array an op makes]): which one
+        op, phase = prof.peak_event() or ("the end", "end")
+        return f"during the {phase}, inside '{op}'" if phase in ("forward", "backward") else f"inside {op}"
     return f"during the {hit['phase']}" if hit["phase"] in ("forward", "backward") else f"at '{hit['op']}'"
 
 

@@ -432,6 +432,12 @@ class _Ledger:
         """{category: bytes} at the moment the total peaked: what the peak is made of."""
         return dict(zip(CATEGORIES, self._at_peak))
 
+    def peak_event(self):
+        """(op, phase) of the first event at or after the total's peak: the op in which, or at whose end, the total
+        peaked (inside it: an op's temporaries, NOTE [every array an op makes]); None if no event came after it."""
+        k = self._peak_event
+        return tuple(self._events[k][:2]) if k < len(self._events) else None
+
     def current_bytes(self, category=None):
         """Live bytes in `category` now (at the end of the block, once it has ended)."""
         c = self._category(category)
