@@ -28,8 +28,10 @@ models.blocks_and_input(model, {"idx": idx}) (minigrad.models) gives its blocks 
 reads; measure_chain(blocks, x) (minigrad.checkpoint) gives their schedules.Chain, measured on x.
 
 The blocks are not all of the step. Find out what else its peak holds, and when, by measuring steps with
-mg.profile (prof.bytes_at_peak(), prof.timeline()), and account for each part in your count. Your two
-functions must predict: while they run, the grader refuses any backward pass.
+mg.profile (prof.bytes_at_peak(), prof.timeline(); the peak can come inside an op, between two of the
+timeline's events, and prof.export_memory_timeline(path) marks where), and account for each part in your
+count: where the peak can come at more than one moment, count each. Your two functions must predict: while
+they run, the grader refuses any backward pass.
 
 1. step_peak(config, batch_size, micro_batch_size, segments) -> the bytes prof.peak_bytes() will measure.
 2. plan(config, batch_size, budget) -> (micro_batch_size, segments): the best step that fits `budget`
@@ -44,7 +46,7 @@ larger micro-batch must not fit, even with every block but the last checkpointed
 it picks, every cut that recomputes fewer blocks must not fit. All three are measured, not predicted.
 
 Explain (graded: set EXPLAIN, below, to a number). GPTConfig(vocab_size=65, block_size=64, n_layer=4,
-n_head=2, n_embd=32), batch 8, a budget of 2,000,000 bytes: in the step your plan picks, how many block
+n_head=2, n_embd=32), batch 8, a budget of 2,300,000 bytes: in the step your plan picks, how many block
 forwards does backward recompute, over the whole optimizer step?
 
 Grade it:  python -m minigrad check 13        (stuck? python -m minigrad check 13 --hint)
