@@ -156,6 +156,7 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
         (summed * scale).backward()
         _master_gradients(half)
         loss_sum += float("nan") if backend.is_meta(summed.data) else summed.item()  # 'meta': no value to add
+        output = summed = None  # not held through the next micro-batch's forward (a GPT's logits, its largest array)
     _warn_batch_statistics(batch_norms)
     return AccumulationResult(loss_sum / total, total, len(micro_batches), grad_dtype)
 

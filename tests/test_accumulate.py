@@ -607,3 +607,26 @@ def test_accumulation_step_zeroes_gradients_first(set_to_none):
     err = rel_error(grads_of(model), want)
     assert err < 1e-12, f"accumulation_step after stale gradients: relative error {err:.2e}"
     assert rel_error(params_of(model), before) == 0
+
+
+def test_a_micro_batchs_output_is_not_held_through_the_next_forward():
+    """accumulate's loop let go of a micro-batch's output and loss only when the next micro-batch's forward had
+    returned: during that forward the previous output (a GPT's logits, its largest array) was still alive. A
+    model that notes, as each forward starts, which earlier outputs are still alive."""
+    import weakref
+
+    class Noting(mg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.outputs, self.alive = mg.nn.Linear(3, 2), [], []
+
+        def forward(self, x):
+            self.alive.append(sum(r() is not None for r in self.outputs))
+            out = self.lin(x)
+            self.outputs.append(weakref.ref(out))
+            return out
+
+    model = Noting()
+    x, y = mg.randn(6, 3), mg.randn(6, 2)
+    mg.accumulate(model, lambda out, t: ((out - t) ** 2).sum(), x, y, micro_batch_size=2)
+    assert model.alive == [0, 0, 0]
