@@ -116,7 +116,7 @@ def run(program, mode, cuts, how, early_stop, D, profiled=False):
     prof = mg.profile() if profiled else contextlib.nullcontext()
     with prof, set_checkpoint_early_stop(early_stop):
         with amp:
-            h = x
+            h = first = x * 1.5  # used inside the first segment and after the last (NOTE [checkpoint sums])
             if how == "plain":
                 for s in steps:
                     h = s(h)
@@ -128,7 +128,12 @@ def run(program, mode, cuts, how, early_stop, D, profiled=False):
                         for f in fs:
                             t = f(t)
                         return t
-                    h = segment(h) if policy == "plain" else mg.checkpoint(segment, h, policy=POLICIES[policy])
+                    if policy == "nested":  # each step under a checkpoint of its own inside the segment's
+                        fs = [lambda t, f=f: mg.checkpoint(f, t, policy=POLICIES["dots"]) for f in steps[lo:hi]]
+                        h = mg.checkpoint(lambda t, fs=fs, run=segment: run(t, fs), h)  # bound now: runs in backward
+                    else:
+                        h = segment(h) if policy == "plain" else mg.checkpoint(segment, h, policy=POLICIES[policy])
+            h = h + first * 0.5
             loss = h.float().square().mean()
         loss.backward()
     names = ["x"] + [f"{n}{i}" for n in p for i in range(len(p[n]))]
@@ -142,14 +147,14 @@ def segment_flops(program, mode, cuts, D):
     x, p = leaves(mode, D)
     steps = [make_step(kind, k, p) for kind, k in program]
     mg.manual_seed(3)
-    total, h = 0, x
+    total, h = 0, x * 1.5
     with mg.autocast(DEVICE, dtype=getattr(mg, mode.split("_")[1])) if mode.startswith("autocast") \
             else contextlib.nullcontext():
         for lo, hi, policy in cuts:
             with mg.profile() as prof:
                 for s in steps[lo:hi]:
                     h = s(h)
-            total += prof.flops("forward") if policy != "plain" else 0
+            total += prof.flops("forward") * (2 if policy == "nested" else 1) if policy != "plain" else 0
     return total
 
 
@@ -193,7 +198,7 @@ def cases(draw):
     n = len(program)
     bounds = sorted(draw(st.sets(st.integers(1, n - 1), max_size=3))) if n > 1 else []
     edges = [0] + bounds + [n]
-    cuts = [(lo, hi, draw(st.sampled_from(["plain"] + sorted(POLICIES)))) for lo, hi in zip(edges, edges[1:])]
+    cuts = [(lo, hi, draw(st.sampled_from(["plain", "nested"] + sorted(POLICIES)))) for lo, hi in zip(edges, edges[1:])]
     return program, cuts
 
 
