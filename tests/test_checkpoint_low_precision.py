@@ -78,7 +78,7 @@ def make_step(kind, k, p):
         if kind == "attn":  # a residual attention block: q = h's heads, k and v through the weights
             heads = lambda t: t.reshape(B, T, H, D // H).transpose(1, 2)
             q, kk, v = heads(h), heads(F.linear(h, w)), heads(F.linear(h, p["w"][1 - k], b))
-            a = F.scaled_dot_product_attention(q, kk, v, is_causal=bool(k))
+            a = F.scaled_dot_product_attention(q, kk, v, is_causal=bool(k), dropout_p=0.2 * k)
             return h + a.transpose(1, 2).reshape(B, T, D)
         if kind == "mlp":
             return h + F.linear(F.gelu(F.layer_norm(h, (D,), g, beta), approximate="tanh" if k else "none"), w, b)
