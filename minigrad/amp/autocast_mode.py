@@ -65,8 +65,10 @@ DEFAULT_DTYPE = {"cpu": BFLOAT16, "cuda": FLOAT16}  # torch.autocast's defaults
 # PyTorch's. It is what makes checkpointing exact: a checkpointed function's uses are records from the weight, a
 # leaf, whether the copy was made before the checkpoint, inside it, or again in its recompute (the copy is
 # the same bits each time), so the recompute's gradients are the plain run's to the bit. A recompute after the
-# region (backward belongs after it) casts without the cache; a weight written in place (its version moved) is
-# cast again.
+# region (backward belongs after it) is a region of its own (cast_region, as PyTorch's recompute enters
+# torch.autocast again): a weight used twice inside is cast once there too. Casting once per use held a second
+# copy beside the first, so the checkpointed run's activations peaked above the plain run's by that copy
+# (tests/test_checkpoint_low_precision.py). A weight written in place (its version moved) is cast again.
 _cache = {}     # id(weight) -> (weight, its version when cast, the dtype, the cast array)
 _nesting = [0]  # how many autocast regions are open, enabled or not
 
@@ -159,7 +161,22 @@ _NO_CUDA_BFLOAT16 = (
     "'meta', to predict a GPU's bfloat16 step, construct it under `with mg.device('meta')`)")
 
 
-class autocast(autocasting):
+class cast_region(autocasting):
+    """autocasting(policy) as a region of the weight-cast cache (NOTE [the weight-cast cache]): mg.autocast, and a
+    checkpoint's recompute, which enters its forward's policy again after the forward's region has ended."""
+
+    def __enter__(self):
+        _nesting[0] += 1
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        _nesting[0] -= 1
+        if not _nesting[0]:
+            _cache.clear()  # the outermost region ended: the copies go (as torch.clear_autocast_cache)
+
+
+class autocast(cast_region):
     """`with mg.autocast('cpu'):` (or `@mg.autocast('cpu')` on a function): torch.autocast(device_type, dtype=None,
     enabled=True, cache_enabled=True). The ops inside cast their inputs by NOTE [autocast's lists]: the matrix
     products run in `dtype` (bfloat16 by default on 'cpu', float16 on 'cuda', as PyTorch), the losses (and on
@@ -178,15 +195,6 @@ class autocast(autocasting):
         self.device, self.fast_dtype = device_type, _low_dtype(device_type, dtype)
         super().__init__(_Policy(device_type, self.fast_dtype, cache_enabled) if enabled else None)
 
-    def __enter__(self):
-        _nesting[0] += 1
-        return super().__enter__()
-
-    def __exit__(self, *exc):
-        super().__exit__(*exc)
-        _nesting[0] -= 1
-        if not _nesting[0]:
-            _cache.clear()  # the outermost region ended: the copies go (as torch.clear_autocast_cache)
 
 
 def autocast_of(version, device_type, dtype=None):

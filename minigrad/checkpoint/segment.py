@@ -25,8 +25,9 @@ import warnings
 import weakref
 
 from .. import backend, ops
+from ..amp.autocast_mode import cast_region
 from ..backend.random import get_rng_state, set_rng_state
-from ..tensor import (Tensor, active_autocast, active_cache, apply, autocasting, backward_within, enable_grad,
+from ..tensor import (Tensor, active_autocast, active_cache, apply, backward_within, enable_grad,
                       hand_over, is_grad_enabled, is_keeping_saved, keep_saved, mark, noting_reads, records_since,
                       recomputing)
 from ..tensor import _version_counter, _wrap  # NOTE [version counters], NOTE [an old array, a new tensor]
@@ -182,7 +183,7 @@ class Checkpoint(ops.Op):
             set_rng_state(self.rng_state)  # dropout draws the same masks again
         try:
             with enable_grad(), keep_saved(True), recomputing(), caching(cache), noting_reads(cache), \
-                    autocasting(self.autocast):
+                    cast_region(self.autocast):  # casts a weight once, as the forward did (NOTE [the weight-cast cache])
                 start = mark()
                 args, kwargs = _map(lambda v: inputs[v.i] if isinstance(v, _Input) else v, self.nest)
                 outputs = _made_inside(self.function(*args, **kwargs), start)
