@@ -44,7 +44,18 @@ OPS = {  # name -> f(x, weight, bias): one op, or one composed method, on x
     "mean": lambda x, w, b: x.mean(-1),
     "used_twice": lambda x, w, b: (lambda y: y * 2 + y * 3)(x.tanh()),  # y's two gradients, summed in the tape
     "exp_tanh": lambda x, w, b: x.exp().tanh(),  # exp's gradient (NumPy's own array) is made before exp's output dies
+    # backwards that hand the leaf a view of an array the host pool lent (NOTE [a lent array owns its views],
+    # backend/pool.py): of tanh's gradient, or of a product's made inside the backward, which dies as it returns
+    "flip": lambda x, w, b: x.flip(-1).tanh(),
+    "transpose": lambda x, w, b: x.transpose(-1, -2).tanh(),
+    "unsqueeze": lambda x, w, b: x.unsqueeze(0).tanh(),
+    "matvec": lambda x, w, b: x @ w,  # (g[:, None] @ w[None]).reshape(x's shape)
+    "linear": lambda x, w, b: F.linear(x, w.unsqueeze(0).expand(64, -1)),  # 3-d x: (g @ W).reshape(x's shape)
+    "cumsum_0": lambda x, w, b: x.cumsum(0),
 }
+# NumPy's bfloat16 @ (ml_dtypes) computes on float32 copies of both operands, which no GPU makes: 2-2.8x the input
+# beside the ledger's peak on the host. Not fixed yet: the ledger (and 'meta') follows what CUDA would make here.
+HOST_BF16_MATMUL = {"matvec", "linear"}
 DTYPES = ["float64", "float32", "float16", "bfloat16"]
 SHAPES = [(256, 512), (64, 4096), (4, 32, 1024)]  # rows through the BLAS, long rows through NumPy, three dims
 
@@ -109,6 +120,8 @@ HOST_BLOCKS = 2 * 4 * 2 ** 16 + 2 ** 16
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_an_ops_peak_is_the_allocators(name, dtype):
+    if dtype == "bfloat16" and name in HOST_BF16_MATMUL:
+        pytest.xfail("NumPy's bfloat16 matmul: float32 copies of its operands, unseen (HOST_BF16_MATMUL)")
     blocks = HOST_BLOCKS if name == "gelu" and dtype != "float64" else 0  # float64: SciPy's ndtr, no blocks
     for shape in SHAPES:
         ledger, traced, _, largest = run(name, shape, dtype, "cpu", trace=True)
