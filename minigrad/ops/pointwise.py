@@ -9,8 +9,8 @@ import operator
 
 import numpy as np
 
-from ..backend import (BFLOAT16, device_of, empty_like, in_float32, made, masked_fill, out_like, pooled,
-                       to_device, xp_of)
+from ..backend import (BFLOAT16, device_of, empty_like, in_float32, is_float, made, masked_fill, out_like,
+                       pooled, to_device, xp_of)
 from ..backend.special import normal_cdf
 from .base import Op, ShapeError, refuse_bool, unbroadcast
 
@@ -418,7 +418,7 @@ def sign(x):
     if x.dtype == bool:
         return made(x.copy())
     s = made(xp_of(x).sign(x))  # each named and made: NOTE [every array an op makes] (backend/pool.py)
-    number = s == s if s.dtype.kind == "f" else None
+    number = s == s if is_float(s.dtype) else None  # bfloat16 too, whose kind is 'V
     return s if number is None else made(xp_of(x).where(made(number), s, s.dtype.type(0)))
 
 
