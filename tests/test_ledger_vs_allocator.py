@@ -67,6 +67,13 @@ OPS = {  # name -> f(x, weight, bias): one op, or one composed method, on x
     "pow": lambda x, w, b: x ** 3,
     "sqrt": lambda x, w, b: (x * x).sqrt(),
     "log": lambda x, w, b: (x * x).log(),
+    "pow_tensor": lambda x, w, b: (x * x) ** w,
+    "clamp_tensor": lambda x, w, b: x.clamp(w, b),
+    "cross_entropy": lambda x, w, b: (lambda r: F.cross_entropy(r, (r[:, 0] > 0).long(), reduction="none"))(
+        x.reshape(-1, x.shape[-1])),
+    "gather_rows": lambda x, w, b: x[mg.arange(0, x.shape[0], 2, device=x.device)],
+    "cat": lambda x, w, b: mg.cat([x, x], -1),
+    "dropout": lambda x, w, b: F.dropout(x, 0.5),  # its mask was drawn from float64s of the input's shape (2x float32)
 }
 # What NumPy makes inside one call, on the host only, that no op can name (not fixed yet; the ledger, and 'meta',
 # follow what CUDA would make): ml_dtypes' bfloat16 @ computes on float32 copies of both operands (2-2.8x the
@@ -74,6 +81,10 @@ OPS = {  # name -> f(x, weight, bias): one op, or one composed method, on x
 # (x / w's gradient for w) takes a casting buffer of 139 KB, above the 128 KiB allowed for NumPy's buffers.
 NUMPY_INSIDE = {("matvec", "bfloat16"), ("linear", "bfloat16"), ("clamp", "bfloat16"), ("pow", "bfloat16"),
                 ("div", "float16")}
+# Not counted yet, by op (each below the input's size per array, but several): ClampTensor's forward masks and
+# PowTensor's backward (where, power, log), and an integer-array index's backward on the host (_add_rows' sorted
+# copy, reduceat's sums, the += of a fancy index: 1.5x the gradient, which CUDA's add.at and 'meta' do not make).
+NOT_YET = {"clamp_tensor", "pow_tensor", "gather_rows"}
 # where the host takes another way by the values (NOTE [GELU at large x]): its arrays differ, its peak may not
 BY_VALUES = {"gelu_tanh_huge"}
 DTYPES = ["float64", "float32", "float16", "bfloat16"]
@@ -140,8 +151,8 @@ HOST_BLOCKS = 2 * 4 * 2 ** 16 + 2 ** 16
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_an_ops_peak_is_the_allocators(name, dtype):
-    if (name, dtype) in NUMPY_INSIDE:
-        pytest.xfail("arrays NumPy makes inside one call, on the host only (NUMPY_INSIDE)")
+    if (name, dtype) in NUMPY_INSIDE or name in NOT_YET:
+        pytest.xfail("arrays NumPy makes inside one call, on the host only (NUMPY_INSIDE), or not counted yet")
     blocks = HOST_BLOCKS if name == "gelu" and dtype != "float64" else 0  # float64: SciPy's ndtr, no blocks
     for shape in SHAPES:
         ledger, traced, _, largest = run(name, shape, dtype, "cpu", trace=True)
