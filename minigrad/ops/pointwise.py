@@ -181,12 +181,23 @@ class PowTensor(Op):
         xp = xp_of(g)
         sa, sb = self.shapes
         ga = gb = None
+        # each array made, in place where it can be, in the same order ((g b) a^(b-1)): NOTE [every array an op makes]
         with np.errstate(invalid="ignore", divide="ignore"):
             if na:
-                ga = unbroadcast(xp.where(b == 0, 0, g * b * xp.power(a, b - 1)).astype(g.dtype, copy=False), sa)
+                d = pooled(xp.multiply, g, b)
+                d *= made(xp.power(a, made(b - 1)))
+                ga = unbroadcast(self._zero_where(xp, made(b == 0), d, g.dtype), sa)
             if nb:
-                gb = unbroadcast(xp.where((a == 0) & (b >= 0), 0, g * out * xp.log(a)).astype(g.dtype, copy=False), sb)
+                d = pooled(xp.multiply, g, out)
+                d *= made(xp.log(a))
+                zero = made(made(a == 0) & made(b >= 0))  # a and b may broadcast either way
+                gb = unbroadcast(self._zero_where(xp, zero, d, g.dtype), sb)
         return ga, gb
+
+    @staticmethod
+    def _zero_where(xp, mask, d, dtype):
+        d = made(xp.where(mask, 0, d))
+        return d if d.dtype == dtype else made(d.astype(dtype))
 
 
 class Clamp(Op):
