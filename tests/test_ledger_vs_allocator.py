@@ -81,10 +81,9 @@ OPS = {  # name -> f(x, weight, bias): one op, or one composed method, on x
 # (x / w's gradient for w) takes a casting buffer of 139 KB, above the 128 KiB allowed for NumPy's buffers.
 NUMPY_INSIDE = {("matvec", "bfloat16"), ("linear", "bfloat16"), ("clamp", "bfloat16"), ("pow", "bfloat16"),
                 ("div", "float16")}
-# Not counted yet, by op (each below the input's size per array, but several): ClampTensor's forward masks and
-# PowTensor's backward (where, power, log), and an integer-array index's backward on the host (_add_rows' sorted
-# copy, reduceat's sums, the += of a fancy index: 1.5x the gradient, which CUDA's add.at and 'meta' do not make).
-NOT_YET = {"clamp_tensor", "gather_rows"}
+# Not counted yet: an integer-array index's backward on the host (_add_rows' sorted copy, reduceat's sums, the += of
+# a fancy index: 1.5x the gradient), which CUDA's add.at and 'meta' do not make, so 'meta' cannot predict it.
+NOT_YET = {"gather_rows"}
 # where the host takes another way by the values (NOTE [GELU at large x]): its arrays differ, its peak may not
 BY_VALUES = {"gelu_tanh_huge"}
 DTYPES = ["float64", "float32", "float16", "bfloat16"]

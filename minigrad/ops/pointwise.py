@@ -234,19 +234,21 @@ class ClampTensor(Op):
         given = dict(zip(sides, bounds))
         lo, hi = given.get("lo"), given.get("hi")
         self.shapes = (x.shape,) + tuple(b.shape for b in bounds)
-        if hi is None:
-            masks, out = [x >= lo, x < lo], xp.maximum(x, lo)
+        if hi is None:  # each array made, and named while the next is made: NOTE [every array an op makes]
+            masks, out = [made(x >= lo), made(x < lo)], made(xp.maximum(x, lo))
         elif lo is None:
-            masks, out = [x <= hi, x > hi], xp.minimum(x, hi)
+            masks, out = [made(x <= hi), made(x > hi)], made(xp.minimum(x, hi))
         else:
-            masks = [(x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo)]
-            out = xp.minimum(xp.maximum(x, lo), hi)
-        out = xp.where(masks[0], x, out)  # NumPy's maximum gives its second argument at a tie (0 and -0): x's sign
+            masks = [made(made(x >= lo) & made(x <= hi)), made(made(x < lo) & made(lo < hi))]
+            masks.append(made(made(x > hi) | made(hi < lo)))
+            out = made(xp.minimum(made(xp.maximum(x, lo)), hi))
+        out = made(xp.where(masks[0], x, out))  # at a tie (0 and -0) NumPy gives the bound: x's sign
         self.save_for_backward(*[m if need else None for m, need in zip(masks, self.needs_input_grad)])
         return out
 
     def backward(self, g):
-        return tuple(None if m is None else unbroadcast(g * m, shape) for m, shape in zip(self.saved, self.shapes))
+        return tuple(None if m is None else unbroadcast(pooled(xp_of(g).multiply, g, m), shape)
+                     for m, shape in zip(self.saved, self.shapes))
 
 
 class Maximum(Op):
