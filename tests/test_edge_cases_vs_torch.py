@@ -585,6 +585,22 @@ def test_sign_and_round_give_a_zero_gradient_as_torch(method, kwargs):
     same(to_host(x.grad), tx.grad.numpy())
 
 
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sign_and_abs_gradient_are_0_at_nan_in_2_byte_floats_as_torch(dtype):
+    """sign(nan) is 0, and so abs's gradient there, as PyTorch's: NumPy's sign gives nan, which sign() replaced only
+    where the dtype's kind was 'f'; ml_dtypes' bfloat16 is kind 'V', so bfloat16 kept nan (found with the ledger's
+    sweep of sign's arrays)."""
+    torch = torch_()
+    a = [float("nan"), -2.0, 0.0, 3.0]
+    x = mg.tensor(a).to(dtype).requires_grad_()
+    tx = torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True)
+    x.abs().sum().backward()
+    tx.abs().sum().backward()
+    same(to_host(x.grad.float()), tx.grad.float().numpy())
+    same(to_host(x.detach().sign().float()), tx.detach().sign().float().numpy())
+
+
 # ----------------------------------------------------------------------------- 13. masked_fill with a 0-d tensor value
 
 @pytest.mark.torch

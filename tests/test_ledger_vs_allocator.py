@@ -37,6 +37,7 @@ OPS = {  # name -> f(x, weight, bias): one op, or one composed method, on x
     "sigmoid": lambda x, w, b: x.sigmoid(),
     "gelu": lambda x, w, b: F.gelu(x),
     "gelu_tanh": lambda x, w, b: F.gelu(x, approximate="tanh"),
+    "gelu_tanh_huge": lambda x, w, b: F.gelu(x * 1e30, approximate="tanh"),  # x^3 overflows: NOTE [GELU at large x]
     "var": lambda x, w, b: x.var(-1),
     "std": lambda x, w, b: x.std(-1),
     "norm": lambda x, w, b: x.norm(dim=-1),
@@ -44,7 +45,47 @@ OPS = {  # name -> f(x, weight, bias): one op, or one composed method, on x
     "mean": lambda x, w, b: x.mean(-1),
     "used_twice": lambda x, w, b: (lambda y: y * 2 + y * 3)(x.tanh()),  # y's two gradients, summed in the tape
     "exp_tanh": lambda x, w, b: x.exp().tanh(),  # exp's gradient (NumPy's own array) is made before exp's output dies
+    # backwards that hand the leaf a view of an array the host pool lent (NOTE [a lent array owns its views],
+    # backend/pool.py): of tanh's gradient, or of a product's made inside the backward, which dies as it returns
+    "flip": lambda x, w, b: x.flip(-1).tanh(),
+    "transpose": lambda x, w, b: x.transpose(-1, -2).tanh(),
+    "unsqueeze": lambda x, w, b: x.unsqueeze(0).tanh(),
+    "matvec": lambda x, w, b: x @ w,  # (g[:, None] @ w[None]).reshape(x's shape)
+    "linear": lambda x, w, b: F.linear(x, w.unsqueeze(0).expand(64, -1)),  # 3-d x: (g @ W).reshape(x's shape)
+    "cumsum_0": lambda x, w, b: x.cumsum(0),
+    # pointwise ops whose backward made masks and sign arrays unseen (each made through backend.made now)
+    "relu": lambda x, w, b: x.relu(),
+    "abs": lambda x, w, b: x.abs(),
+    "sin": lambda x, w, b: x.sin(),
+    "cos": lambda x, w, b: x.cos(),
+    "div": lambda x, w, b: x / w,
+    "mul_w": lambda x, w, b: x * w,
+    "where": lambda x, w, b: mg.where(x > 0, x, w),
+    "masked_fill": lambda x, w, b: x.masked_fill(x > 1, 0.0),
+    "maximum": lambda x, w, b: x.maximum(w),
+    "clamp": lambda x, w, b: x.clamp(-1, 1),
+    "pow": lambda x, w, b: x ** 3,
+    "sqrt": lambda x, w, b: (x * x).sqrt(),
+    "log": lambda x, w, b: (x * x).log(),
+    "pow_tensor": lambda x, w, b: (x * x) ** w,
+    "clamp_tensor": lambda x, w, b: x.clamp(w, b),
+    "cross_entropy": lambda x, w, b: (lambda r: F.cross_entropy(r, (r[:, 0] > 0).long(), reduction="none"))(
+        x.reshape(-1, x.shape[-1])),
+    "gather_rows": lambda x, w, b: x[mg.arange(0, x.shape[0], 2, device=x.device)],
+    "cat": lambda x, w, b: mg.cat([x, x], -1),
+    "dropout": lambda x, w, b: F.dropout(x, 0.5),  # its mask was drawn from float64s of the input's shape (2x float32)
 }
+# What NumPy makes inside one call, on the host only, that no op can name (not fixed yet; the ledger, and 'meta',
+# follow what CUDA would make): ml_dtypes' bfloat16 @ computes on float32 copies of both operands (2-2.8x the
+# input), its bfloat16 clip (clamp's forward, 2x) and power (1x) too; float16 summed in float32 down a long axis
+# (x / w's gradient for w) takes a casting buffer of 139 KB, above the 128 KiB allowed for NumPy's buffers.
+NUMPY_INSIDE = {("matvec", "bfloat16"), ("linear", "bfloat16"), ("clamp", "bfloat16"), ("pow", "bfloat16"),
+                ("div", "float16")}
+# Not counted yet: an integer-array index's backward on the host (_add_rows' sorted copy, reduceat's sums, the += of
+# a fancy index: 1.5x the gradient), which CUDA's add.at and 'meta' do not make, so 'meta' cannot predict it.
+NOT_YET = {"gather_rows"}
+# where the host takes another way by the values (NOTE [GELU at large x]): its arrays differ, its peak may not
+BY_VALUES = {"gelu_tanh_huge"}
 DTYPES = ["float64", "float32", "float16", "bfloat16"]
 SHAPES = [(256, 512), (64, 4096), (4, 32, 1024)]  # rows through the BLAS, long rows through NumPy, three dims
 
@@ -109,6 +150,8 @@ HOST_BLOCKS = 2 * 4 * 2 ** 16 + 2 ** 16
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_an_ops_peak_is_the_allocators(name, dtype):
+    if (name, dtype) in NUMPY_INSIDE or name in NOT_YET:
+        pytest.xfail("arrays NumPy makes inside one call, on the host only (NUMPY_INSIDE), or not counted yet")
     blocks = HOST_BLOCKS if name == "gelu" and dtype != "float64" else 0  # float64: SciPy's ndtr, no blocks
     for shape in SHAPES:
         ledger, traced, _, largest = run(name, shape, dtype, "cpu", trace=True)
@@ -136,6 +179,8 @@ def test_meta_gives_the_hosts_ledger(name, dtype):
     for shape in SHAPES[:1] + SHAPES[2:]:
         real, meta = run(name, shape, dtype, "cpu"), run(name, shape, dtype, "meta")
         assert meta[0] == real[0], f"{name} {shape} {dtype}: peaks (forward, backward) {meta[0]} on meta, {real[0]}"
+        if name in BY_VALUES:  # the host's way depends on the values, which 'meta' has not: the same peak, no more
+            continue
         for i, (r, m) in enumerate(itertools.zip_longest(real[2].timeline(), meta[2].timeline())):
             assert r == m, f"{name} {shape} {dtype}: event {i} is {m} on meta, {r} on the host"
         assert meta[2].bytes_at_peak() == real[2].bytes_at_peak()

@@ -60,7 +60,7 @@ if os.environ.get("MINIGRAD_KEEP_HOST_MEMORY", "") not in ("", "0"):
 # holds stays the process's until empty_cache(): the process keeps about its peak between steps.
 POOL_MIN = 1 << 16      # bytes: smaller arrays come from malloc's free lists, which do not fault
 _POOL_LIMIT = 1 << 30   # bytes the pool may hold at most, in use or free
-_pool = {}              # size in bytes -> the blocks (uint8 arrays) of that size
+_pool = {}              # size in bytes -> the blocks (bytearrays) of that size
 _blocks = set()         # their ids
 _pool_bytes = 0
 _pool_on = os.environ.get("MINIGRAD_HOST_POOL", "1") != "0"
@@ -70,21 +70,16 @@ def _refs(array):
     return sys.getrefcount(array)
 
 
-def _base_refs(array):
-    return sys.getrefcount(array.base)
-
-
 def _calibrate():
-    """References the checks below see for a free block and for a block with exactly one view lent: counted
-    by the same code as the checks, so they hold whatever the Python version adds for the calls themselves."""
-    blocks = [np.empty(0)]
+    """References the check in _lend sees for a free block: counted by the same code as the check, so it holds
+    whatever the Python version adds for the calls themselves."""
+    blocks = [bytearray()]
     for block in blocks:
         free = _refs(block)
-    del block
-    return free, _base_refs(blocks[0].view())
+    return free
 
 
-_FREE, _ONE_VIEW = _calibrate()
+_FREE = _calibrate()
 
 
 # NOTE [every array an op makes]: the ledger (profiler/ledger.py) sees what the tape hands it, each op's output, what
@@ -133,14 +128,33 @@ def _lend(shape, dtype, like):
         blocks = _pool[nbytes] = []
     for block in blocks:
         if _refs(block) <= _FREE:  # the list and this loop: nothing else holds it
-            return block.view(dtype).reshape(shape)
+            return _lent_as(block, shape, dtype)
     if _pool_bytes + nbytes > _POOL_LIMIT:
         return np.empty(shape, dtype)  # not pooled: malloc's, as without the pool
-    block = np.empty(nbytes, np.uint8)
+    block = bytearray(nbytes)  # NOTE [a lent array owns its views]
     blocks.append(block)
     _blocks.add(id(block))
     _pool_bytes += nbytes
-    return block.view(dtype).reshape(shape)
+    return _lent_as(block, shape, dtype)
+
+
+def _lent_as(block, shape, dtype):
+    """The block as an array of this shape and dtype that owns its views as a new array does (NOTE [a lent
+    array owns its views]): its .base is the block, a bytearray, which NumPy's views do not look through."""
+    return np.ndarray(shape, dtype, block)
+
+
+# NOTE [a lent array owns its views]: a view's .base is the array that owns its memory (NumPy follows a view of a
+# view down to it), and the lent array stands for the new array NumPy, CuPy and 'meta' would make: so it, not the
+# block, must be that owner. Lent as block.view(dtype).reshape(shape), it was not: its views' base was the block.
+# Two things read that: the ledger follows a buffer until the array object it was made as dies (its views keep that
+# object alive), and a reshape's view outlived the lent array, so the host's ledger let the buffer die and be born
+# again where 'meta' kept it; and is_view, which then had to count the block's references, called a view that
+# alone used its block no view, so that a leaf took it as its .grad where 'meta' copied it (a Linear's or a
+# matrix-vector product's gradient for a leaf, (gx @ w).reshape(x's shape): 512 KiB more on 'meta'). A memoryview
+# So a block is a bytearray: NumPy's walk from a view to its owner stops at the first base that is no array, and a
+# view of a bytearray is the one object NumPy's ndarray() keeps as .base (a memoryview it looks through, to an array)
+# (tests/test_ledger_vs_allocator.py, tests/test_host_pool.py).
 
 
 def empty_like(array):
@@ -162,12 +176,11 @@ def out_like(array):
 
 
 def is_view(array):
-    """Does `array` use memory that another array owns or shares (a slice, a transpose, an array with views)?
-    An array lent by the pool is not a view while it alone uses its block (NOTE [host memory pool])."""
-    if array.base is None:
-        return False
-    # (the base is never bound to a local name here: that would be one more reference)
-    return id(array.base) not in _blocks or _base_refs(array) > _ONE_VIEW
+    """Does `array` use memory that another array owns (a slice, a transpose, a reshape)? An array the host pool
+    lent is not a view, though it has a base (the pool's block): as a new array is not (NOTE [a lent array owns its
+    views]). The same program then copies the same gradients on every device."""
+    base = array.base
+    return base is not None and not (type(base) is bytearray and id(base) in _blocks)
 
 
 def pooled(ufunc, a, b, number=None):
@@ -245,7 +258,7 @@ def empty_cache(device=None):
         blocks[:] = used
         if not blocks:
             del _pool[key]
-    _pool_bytes = sum(b.nbytes for blocks in _pool.values() for b in blocks)
+    _pool_bytes = sum(len(b) for blocks in _pool.values() for b in blocks)
 
 
 class host_pool:

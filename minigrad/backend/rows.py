@@ -58,8 +58,8 @@ def in_float32(fn, axes, *arrays):
     split = next((i for i, n in enumerate(first.shape) if i not in axes and n > 1), None)  # an axis fn does not reduce
     if split is None or first.size <= _BLOCK:
         return narrow(fn(*map(widen, arrays)), first.dtype)
-    # not lent by the host pool, as astype's result was not: a view of a lent block is no view on the host
-    # (pool.is_view), where 'meta' sees one, and a gradient flipped back (cumsum's) would be copied on 'meta' only
+    # not lent by the host pool, as astype's result was not (a lent one would do as well since NOTE [a lent array
+    # owns its views], pool.py: a gradient flipped back, cumsum's, is a view of it on every device)
     out, step = made(xp_of(first).empty(first.shape, first.dtype)), max(1, _BLOCK * first.shape[split] // first.size)
     for start in range(0, first.shape[split], step):
         rows = (slice(None),) * split + (slice(start, start + step),)

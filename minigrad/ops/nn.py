@@ -190,7 +190,10 @@ def draw_keep(shape, p, device, rng=None):
     cpu and cuda, in F.dropout and inside scaled_dot_product_attention alike."""
     if device == "meta":  # shapes only: nothing is drawn, and the stream stays where it is
         return xp_for(device).empty(shape, dtype=bool)
-    keep = (generator() if rng is None else rng).random(shape) >= p
+    rng, keep = generator() if rng is None else rng, np.empty(shape, bool)
+    flat = keep.reshape(-1)  # drawn 8192 numbers at a time: the same stream as one draw of them all, without its
+    for i in range(0, flat.size, 8192):  # float64s (8 bytes an element, no GPU's; 2x a float32 input, unseen)
+        np.greater_equal(rng.random(min(8192, flat.size - i)), p, out=flat[i:i + 8192])
     return to_device(keep, device)
 
 

@@ -9,8 +9,8 @@ import operator
 
 import numpy as np
 
-from ..backend import (BFLOAT16, device_of, empty_like, in_float32, made, masked_fill, out_like, pooled,
-                       to_device, xp_of)
+from ..backend import (BFLOAT16, device_of, empty_like, in_float32, is_float, made, masked_fill, out_like,
+                       pooled, to_device, xp_of)
 from ..backend.special import normal_cdf
 from .base import Op, ShapeError, refuse_bool, unbroadcast
 
@@ -93,9 +93,14 @@ class Div(Op):
         a, b = self.saved
         sa, sb = self.shapes
         na, nb = self.needs_input_grad
-        n = self.number  # b is a number: g / b for a, and none for b
-        return ((unbroadcast(g / b if n is None else pooled(xp_of(g).true_divide, g, b, n), sa) if na else None),
-                (unbroadcast(-g * (a / b / b), sb) if nb else None))
+        n, xp = self.number, xp_of(g)  # b is a number: g / b for a, and none for b
+        ga = unbroadcast(pooled(xp.true_divide, g, b, n), sa) if na else None
+        if not nb:
+            return ga, None
+        q = pooled(xp.true_divide, a, b)  # -g (a / b) / b, in one array made (NOTE [every array an op makes])
+        for f, other in ((xp.true_divide, b), (xp.multiply, g)):
+            f(q, other, out=q)
+        return ga, unbroadcast(xp.negative(q, out=q), sb)
 
 
 class Pow(Op):
@@ -115,15 +120,16 @@ class Pow(Op):
         p = self.exponent
         if p == 0:  # x ** 0 is constant; p * x ** -1 would give 0 * inf = nan at x = 0
             return (g * 0,)
-        if not self.zero_at_zero:
-            return (g * self.times_p(power(x, p - 1)),)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (masked_fill(g * self.times_p(power(x, p - 1)), x == 0, 0),)
+        with np.errstate(divide="ignore", invalid="ignore"):  # each array made: NOTE [every array an op makes]
+            d = pooled(xp_of(g).multiply, g, self.times_p(made(power(x, p - 1))))
+            return (masked_fill(d, made(x == 0), 0) if self.zero_at_zero else d,)
 
     def times_p(self, d):
         """p * d; beside a 2-byte d, as PyTorch: in float32 with p as written, rounded once (NOTE [a number beside
         2-byte floats]). ml_dtypes' bfloat16 times a Python float gave float32: a gradient of the wrong dtype."""
-        return pooled(xp_of(d).multiply, None, d, (0, self.exponent)) if d.dtype.itemsize == 2 else self.exponent * d
+        if d.dtype.itemsize != 2:
+            return made(self.exponent * d)
+        return pooled(xp_of(d).multiply, None, d, (0, self.exponent))
 
 
 # NOTE [a root's gradient at zero]: a norm is a root of a sum, sqrt(sum x^2) or (sum |x|^p) ** (1/p), and so is a
@@ -175,12 +181,23 @@ class PowTensor(Op):
         xp = xp_of(g)
         sa, sb = self.shapes
         ga = gb = None
+        # each array made, in place where it can be, in the same order ((g b) a^(b-1)): NOTE [every array an op makes]
         with np.errstate(invalid="ignore", divide="ignore"):
             if na:
-                ga = unbroadcast(xp.where(b == 0, 0, g * b * xp.power(a, b - 1)).astype(g.dtype, copy=False), sa)
+                d = pooled(xp.multiply, g, b)
+                d *= made(xp.power(a, made(b - 1)))
+                ga = unbroadcast(self._zero_where(xp, made(b == 0), d, g.dtype), sa)
             if nb:
-                gb = unbroadcast(xp.where((a == 0) & (b >= 0), 0, g * out * xp.log(a)).astype(g.dtype, copy=False), sb)
+                d = pooled(xp.multiply, g, out)
+                d *= made(xp.log(a))
+                zero = made(made(a == 0) & made(b >= 0))  # a and b may broadcast either way
+                gb = unbroadcast(self._zero_where(xp, zero, d, g.dtype), sb)
         return ga, gb
+
+    @staticmethod
+    def _zero_where(xp, mask, d, dtype):
+        d = made(xp.where(mask, 0, d))
+        return d if d.dtype == dtype else made(d.astype(dtype))
 
 
 class Clamp(Op):
@@ -217,19 +234,21 @@ class ClampTensor(Op):
         given = dict(zip(sides, bounds))
         lo, hi = given.get("lo"), given.get("hi")
         self.shapes = (x.shape,) + tuple(b.shape for b in bounds)
-        if hi is None:
-            masks, out = [x >= lo, x < lo], xp.maximum(x, lo)
+        if hi is None:  # each array made, and named while the next is made: NOTE [every array an op makes]
+            masks, out = [made(x >= lo), made(x < lo)], made(xp.maximum(x, lo))
         elif lo is None:
-            masks, out = [x <= hi, x > hi], xp.minimum(x, hi)
+            masks, out = [made(x <= hi), made(x > hi)], made(xp.minimum(x, hi))
         else:
-            masks = [(x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo)]
-            out = xp.minimum(xp.maximum(x, lo), hi)
-        out = xp.where(masks[0], x, out)  # NumPy's maximum gives its second argument at a tie (0 and -0): x's sign
+            masks = [made(made(x >= lo) & made(x <= hi)), made(made(x < lo) & made(lo < hi))]
+            masks.append(made(made(x > hi) | made(hi < lo)))
+            out = made(xp.minimum(made(xp.maximum(x, lo)), hi))
+        out = made(xp.where(masks[0], x, out))  # at a tie (0 and -0) NumPy gives the bound: x's sign
         self.save_for_backward(*[m if need else None for m, need in zip(masks, self.needs_input_grad)])
         return out
 
     def backward(self, g):
-        return tuple(None if m is None else unbroadcast(g * m, shape) for m, shape in zip(self.saved, self.shapes))
+        return tuple(None if m is None else unbroadcast(pooled(xp_of(g).multiply, g, m), shape)
+                     for m, shape in zip(self.saved, self.shapes))
 
 
 class Maximum(Op):
@@ -248,10 +267,11 @@ class Maximum(Op):
         a, b = self.saved
         na, nb = self.needs_input_grad
         xp = xp_of(g)
-        share = xp.where(a == b, 0.5, self.wins(a, b)).astype(g.dtype, copy=False)  # a's share of g
+        share = made(xp.where(made(a == b), 0.5, made(self.wins(a, b))))  # a's share of g; each array made (NOTE
+        share = share if share.dtype == g.dtype else made(share.astype(g.dtype))  # [every array an op makes])
         sa, sb = self.shapes
-        return ((unbroadcast(g * share, sa) if na else None),
-                (unbroadcast(g * (1 - share), sb) if nb else None))
+        ga = unbroadcast(pooled(xp.multiply, g, share), sa) if na else None
+        return ga, (unbroadcast(pooled(xp.multiply, g, xp.subtract(1, share, out=share)), sb) if nb else None)
 
 
 class Minimum(Maximum):
@@ -333,7 +353,9 @@ class Sin(Op):
         return xp_of(x).sin(x)
 
     def backward(self, g):
-        return (g * xp_of(g).cos(self.saved[0]),)
+        d = xp_of(g).cos(self.saved[0], out=empty_like(g))  # made, and in place: NOTE [every array an op makes]
+        d *= g
+        return (d,)
 
 
 class Cos(Op):
@@ -346,7 +368,10 @@ class Cos(Op):
         return xp_of(x).cos(x)
 
     def backward(self, g):
-        return (g * -xp_of(g).sin(self.saved[0]),)
+        d = xp_of(g).sin(self.saved[0], out=empty_like(g))
+        xp_of(g).negative(d, out=d)
+        d *= g
+        return (d,)
 
 
 class Tanh(Op):
@@ -404,9 +429,10 @@ def sign(x):
     """-1, 0 or 1, with PyTorch's 0 at nan (NumPy's sign is nan there), and bools as they are (NumPy has no sign of
     bools; PyTorch's is x): Sign's values, Abs's gradient."""
     if x.dtype == bool:
-        return x.copy()
-    s = xp_of(x).sign(x)
-    return xp_of(x).where(s == s, s, s.dtype.type(0)) if s.dtype.kind == "f" else s
+        return made(x.copy())
+    s = made(xp_of(x).sign(x))  # each named and made: NOTE [every array an op makes] (backend/pool.py)
+    number = s == s if is_float(s.dtype) else None  # bfloat16 too, whose kind is 'V
+    return s if number is None else made(xp_of(x).where(made(number), s, s.dtype.type(0)))
 
 
 class Abs(Op):
@@ -420,7 +446,7 @@ class Abs(Op):
         return xp_of(x).abs(x)
 
     def backward(self, g):
-        return (g * sign(self.saved[0]),)
+        return (pooled(xp_of(g).multiply, g, sign(self.saved[0])),)
 
 
 class Sign(Op):
@@ -459,7 +485,7 @@ class Relu(Op):
         return y
 
     def backward(self, g):
-        return (g * (self.saved[0] != 0),)  # the output is >= 0, or nan
+        return (pooled(xp_of(g).multiply, g, made(self.saved[0] != 0)),)  # the output is >= 0, or nan
 
 
 # NOTE [GELU at large x]: GELU's tanh approximation computes x^3, which overflows far below the largest float
@@ -529,10 +555,14 @@ class Gelu(Op):
             with np.errstate(over="raise", invalid="raise"):
                 return self._tanh_backward(x, g)
         except FloatingPointError:  # NOTE [GELU at large x]
-            with np.errstate(all="ignore"):
-                grad = self._tanh_backward(x, g)
-                saturated = xp.isfinite(x) & (xp.abs(x) > 20)
-                return xp.where(saturated, (x > 0) * g, grad).astype(grad.dtype, copy=False)
+            pass  # out of the handler first: its traceback holds the first try's arrays, alive through a second
+        with np.errstate(all="ignore"):
+            grad = self._tanh_backward(x, g)
+            finite = made(xp.isfinite(x))  # each mask made (NOTE [every array an op makes]); the rest in place
+            for side, limit in ((made(x > 20), 1), (made(x < -20), 0)):  # (x > 0) * g where x is finite, |x| > 20
+                side &= finite
+                xp.multiply(g, limit, out=grad, where=side)
+            return grad
 
     # NOTE [a 2-byte GELU]: the tanh approximation of a float16 or bfloat16 x runs in float32 and is rounded once,
     # as PyTorch's kernels compute it: in the 2-byte dtype, 1 + tanh(...) cancels to 0 where tanh rounds to -1
@@ -616,8 +646,8 @@ class Where(Op):
         (cond,) = self.saved
         na, nb = self.needs_input_grad
         sa, sb = self.shapes
-        return ((unbroadcast(g * cond, sa) if na else None),
-                (unbroadcast(g * ~cond, sb) if nb else None))
+        ga = unbroadcast(pooled(xp_of(g).multiply, g, cond), sa) if na else None
+        return ga, (unbroadcast(pooled(xp_of(g).multiply, g, made(~cond)), sb) if nb else None)
 
 
 class MaskedFill(Op):
@@ -637,4 +667,4 @@ class MaskedFill(Op):
         return masked_fill(x, mask, value)
 
     def backward(self, g):
-        return (pooled(xp_of(g).multiply, g, ~self.saved[0]),)
+        return (pooled(xp_of(g).multiply, g, made(~self.saved[0])),)

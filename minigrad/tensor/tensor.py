@@ -674,7 +674,7 @@ def _writable(a, taken, is_grad):
     Not while anyone else sees the array: the write would change their values too.
 
     A gradient an op just handed over (is_grad False) is not, when it is a view (its memory is another array's;
-    backend.is_view knows that an array the host pool lends is not one while it alone uses its block), or when it is
+    an array the host pool lends is none, its views are, as on every device: backend.is_view), or when it is
     in `taken` (a .grad or backward's caller has it already): the leaf takes a copy. The leaf's own .grad (is_grad
     True) is not, when it became the .grad during this backward (it is in `taken`) and anything but the .grad and
     `taken` still refers to it (its reference count, as PyTorch's AccumulateGrad checks use_count()): the sum goes
