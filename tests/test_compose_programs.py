@@ -15,7 +15,7 @@ import contextlib
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, example, given, settings, strategies as st
 
 import minigrad as mg
 from minigrad import functional as F, nn
@@ -277,6 +277,10 @@ accums = st.one_of(st.none(), st.tuples(st.integers(2, 3), st.just("loop")),
 @given(layers=st.lists(layer, min_size=1, max_size=6), how=st.sampled_from(["sequential", "each", "nested"]),
        policy=policies, inner=policies, amp=st.sampled_from([None, "bfloat16", "float16"]), accum=accums,
        train=st.booleans(), early_stop=st.booleans(), extra=st.sampled_from([None, "overflow", "toggle", "retain"]))
+# found by it: a recompute under autocast, entering the weight-cast cache again, cached the placeholder of a cast it
+# skipped (the first use of linear0, whose linear the policy keeps); the second use, which runs, read it and raised
+@example(layers=[("linear", 0)] * 4, how="sequential", policy=frozenset({"linear"}), inner="core_attention",
+         amp="bfloat16", accum=None, train=False, early_stop=True, extra=None)
 def test_a_checkpointed_training_step_is_the_plain_one_bit_for_bit(layers, how, policy, inner, amp, accum, train,
                                                                     early_stop, extra):
     args = (as_policy(policy), as_policy(inner), low_dtype(amp, accum), accum, train, early_stop, extra)

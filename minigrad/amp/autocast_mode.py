@@ -12,7 +12,7 @@ Read next: grad_scaler.py, the loss scaling that float16's gradients need.
 import numpy as np
 
 from .. import backend, ops
-from ..tensor import Autocast, Tensor, active_autocast, apply, autocasting, normalize_dtype
+from ..tensor import Autocast, Tensor, _placeholders, active_autocast, apply, autocasting, normalize_dtype
 
 FLOAT16, FLOAT32, FLOAT64, BFLOAT16 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64"), backend.BFLOAT16
 
@@ -120,7 +120,9 @@ class _Policy(Autocast):
         if hit is not None and hit[0] is t and hit[1] == t._version and hit[2] == dtype:
             return apply(ops.Cast, t, dtype=dtype, cached=hit[3])
         copy = t.to(dtype)
-        _cache[id(t)] = (t, t._version, dtype, copy._data)  # holding t: its id cannot be reused while cached
+        if id(copy._data) not in _placeholders:  # a recompute that skipped this cast (no op it runs reads it) hands out
+            # a placeholder: not one for a later use to read (NOTE [reads outside the tape]); that use casts again
+            _cache[id(t)] = (t, t._version, dtype, copy._data)  # holding t: its id cannot be reused while cached
         return copy
 
 
