@@ -151,7 +151,7 @@ def _lent_as(block, shape, dtype):
 # object alive), and a reshape's view outlived the lent array, so the host's ledger let the buffer die and be born
 # again where 'meta' kept it; and is_view, which then had to count the block's references, called a view that
 # alone used its block no view, so that a leaf took it as its .grad where 'meta' copied it (a Linear's or a
-# matrix-vector product's gradient for a leaf, (gx @ w).reshape(x's shape): 512 KiB more on 'meta'). A memoryview
+# matrix-vector product's gradient for a leaf, (gx @ w).reshape(x's shape): 512 KiB more on 'meta').
 # So a block is a bytearray: NumPy's walk from a view to its owner stops at the first base that is no array, and a
 # view of a bytearray is the one object NumPy's ndarray() keeps as .base (a memoryview it looks through, to an array)
 # (tests/test_ledger_vs_allocator.py, tests/test_host_pool.py).

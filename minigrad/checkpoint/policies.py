@@ -248,9 +248,9 @@ class OpCache(Cache):
     def read_outside(self, array, t=None, who=None):
         """Python code read `array`'s values (tensor t's) outside the ops (NOTE [reads outside the tape]): the
         recompute must make it for real, to read it again; and read it as the forward did (`saw`)."""
-        if t is not None:
-            self.saw(t, who, self._producer(array) is None)
         i = self._producer(array)
+        if t is not None:
+            self.saw(t, who, i is None)
         if i is not None:
             self._read_out.add(i)
         if self._made:

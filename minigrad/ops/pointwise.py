@@ -9,8 +9,8 @@ import operator
 
 import numpy as np
 
-from ..backend import (BFLOAT16, device_of, empty_like, in_float32, is_float, made, masked_fill, out_like,
-                       pooled, to_device, xp_of)
+from ..backend import (BFLOAT16, accumulator, device_of, empty_like, in_float32, is_float, made, masked_fill,
+                       narrow, out_like, pooled, to_device, xp_of)
 from ..backend.special import normal_cdf
 from .base import Op, ShapeError, refuse_bool, unbroadcast
 
@@ -127,7 +127,7 @@ class Pow(Op):
     def times_p(self, d):
         """p * d; beside a 2-byte d, as PyTorch: in float32 with p as written, rounded once (NOTE [a number beside
         2-byte floats]). ml_dtypes' bfloat16 times a Python float gave float32: a gradient of the wrong dtype."""
-        if d.dtype.itemsize != 2:
+        if accumulator(d.dtype) is None:
             return made(self.exponent * d)
         return pooled(xp_of(d).multiply, None, d, (0, self.exponent))
 
@@ -186,18 +186,13 @@ class PowTensor(Op):
             if na:
                 d = pooled(xp.multiply, g, b)
                 d *= made(xp.power(a, made(b - 1)))
-                ga = unbroadcast(self._zero_where(xp, made(b == 0), d, g.dtype), sa)
+                ga = unbroadcast(narrow(made(xp.where(made(b == 0), 0, d)), g.dtype), sa)
             if nb:
                 d = pooled(xp.multiply, g, out)
                 d *= made(xp.log(a))
                 zero = made(made(a == 0) & made(b >= 0))  # a and b may broadcast either way
-                gb = unbroadcast(self._zero_where(xp, zero, d, g.dtype), sb)
+                gb = unbroadcast(narrow(made(xp.where(zero, 0, d)), g.dtype), sb)
         return ga, gb
-
-    @staticmethod
-    def _zero_where(xp, mask, d, dtype):
-        d = made(xp.where(mask, 0, d))
-        return d if d.dtype == dtype else made(d.astype(dtype))
 
 
 class Clamp(Op):
@@ -267,8 +262,8 @@ class Maximum(Op):
         a, b = self.saved
         na, nb = self.needs_input_grad
         xp = xp_of(g)
-        share = made(xp.where(made(a == b), 0.5, made(self.wins(a, b))))  # a's share of g; each array made (NOTE
-        share = share if share.dtype == g.dtype else made(share.astype(g.dtype))  # [every array an op makes])
+        share = narrow(made(xp.where(made(a == b), 0.5, made(self.wins(a, b)))), g.dtype)  # a's share of g; each
+        # array made (NOTE [every array an op makes])
         sa, sb = self.shapes
         ga = unbroadcast(pooled(xp.multiply, g, share), sa) if na else None
         return ga, (unbroadcast(pooled(xp.multiply, g, xp.subtract(1, share, out=share)), sb) if nb else None)
