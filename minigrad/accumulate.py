@@ -17,6 +17,19 @@ trainers shipped until late 2024 (Hugging Face transformers PRs #34191 and #3419
 normalize='mean_of_means' does that, so that lessons can show the difference (a micro-batch with no
 item has no mean: it is left out of the average, where those trainers got NaN).
 
+NOTE [a causal LM's loss shifts its labels]: a language model's loss scores the logits at position t
+against the label at t + 1, comparing logits[:, :-1] with labels[:, 1:] (or, as transformers'
+ForCausalLMLoss, padding the labels with one ignore_index at the end and dropping the first), so the
+first label of each row is never a target: the loss averages over the non-padding labels of
+labels[..., 1:], and counting all the labels would divide by too many (33 for the loss's 29 in 4 rows,
+a gradient 12% too small), which the check below refuses. loss_shifts_labels=True counts
+labels[..., 1:] instead, as Hugging Face's Trainer has since transformers 5 (_get_num_items_in_batch,
+for a model whose loss is ForCausalLMLoss). The count comes from the labels, not from what the loss
+reports: every micro-batch is divided by the whole batch's count before its backward, and the loss
+reports its count only after its forward, so taking it from there would mean running every forward
+first (every micro-batch's activations alive at once, what accumulating avoids) or rescaling .grad
+after (and with it any gradient already there). The loss's report still checks the count.
+
 NOTE [BatchNorm does not accumulate]: in training mode BatchNorm1d normalises with the statistics
 of the batch it sees, here one micro-batch, so k micro-batches do not give the full batch's
 gradient (and its running statistics get k updates of noisier estimates). What people do: use
@@ -70,14 +83,24 @@ def _is_int(n):
     return isinstance(n, numbers.Integral) and not isinstance(n, bool)
 
 
-def count_items(target, ignore_index=None, mask=None):
+def count_items(target, ignore_index=None, mask=None, loss_shifts_labels=False):
     """How many items a batch's loss averages over: mask's True entries (a float mask: its sum, the weights
-    a weighted mean divides by), integer targets != ignore_index, or every element of the targets."""
+    a weighted mean divides by), integer targets != ignore_index, or every element of the targets. With
+    loss_shifts_labels, of target[..., 1:] (and mask[..., 1:]) only: NOTE [a causal LM's loss shifts its labels]."""
     t = target.data if isinstance(target, Tensor) else target
+    if loss_shifts_labels:
+        if len(t.shape) < 2:
+            raise ValueError(f"accumulate: loss_shifts_labels counts target[..., 1:], each sequence but its first "
+                             f"label, so the targets need a sequence dimension, (batch, seq) or more; a micro-batch's "
+                             f"targets have shape {tuple(t.shape)}")
+        if backend.is_meta(t):
+            return int(math.prod(t.shape[:-1]) * max(t.shape[-1] - 1, 0))
+        t = t[..., 1:]
     if backend.is_meta(t):  # no values on 'meta': every target counts, as F.cross_entropy assumes there
         return int(t.size)
     if mask is not None:  # True/False, or weights (a float mask): a weighted mean divides by their sum
         m = backend.to_numpy(mask.data if isinstance(mask, Tensor) else mask)
+        m = m[..., 1:] if loss_shifts_labels else m
         return int(m.sum()) if m.dtype.kind in "biu" else float(m.sum())
     if ignore_index is not None and t.dtype.kind in "iu":  # class indices; a float target (a regression's) of
         return int((backend.to_numpy(t) != ignore_index).sum())  # -100.0 is a value, as in F.cross_entropy
@@ -86,7 +109,7 @@ def count_items(target, ignore_index=None, mask=None):
 
 def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=None, steps=None,
                micro_batches=None, ignore_index=-100, mask=None, normalize="items", total_items=None,
-               _counted=False):
+               loss_shifts_labels=False, _counted=False):
     """Forward and backward over micro-batches, leaving the full batch's gradient in .grad.
 
     loss_fn(output, target) (or loss_fn(output, target, mask) when a mask is given) returns the
@@ -102,6 +125,10 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     those counted (NOTE [a loss says what it averages], functional.py): cross_entropy over class probabilities
     (one item per row, not per element), or with class weights (its mean divides by their sum), or ignoring
     another index; pass total_items (the whole batch's count, as the loss's mean would divide by) for those.
+    loss_shifts_labels=True: loss_fn is a causal language model's, which scores position t against target t + 1
+    (logits[:, :-1] against targets[:, 1:], or transformers' ForCausalLMLoss), so the count is over targets[..., 1:]
+    (and mask[..., 1:]), as Hugging Face's Trainer counts num_items_in_batch for such a loss (NOTE [a causal LM's
+    loss shifts its labels]); the loss's own count still checks it.
     In float16 the loss itself is scaled in float16: for very large sums or item counts use float32.
     accumulate takes no mg.amp.GradScaler: under a float16 autocast, write the loop,
     scaler.scale(summed / items).backward() per micro-batch, then scaler.step(optimizer) and scaler.update()
@@ -130,7 +157,8 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
         if not micro_batches:
             raise ValueError("accumulate: micro_batches is empty")
 
-    counts = [count_items(mb[1], ignore_index, mb[2] if len(mb) > 2 else None) for mb in micro_batches]
+    counts = [count_items(mb[1], ignore_index, mb[2] if len(mb) > 2 else None, loss_shifts_labels)
+              for mb in micro_batches]
     total = sum(counts) if total_items is None else total_items
     if total_items is not None and normalize != "items":
         raise ValueError("accumulate: total_items goes with normalize='items' (the count of the whole batch)")
@@ -150,7 +178,8 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
             continue
         output = model(mb[0])
         summed = loss_fn(output, *mb[1:])
-        _check_summed(summed, count, mb[1], total_items is None or _counted)
+        _check_summed(summed, count, mb[1], total_items is None or _counted, shifted=None if loss_shifts_labels
+                      else lambda: count_items(mb[1], ignore_index, mb[2] if len(mb) > 2 else None, True))
         # NOTE [normalising by items]: divide by the whole batch's count, not this micro-batch's
         scale = 1.0 / total if normalize == "items" else 1.0 / (count * means)
         (summed * scale).backward()
@@ -161,11 +190,11 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     return AccumulationResult(loss_sum / total, total, len(micro_batches), grad_dtype)
 
 
-def _check_summed(loss, count, target, compare_items=True):
+def _check_summed(loss, count, target, compare_items=True, shifted=None):
     """Refuse a loss_fn that averaged its micro-batch: its last op divides by the micro-batch's item count
     (F.cross_entropy's mean) or takes a mean over that many elements (F.mse_loss's), or a minigrad loss says
     it is a mean. And (compare_items) one that says it sums over other items than `count` (NOTE [a loss says
-    what it averages], functional.py)."""
+    what it averages], functional.py); shifted() is the count over target[..., 1:], named when it is the loss's."""
     if not isinstance(loss, Tensor) or loss.numel() != 1:
         raise TypeError(f"accumulate: loss_fn must return a one-element Tensor (the summed loss of the "
                         f"micro-batch), got {type(loss).__name__}" + (f" of shape {loss.shape}" if isinstance(
@@ -181,6 +210,13 @@ def _check_summed(loss, count, target, compare_items=True):
         averaged = math.prod(record.shape[a] for a in record.axes) > 1
     name, reduction, items = getattr(record, "loss_items", (None, None, None))  # NOTE [a loss says what it averages]
     if reduction == "sum" and compare_items and items != count:
+        if shifted is not None and len(getattr(target, "shape", ())) > 1 and items == shifted():
+            raise ValueError(f"accumulate: loss_fn's {name}(reduction='sum') adds up {items:g} items, but accumulate "
+                             f"counted {count} in the micro-batch's targets {tuple(target.shape)}: {items:g} is "
+                             f"the count of targets[..., 1:], so loss_fn shifts its labels (a causal language "
+                             f"model's loss: position t predicts target t + 1, as transformers' ForCausalLMLoss). "
+                             f"Pass loss_shifts_labels=True to count targets[..., 1:] as it does (NOTE [a causal "
+                             f"LM's loss shifts its labels], accumulate.py)")
         raise ValueError(f"accumulate: loss_fn's {name}(reduction='sum') adds up {items:g} items, but accumulate "
                          f"counted {count} in the micro-batch's targets {tuple(getattr(target, 'shape', ()))} "
                          f"(every element but those equal to ignore_index or masked out) and would divide by the "

@@ -347,18 +347,20 @@ def _check_same_everywhere(signature):
 
 
 def accumulation_step(model, loss_fn, optimizer, inputs, targets, *, micro_batch_size=None, steps=None,
-                      ignore_index=-100, mask=None):
+                      ignore_index=-100, mask=None, loss_shifts_labels=False):
     """One optimizer step on the whole batch, of which `inputs`/`targets` are this rank's shard:
     optimizer.zero_grad(); the shard in micro-batches (accumulate.py), each divided by the item count of the whole
     batch over all ranks (NOTE [normalising by items]); one bucketed all-reduce of the gradients; optimizer.step().
-    loss_fn returns the SUM of its micro-batch's losses. Returns the whole batch's mean loss and item count."""
+    loss_fn returns the SUM of its micro-batch's losses (a causal LM's that shifts its labels: loss_shifts_labels=True,
+    as mg.accumulate). Returns the whole batch's mean loss and item count."""
     if not isinstance(model, DistributedDataParallel):
         raise TypeError(f"accumulation_step: wrap the model first, dist.DistributedDataParallel(model); got "
                         f"{type(model).__name__}")
     n = inputs.shape[0]
     slices = micro_batch_slices(n, micro_batch_size, steps) if n else []
     micro_batches = [(inputs[s], targets[s]) + ((mask[s],) if mask is not None else ()) for s in slices]
-    local = sum(count_items(mb[1], ignore_index, mb[2] if len(mb) > 2 else None) for mb in micro_batches)
+    local = sum(count_items(mb[1], ignore_index, mb[2] if len(mb) > 2 else None, loss_shifts_labels)
+                for mb in micro_batches)
     total = float(_all_reduce_array(np.array([local], np.float64), "all_reduce (item count)")[0])  # a float mask's
     total = int(total) if total.is_integer() else total  # sum is a float (exact for counts below 2**53)
     if total == 0:
@@ -366,8 +368,9 @@ def accumulation_step(model, loss_fn, optimizer, inputs, targets, *, micro_batch
     optimizer.zero_grad()
     loss = 0.0
     if micro_batches:
-        result = accumulate(model, loss_fn, micro_batches=micro_batches, ignore_index=ignore_index,
-                            total_items=total, _counted=True)  # counted as accumulate counts: it still checks
+        # counted as accumulate counts (_counted): it still checks the loss's count against this rank's
+        result = accumulate(model, loss_fn, micro_batches=micro_batches, ignore_index=ignore_index, total_items=total,
+                            loss_shifts_labels=loss_shifts_labels, _counted=True)
         loss = result.loss
     model.all_reduce_gradients()
     optimizer.step()

@@ -9,7 +9,8 @@ tests/test_accumulate.py pins down mg.accumulate case by case; here seeded rando
                forgotten now and then: the parameters and .grad are torch's running the same loop
   the count    the items accumulate divides by must be those the loss averages over (NOTE [a loss says what it
                averages], functional.py): class probabilities (one item per row), class weights, a float target of
-               -100.0, a loss_fn that ignores another index
+               -100.0, a loss_fn that ignores another index; a causal LM's loss that shifts its labels, counted with
+               loss_shifts_labels=True as transformers' Trainer counts (Hugging Face's alignment test, ported)
   BatchNorm    in train mode with more than one micro-batch, accumulate says that the gradient is not the full
                batch's (a UserWarning); in eval mode, or in one micro-batch, it says nothing
 """
@@ -229,6 +230,141 @@ def test_a_loss_fn_that_ignores_another_index_is_refused():
     err, result = _full_and_accumulated(model, lambda: F.cross_entropy(model(x), y, ignore_index=0), pad0, x, y,
                                         steps=2, ignore_index=0)
     assert err < 1e-12 and result.items == 5
+
+
+def causal_lm_batch(rng, rows=8, T=6):
+    """Token ids and labels as Hugging Face's DataCollatorForLanguageModeling(mlm=False) makes them: padded on the right
+    to T with the pad token (the last id), whose labels are -100; every row at least 2 tokens (one shifted target)."""
+    ids = rng.integers(0, V - 1, (rows, T))
+    lengths = rng.integers(2, T + 1, rows)
+    ids[np.arange(T) >= lengths[:, None]] = V - 1
+    labels = np.where(ids == V - 1, -100, ids)
+    return mg.tensor(ids), mg.tensor(labels)
+
+
+def shifted_ce(logits, labels, reduction="sum"):
+    """The textbook causal LM loss (nanoGPT's): the logits at t against the label at t + 1."""
+    return F.cross_entropy(logits[:, :-1].reshape(-1, V), labels[:, 1:].reshape(-1), reduction=reduction)
+
+
+def for_causal_lm_loss(logits, labels, reduction="sum"):
+    """transformers' ForCausalLMLoss: the labels padded by one -100 at the end, the first dropped, every logit kept."""
+    pad = mg.full((labels.shape[0], 1), -100, dtype=labels.dtype, device=labels.device)
+    shifted = mg.cat([labels, pad], dim=1)[:, 1:]
+    return F.cross_entropy(logits.reshape(-1, V), shifted.reshape(-1), reduction=reduction)
+
+
+def shifted_count(labels):  # Trainer._get_num_items_in_batch for a ForCausalLMLoss model: labels[..., 1:].ne(-100)
+    return int((to_host(labels.data)[..., 1:] != -100).sum())
+
+
+@pytest.mark.parametrize("loss", [shifted_ce, for_causal_lm_loss])
+@pytest.mark.parametrize("split", [dict(steps=2), dict(micro_batch_size=3), dict(micro_batch_size=1)])
+def test_a_causal_lm_loss_that_shifts_its_labels_counts_labels_from_the_second_on(loss, split):
+    """A causal LM's loss scores the logits at t against the label at t + 1, so each row's first label is never an
+    item: accumulate counted every label (38 for the loss's 30 here), refused, and had no way to count as the loss
+    does. loss_shifts_labels=True counts labels[..., 1:], as transformers' Trainer counts num_items_in_batch for such
+    a loss, and gives the full batch's gradient; the refusal now names the option."""
+    mg.manual_seed(0)
+    model, (ids, labels) = gpt(), causal_lm_batch(np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"adds up \d+ items, but accumulate counted \d+ .*targets\[\.\.\., 1:\].*"
+                                         r"shifts its labels.*loss_shifts_labels=True"):
+        mg.accumulate(model, loss, ids, labels, **split)
+    assert all(p.grad is None for p in model.parameters()), "nothing may be accumulated before the error"
+    err, result = _full_and_accumulated(model, lambda: loss(model(ids), labels, "mean"), loss, ids, labels,
+                                        **split, loss_shifts_labels=True)
+    assert err < 1e-12 and result.items == shifted_count(labels) == 30, (err, result.items)
+    full = loss(model(ids), labels, "mean").item()
+    assert abs(result.loss - full) <= 1e-12 * full, (result.loss, full)
+
+
+def test_counting_shifted_labels_still_refuses_counts_that_disagree():
+    """loss_shifts_labels=True with a loss that does not shift, or that ignores another index: the counts differ and
+    accumulate refuses, as before. One-dimensional targets have no sequence to shift. A mask is shifted with them."""
+    model, (ids, labels) = gpt(), causal_lm_batch(np.random.default_rng(1))
+    unshifted = lambda o, t: F.cross_entropy(o.reshape(-1, V), t.reshape(-1), reduction="sum")  # noqa: E731
+    with pytest.raises(ValueError, match=r"adds up \d+ items, but accumulate counted \d+ .*wrong count"):
+        mg.accumulate(model, unshifted, ids, labels, steps=2, loss_shifts_labels=True)
+    pads = lambda o, t: F.cross_entropy(o[:, :-1].reshape(-1, V), t[:, 1:].reshape(-1), ignore_index=V - 1,  # noqa
+                                        reduction="sum")
+    with pytest.raises(ValueError, match=r"adds up \d+ items, but accumulate counted \d+ .*wrong count"):
+        mg.accumulate(model, pads, ids, ids, steps=2, loss_shifts_labels=True)  # pads counted: ignore_index=-100
+    err, result = _full_and_accumulated(model, lambda: pads(model(ids), ids) / shifted_count(labels), pads, ids, ids,
+                                        steps=2, loss_shifts_labels=True, ignore_index=V - 1)
+    assert err < 1e-12 and result.items == shifted_count(labels), (err, result.items)
+    with pytest.raises(ValueError, match=r"loss_shifts_labels counts target\[\.\.\., 1:\].*sequence.*\(4,\)"):
+        mg.accumulate(mlp(), lambda o, t: F.cross_entropy(o, t, reduction="sum"), mg.randn(8, 6, dtype="float64"),
+                      mg.randint(0, 5, (8,)), steps=2, loss_shifts_labels=True)
+    mask = mg.tensor(to_host(labels.data) != -100)
+
+    def masked(o, t, m):  # every label a class id, the mask says which count
+        ce = F.cross_entropy(o[:, :-1].reshape(-1, V), t[:, 1:].reshape(-1), reduction="none")
+        return (ce * m[:, 1:].reshape(-1).to("float64")).sum()
+    err, result = _full_and_accumulated(model, lambda: masked(model(ids), ids, mask) / shifted_count(labels), masked,
+                                        ids, ids, mask=mask, micro_batch_size=3, loss_shifts_labels=True)
+    assert err < 1e-12 and result.items == shifted_count(labels), (err, result.items)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_hugging_faces_gradient_accumulation_alignment_on_a_tiny_gpt(seed):
+    """transformers' test_gradient_accumulation_loss_alignment_with_model_loss, ported: 5 AdamW steps on batches of 8
+    padded sequences with a shifted-label loss, each as one batch and as 2 micro-batches of 4, give the same losses and
+    parameters (float64, where Hugging Face's float32 test allows 0.01); averaging each micro-batch by its own count
+    and then the two means (normalize='mean_of_means', a model that does not take num_items_in_batch) does not."""
+    rng = np.random.default_rng(seed)
+    batches = [causal_lm_batch(rng) for _ in range(5)]
+    mg.manual_seed(seed)
+    runs = {how: gpt() for how in ("base", "accumulated", "broken")}
+    for model in list(runs.values())[1:]:
+        model.load_state_dict(runs["base"].state_dict())
+    opts = {how: mg.optim.AdamW(m.parameters(), lr=3e-3) for how, m in runs.items()}
+    losses = {how: [] for how in runs}
+    for step, (ids, labels) in enumerate(batches):
+        opts["base"].zero_grad()
+        full = for_causal_lm_loss(runs["base"](ids), labels, "mean")
+        full.backward()
+        losses["base"].append(full.item())
+        for how in ("accumulated", "broken"):
+            opts[how].zero_grad()
+            result = mg.accumulate(runs[how], for_causal_lm_loss, ids, labels, steps=2, loss_shifts_labels=True,
+                                   normalize="items" if how == "accumulated" else "mean_of_means")
+            losses[how].append(result.loss)
+        if step == 0:
+            assert rel_error(grads_of(runs["accumulated"]), grads_of(runs["base"])) < 1e-12
+            assert rel_error(grads_of(runs["broken"]), grads_of(runs["base"])) > 1e-3
+        for opt in opts.values():
+            opt.step()
+    params = {how: [to_host(p.data) for p in m.parameters()] for how, m in runs.items()}
+    assert max(abs(a - b) for a, b in zip(losses["base"], losses["accumulated"])) < 1e-12, losses
+    assert rel_error(params["accumulated"], params["base"]) < 1e-10
+    assert rel_error(params["broken"], params["base"]) > 1e-3
+    assert max(abs(a - b) for a, b in zip(losses["base"], losses["broken"])) > 1e-4, losses
+
+
+@pytest.mark.torch
+def test_the_shifted_count_is_transformers_own():
+    """The count and the loss as transformers 5 makes them for the same labels: Trainer._get_num_items_in_batch over
+    the micro-batches (labels[..., 1:] != -100 for a ForCausalLMLoss model) and ForCausalLMLoss(..., num_items_in_batch)
+    summed over them (skipped without transformers: it is not one of minigrad's dependencies)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers.loss.loss_utils import ForCausalLMLoss
+    from transformers.trainer import Trainer
+    from types import SimpleNamespace
+    mg.manual_seed(2)
+    model, (ids, labels) = gpt(), causal_lm_batch(np.random.default_rng(2), rows=6)
+    trainer = SimpleNamespace(model_accepts_loss_kwargs=True, compute_loss_func=None, _loss_shifts_labels=True,
+                              args=SimpleNamespace(average_tokens_across_devices=False, n_gpu=1, world_size=1),
+                              get_tp_size=lambda: 1, get_cp_size=lambda: 1, get_sp_size=lambda: 1)
+    as_torch = lambda t: torch.from_numpy(to_host(t.data).copy())  # noqa: E731
+    micro = [(ids[a:a + 2], labels[a:a + 2]) for a in range(0, 6, 2)]
+    hf_items = Trainer._get_num_items_in_batch(trainer, [{"labels": as_torch(y)} for _, y in micro], "cpu")
+    hf_loss = sum(ForCausalLMLoss(as_torch(model(x).detach()), as_torch(y), V, num_items_in_batch=hf_items).item()
+                  for x, y in micro)
+    model.zero_grad()
+    result = mg.accumulate(model, for_causal_lm_loss, micro_batches=micro, loss_shifts_labels=True)
+    assert result.items == int(hf_items), (result.items, hf_items)
+    assert abs(result.loss - hf_loss) <= 1e-6 * hf_loss, (result.loss, hf_loss)  # ForCausalLMLoss computes in float32
 
 
 # ----------------------------------------------------------------------------- 4. BatchNorm says so

@@ -409,6 +409,38 @@ def test_one_rank_step_is_the_single_process_step_and_an_unused_parameter_keeps_
             assert np.abs(p.detach().numpy() - q.detach().numpy()).max() < 1e-12, "the steps differ"
 
 
+def test_one_rank_step_of_a_causal_lm_that_shifts_its_labels_is_the_single_process_step(one_rank):
+    """A loss that scores the logits at t against the label at t + 1 (transformers' ForCausalLMLoss) averages over
+    labels[..., 1:]: dist.accumulation_step counted every label and was refused, with no option to count as the loss
+    does; loss_shifts_labels=True counts as mg.accumulate's does, the same gradient, loss and items."""
+    import numpy as np
+
+    import minigrad as mg
+    import minigrad.functional as F
+    from minigrad.gpt import GPT, GPTConfig
+
+    V = 7
+    mg.manual_seed(0)
+    alone, shared = (GPT(GPTConfig(vocab_size=V, block_size=5, n_layer=1, n_head=1, n_embd=4)).to("float64")
+                     for _ in range(2))
+    shared.load_state_dict(alone.state_dict())
+    ddp = one_rank.DistributedDataParallel(shared)
+    ids = mg.randint(0, V, (4, 5))
+    y = ids.numpy().copy()
+    y[1, 3:], y[2, 2:] = -100, -100
+
+    def shifted_sum(logits, t):
+        return F.cross_entropy(logits[:, :-1].reshape(-1, V), t[:, 1:].reshape(-1), reduction="sum")
+    want = mg.accumulation_step(alone, shifted_sum, mg.optim.SGD(alone.parameters(), lr=0.1), ids, mg.tensor(y),
+                                micro_batch_size=3, loss_shifts_labels=True)
+    loss, items = one_rank.accumulation_step(ddp, shifted_sum, mg.optim.SGD(shared.parameters(), lr=0.1),
+                                             one_rank.shard(ids), one_rank.shard(mg.tensor(y)), micro_batch_size=2,
+                                             loss_shifts_labels=True)
+    assert items == want.items == 11 and abs(loss - want.loss) < 1e-12 * want.loss, (items, loss, want)
+    for p, q in zip(alone.parameters(), shared.parameters()):
+        assert np.abs(p.grad.numpy() - q.grad.numpy()).max() <= 1e-12 * np.abs(p.grad.numpy()).max()
+
+
 class _SecondOfTwo(_OneRank):
     """Rank 1 of 2, whose shard is empty; rank 0 (simulated) counted 5 items and has every gradient. Notes the dtype
     of each array it all-reduces."""
