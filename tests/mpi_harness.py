@@ -51,7 +51,10 @@ def missing():
 
 def environment():
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
+    # The ranks run in a folder of their own (cwd): a relative entry, as in `PYTHONPATH=tests/cupy_standin` for the
+    # stand-in pass, is made absolute here, or the ranks would miss what the test itself imports (cupy).
+    inherited = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([ROOT] + inherited)
     env.update(
         # Our arrays are small and ranks share 2 cores: one BLAS thread each, as tests/conftest.py sets.
         OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",

@@ -33,6 +33,16 @@ def test_minigrad_is_imported_from_this_checkout():
     assert r.stdout == [os.path.join(mpi_harness.ROOT, "minigrad") + "\n"] * 2
 
 
+def test_a_relative_pythonpath_reaches_the_ranks_from_their_own_folder(monkeypatch):
+    """The stand-in pass as a reader types it, `PYTHONPATH=tests/cupy_standin` from the checkout: the ranks, which run
+    in a temporary folder, looked for tests/cupy_standin there, could not import cupy, and every minigrad script on
+    'cuda' failed (test_profiler_export.py's collective test). The harness makes the entry absolute."""
+    monkeypatch.chdir(mpi_harness.ROOT)
+    monkeypatch.setenv("PYTHONPATH", os.path.join("tests", "cupy_standin"))
+    r = run_ranks(2, "import cupy, os; print(os.path.dirname(cupy.__file__))").check()
+    assert r.stdout == [os.path.join(mpi_harness.ROOT, "tests", "cupy_standin", "cupy") + "\n"] * 2, r
+
+
 @pytest.mark.parametrize("n", [2, 3])
 def test_a_rank_that_raises_ends_the_job_under_mpi4py_runner(n):
     """Without abort_on_exception the raising rank waits in MPI_Finalize and the others in the collective: a hang
