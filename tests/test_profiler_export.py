@@ -12,6 +12,7 @@
   command   python -m minigrad memory ... --html PATH writes the page of a step on 'meta'
 """
 import collections
+import itertools
 import json
 import os
 import re
@@ -23,7 +24,7 @@ import pytest
 import minigrad as mg
 from minigrad import nn, optim
 from minigrad.__main__ import main
-from minigrad.profiler import CATEGORIES, CATEGORY_COLORS, PHASES
+from minigrad.profiler import CATEGORIES, CATEGORY_COLORS, PHASES, TIMED_PHASES
 from minigrad.profiler.export import COMMUNICATION, TAB10
 
 from mpi_harness import run_ranks
@@ -218,6 +219,10 @@ def render(page, tmp_path, fragment=""):
 
 @needs_chromium
 def test_headless_chromium_draws_the_page_with_no_error(tmp_path):
+    """The page draws each run of events of one phase as a band in the phase's colour, the optimizer's step too (the
+    test expected forward, backward and recompute only, and failed wherever Chromium was), names every phase in the
+    legend, and keeps every label inside the chart (the peak's event, "peak, between linear and AdamW.step", ran
+    past its right edge)."""
     prof = checkpointed_step()
     page = prof.export_memory_timeline(str(tmp_path / "step.html"))
     k = next(i for i, row in enumerate(prof.timeline()) if row["phase"] == "recompute")
@@ -225,12 +230,31 @@ def test_headless_chromium_draws_the_page_with_no_error(tmp_path):
     assert not console, console
     body = re.search(r"<body[^>]*>", dom).group(0)  # where the script leaves its markers
     assert "data-error" not in body and f'data-drawn="{len(CATEGORIES)}"' in body, body
+    assert 'data-clipped="0"' in body, body
     areas = re.findall(r'<path [^>]*class="area"[^>]*>', dom)
     assert [re.search(r'data-category="(\w+)"', a).group(1) for a in areas] == list(CATEGORIES)
     assert [re.search(r'fill="(#\w+)"', a).group(1) for a in areas] == [TAB10[CATEGORY_COLORS[c]] for c in CATEGORIES]
     tip = re.search(r'<div id="tip"[^>]*>(.*?)</div>', dom, re.S)
     assert tip and f"event {k}: {prof.timeline()[k]['op']}</b> (recompute" in tip.group(1), dom[-3000:]
-    assert set(re.findall(r'class="phase" data-phase="(\w+)"', dom)) == {"forward", "backward", "recompute"}
+    runs = [phase for phase, _ in itertools.groupby(p[1] for p in page_data(open(page).read())["points"])]
+    bands = re.findall(r'<rect [^>]*class="phase"[^>]*>', dom)
+    assert [re.search(r'data-phase="(\w+)"', b).group(1) for b in bands] == [p for p in runs if p in TIMED_PHASES]
+    assert {re.search(r'data-phase="(\w+)"', b).group(1) for b in bands} == set(TIMED_PHASES)  # step included
+    colors = page_data(open(page).read())["phases"]
+    assert [re.search(r'fill="(#\w+)"', b).group(1) for b in bands] == \
+        [colors[re.search(r'data-phase="(\w+)"', b).group(1)] for b in bands]
+    legend = re.search(r"phases \(the band under the axis\):</text>(.*?)</svg>", dom, re.S).group(1)
+    assert re.findall(r"<text[^>]*>(\w+)</text>", legend)[:len(TIMED_PHASES)] == list(colors) and \
+        set(colors) == set(TIMED_PHASES)
+    # an op's name too long for the legend's line, one word: cut with an ellipsis, still inside the chart
+    data = page_data(open(page).read())
+    data["points"][data["peak"]][0] = "an_op_name_far_too_long_for_one_line_of_the_legend_" * 2
+    long = tmp_path / "long.html"
+    long.write_text(open(page).read().replace(json.dumps(page_data(open(page).read()), separators=(",", ":")),
+                                              json.dumps(data, separators=(",", ":"))))
+    dom, console = render(long, tmp_path)
+    assert not console and 'data-clipped="0"' in re.search(r"<body[^>]*>", dom).group(0), console
+    assert re.search(r"<text[^>]*>an_op_name_far_too\w*\u2026</text>", dom), dom[-3000:]
 
 
 @needs_chromium

@@ -102,9 +102,9 @@ class _Exports:
     # --- the memory timeline page
     def export_memory_timeline(self, path, title=None):
         """Write a self-contained HTML page to `path` (PyTorch's profiler has a method of this name): the live bytes
-        by category, stacked, event by event (each op's forward, backward or recompute, each optimizer state made),
-        the peak marked with what was alive at it, and each event's op, phase and bytes on hover. No network: its
-        script, style and data are inline. Returns the path."""
+        by category, stacked, event by event (each op's forward, backward or recompute, each optimizer step or state
+        made), the peak marked with what was alive at it, and each event's op, phase and bytes on hover. No network:
+        its script, style and data are inline. Returns the path."""
         points, peak = self._memory_points()
         title = title or "mg.profile: live memory by category, event by event"
         data = dict(categories=list(CATEGORIES),
@@ -163,8 +163,9 @@ p { margin: 4px 0 8px; }
 <noscript><p>The chart needs JavaScript; the peak is above.</p></noscript>
 <svg id="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1200 560" role="img"></svg>
 <div id="tip" hidden></div>
-<p>Hover over the chart: each event is one op's forward, backward or recompute (or an optimizer's state made), and
-the bytes alive after it. Written by minigrad's <code>mg.profile</code> (<code>export_memory_timeline</code>).</p>
+<p>Hover over the chart: each event is one op's forward, backward or recompute, or an optimizer's step (each state
+it makes, in its first), and the bytes alive after it. Written by minigrad's <code>mg.profile</code>
+(<code>export_memory_timeline</code>).</p>
 <script id="data" type="application/json">{data}</script>
 <script>{script}</script>
 </body>
@@ -224,7 +225,7 @@ window.onerror = function (message, source, line) {
     el("text", {x: x(i), y: T + ph + 18, "text-anchor": "middle"}, axis, String(i));
   }
   el("text", {x: L + pw / 2, y: H - 8, "text-anchor": "middle"}, axis,
-     "event: one op's forward, backward or recompute, or an optimizer's state made, in order (" + n + " events)");
+     "event: one op's forward, backward or recompute, or an optimizer's step, in order (" + n + " events)");
 
   // the stacked areas, one path per category
   var lower = P.map(function () { return 0; });
@@ -269,8 +270,21 @@ window.onerror = function (message, source, line) {
     el("text", {x: lx + 18, y: row}, svg, c);
     el("text", {x: lx + 230, y: row, "text-anchor": "end"}, svg, fmt(at[k]));
   });
-  el("text", {x: lx, y: ly + 22 + C.length * 20 + 4}, svg, "at event " + pk + ": " + P[pk][0] + " (" + P[pk][1] + ")");
-  var py = ly + 22 + C.length * 20 + 40;
+  // the peak's event, wrapped to the legend's width: a peak between two events names both ("peak, between linear
+  // and AdamW.step"), which ran past the page's edge on one line; a word too long for a line alone is cut with "…"
+  var wide = W - lx - 8, lineY = ly + 22 + C.length * 20 + 4, line = null;
+  ("at event " + pk + ": " + P[pk][0] + " (" + P[pk][1] + ")").split(" ").forEach(function (word) {
+    var before = line && line.textContent;
+    if (line) line.textContent = before + " " + word;
+    if (!line || line.getComputedTextLength() > wide) {
+      if (line) { line.textContent = before; lineY += 16; }
+      line = el("text", {x: lx, y: lineY}, svg, word);
+      for (var cut = word.length; cut > 1 && line.getComputedTextLength() > wide; cut--) {
+        line.textContent = word.slice(0, cut - 1) + "\u2026";
+      }
+    }
+  });
+  var py = lineY + 36;
   el("text", {x: lx, y: py, "font-weight": "bold"}, svg, "phases (the band under the axis):");
   Object.keys(D.phases).forEach(function (p, j) {
     el("rect", {x: lx, y: py + 12 + j * 20, width: 12, height: 12, fill: D.phases[p]});
@@ -310,5 +324,11 @@ window.onerror = function (message, source, line) {
     show(i, screen.x, screen.y);
   }
   document.body.setAttribute("data-drawn", String(svg.querySelectorAll("path.area").length));
+  var box = svg.getBoundingClientRect();  // a label past the chart's edge is cut off: the count of those, for tests
+  document.body.setAttribute("data-clipped", String([].filter.call(svg.querySelectorAll("text"), function (t) {
+    var b = t.getBoundingClientRect();
+    return b.width && (b.left < box.left - 0.5 || b.right > box.right + 0.5 || b.top < box.top - 0.5 ||
+                       b.bottom > box.bottom + 0.5);
+  }).length));
 })();
 """
