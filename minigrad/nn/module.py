@@ -587,6 +587,10 @@ class Sequential(_Indexed, Module):
         self.add_module(str(len(self)), _as_module(module, "Sequential.append: the argument"))
         return self
 
+    def insert(self, index, module):
+        super().insert(index, module)
+        return self  # PyTorch's Sequential.insert returns the Sequential (its ModuleList.insert returns None)
+
     def _sequential(self, other, op):
         if not isinstance(other, Sequential):  # PyTorch's ValueError, and its words
             raise ValueError(f"Sequential {op}: add operator supports only objects of Sequential class, but "
