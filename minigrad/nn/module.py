@@ -548,6 +548,7 @@ class _Indexed:
             raise IndexError(f"{type(self).__name__}.insert: index {index} is out of range for {n} modules")
         modules.insert(index, _as_module(module, f"{type(self).__name__}.insert: the module"))
         self._renumber(modules)
+        return self if isinstance(self, Sequential) else None  # PyTorch's returns; its ModuleList.insert's is None
 
     def extend(self, modules):
         if not hasattr(modules, "__iter__"):  # one layer, as PyTorch's check
@@ -586,10 +587,6 @@ class Sequential(_Indexed, Module):
     def append(self, module):
         self.add_module(str(len(self)), _as_module(module, "Sequential.append: the argument"))
         return self
-
-    def insert(self, index, module):
-        super().insert(index, module)
-        return self  # PyTorch's Sequential.insert returns the Sequential (its ModuleList.insert returns None)
 
     def _sequential(self, other, op):
         if not isinstance(other, Sequential):  # PyTorch's ValueError, and its words
