@@ -317,11 +317,46 @@ def _adam_update(g, m, v, b1, b2, eps, step_size, sqrt_bias2, v_max=None):
     return update                                     # p -= (lr / bias1) m / denom
 
 
+# NOTE [PyTorch's implementation switches]: torch.optim's foreach=, fused=, differentiable= and capturable= choose how
+# a step runs; scripts pass them, so minigrad takes each at the values that give its own step's numbers and refuses,
+# by name, the values that would promise other numbers or other behaviour:
+#   foreach (None, True or False): PyTorch's multi-tensor step does the for-loop's operations in the same order; on
+#     CPU its results are the for-loop's bit for bit (measured: SGD and AdamW, float32 and bfloat16, 3 steps of 1,000
+#     elements). minigrad's step is that for-loop, so every value is taken and changes nothing.
+#   fused=True: one kernel per step, which rounds its own way (after 3 steps of 1,000 elements, AdamW's float32
+#     parameters differ from the for-loop's in 72 elements, bfloat16's in 473; SGD's bfloat16 in 980: the kernel
+#     computes in float32 and rounds once). Taking it would give the for-loop's numbers under the fused name: refused.
+#   differentiable=True: autograd records the step, to differentiate through the update. minigrad's step runs on
+#     raw arrays outside the tape: refused, rather than a step that silently records nothing.
+#   capturable=True (AdamW): the step count kept on the device, for CUDA graph capture, which minigrad has not
+#     (PyTorch refuses it on CPU): refused.
+# None of them is kept in param_groups, where PyTorch keeps them (tests/test_optim_parity.py's TORCH_ONLY_KEYS).
+def _implementation_switches(name, foreach, fused, differentiable, capturable=False):
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")  # PyTorch's check, and its words
+    for key, value in (("foreach", foreach), ("fused", fused)):
+        if value is not None:
+            _check_flag(name, key, value)
+    _check_flag(name, "differentiable", differentiable)
+    _check_flag(name, "capturable", capturable)
+    why = {"fused": "PyTorch's fused kernel rounds its own way (in bfloat16 it computes in float32 and rounds once), "
+                    "and minigrad's step is the for-loop's; leave fused=None (foreach=True is taken: the same numbers)",
+           "differentiable": "minigrad's step runs outside the tape, so nothing could differentiate through the "
+                             "update; leave differentiable=False",
+           "capturable": "it is for CUDA graph capture, which minigrad has not (PyTorch refuses it on CPU); leave "
+                         "capturable=False"}
+    for key, value in (("fused", fused), ("differentiable", differentiable), ("capturable", capturable)):
+        if value:
+            raise NotImplementedError(f"{name}: {key}=True is not supported: {why[key]} "
+                                      f"(NOTE [PyTorch's implementation switches])")
+
+
 class SGD(Optimizer):
     """p -= lr * (g + weight_decay * p), with optional (PyTorch-style) momentum; maximize ascends."""
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
-                 maximize=False):
+                 maximize=False, foreach=None, differentiable=False, fused=None):
+        _implementation_switches("SGD", foreach, fused, differentiable)
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov, maximize=maximize))
 
@@ -370,7 +405,8 @@ class AdamW(Optimizer):
     largest second moment seen so far (Reddi et al.), maximize ascends."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False):
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        _implementation_switches("AdamW", foreach, fused, differentiable, capturable)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize))
 
