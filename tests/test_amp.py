@@ -538,3 +538,70 @@ def test_accumulated_micro_batches_two_optimizers_and_infs_step_as_torchs_scaler
             np.testing.assert_array_equal(to_host(p.grad), q.grad.numpy())  # unscaled to the bit
             np.testing.assert_allclose(to_host(p), q.detach().numpy(), rtol=1e-6)  # SGD rounds its own way
     assert scaler.state_dict() == t_scaler.state_dict()
+
+
+# ----------------------------------------------------------------------------- [trust3]: the scaler's roundings
+
+@pytest.mark.torch
+@pytest.mark.parametrize("init_scale", [3000.0, 2.0 ** 16, 1.0 / 3.0, 12345.678])
+def test_unscale_rounds_a_bfloat16_gradient_once_as_torchs_kernel(init_scale):
+    """unscale_ multiplied a bfloat16 gradient by 1/scale rounded to bfloat16 first: with init_scale=3000, the
+    gradients 3000 k unscaled to [0, 1.0078, 2.0156, 3.0156, 4.0312] (torch: [0, 1, 2, 3.0156, 4]). torch's kernel
+    multiplies by the float32 inv_scale in float32 and rounds once; so does minigrad's now, bit for bit over many
+    values, infs and nans found as torch finds them. float16 gradients are refused, by both, with torch's words."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    values = np.concatenate([np.arange(5) * init_scale, rng.standard_normal(4000) * init_scale * 10.0 ** rng.uniform(
+        -6, 2, 4000)]).astype(np.float32)
+    for bad in (None, np.inf, np.nan):
+        g = values.copy()
+        if bad is not None:
+            g[7] = bad
+        ours = mg.nn.Parameter(mg.zeros(g.size, dtype=BF16, device=DEVICE))
+        ours.grad = mg.tensor(g, device=DEVICE).to(BF16)
+        theirs = torch.nn.Parameter(torch.zeros(g.size, dtype=torch.bfloat16))
+        theirs.grad = torch.tensor(g).bfloat16()
+        scaler, t_scaler = mg.amp.GradScaler(DEVICE, init_scale=init_scale), torch.amp.GradScaler("cpu", init_scale)
+        t_scaler.scale(torch.ones(()))  # torch's scaler insists on a scale() first
+        opt, t_opt = mg.optim.SGD([ours], lr=0.0), torch.optim.SGD([theirs], lr=0.0)
+        scaler.unscale_(opt)
+        t_scaler.unscale_(t_opt)
+        got, want = to_host(ours.grad).astype(np.float32), theirs.grad.float().numpy()
+        np.testing.assert_array_equal(got, want)
+        assert scaler._state(opt)["found_inf"] == float(t_scaler._found_inf_per_device(t_opt)[torch.device("cpu")])
+        assert scaler._state(opt)["found_inf"] == (bad is not None)
+    if init_scale == 3000.0:
+        assert got[:5].tolist() == [0.0, 1.0, 2.0, 3.015625, 4.0]
+    for lib in ("mg", "torch"):
+        m = mg if lib == "mg" else torch
+        half = m.nn.Parameter(m.zeros(3, dtype=m.float16))
+        half.grad = m.ones(3, dtype=m.float16)
+        scaler = mg.amp.GradScaler(DEVICE) if lib == "mg" else torch.amp.GradScaler("cpu")
+        scaler.scale(m.ones(()))
+        with pytest.raises(ValueError, match="^Attempting to unscale FP16 gradients."):
+            scaler.unscale_((mg if lib == "mg" else torch).optim.SGD([half], lr=1.0))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_scale_gives_torchs_dtype_and_value_and_the_same_gradients(dtype):
+    """scale(tensor(2.0, float16)) was float16 inf: torch multiplies by its scale, a 0-d float32 tensor, so a 0-d
+    2-byte loss becomes float32 (131072.0), while a dimensioned output keeps its dtype (and overflows, as torch's
+    does). The gradients that come back through the scaled loss are torch's, bit for bit."""
+    torch = pytest.importorskip("torch")
+    mdt, tdt = getattr(mg, dtype), getattr(torch, dtype)
+    scaler, t_scaler = mg.amp.GradScaler(DEVICE), torch.amp.GradScaler("cpu")
+    for value in (2.0, [2.0, 3.0, 1e-3]):
+        with np.errstate(over="ignore"):
+            got = scaler.scale(mg.tensor(value, dtype=mdt, device=DEVICE))
+        want = t_scaler.scale(torch.tensor(value, dtype=tdt))
+        assert got.dtype == getattr(mg, str(want.dtype).removeprefix("torch.")), (value, got.dtype, want.dtype)
+        np.testing.assert_array_equal(to_host(got).astype(np.float64), want.double().numpy())
+    rng = np.random.default_rng(1)
+    w0, x0 = rng.standard_normal(6), rng.standard_normal(6)
+    w = mg.tensor(w0, dtype=mdt, device=DEVICE, requires_grad=True)
+    tw = torch.tensor(w0, dtype=tdt, requires_grad=True)
+    scaler, t_scaler = mg.amp.GradScaler(DEVICE, init_scale=1024.0), torch.amp.GradScaler("cpu", 1024.0)
+    scaler.scale((w * mg.tensor(x0, dtype=mdt, device=DEVICE)).sum()).backward()
+    t_scaler.scale((tw * torch.tensor(x0, dtype=tdt)).sum()).backward()
+    np.testing.assert_array_equal(to_host(w.grad).astype(np.float64), tw.grad.double().numpy())

@@ -182,6 +182,38 @@ def test_adafactor_matches_torch_optim_adafactor_where_they_coincide(setting):
     assert all(np.max(np.abs(to_host(p) - a)) > 1e-4 for p, a in zip(ps, arrays))
 
 
+@pytest.mark.parametrize("setting", sorted(TORCH_SETTINGS) + sorted(ADAFACTOR_CASES))
+def test_adafactor_steps_a_0d_parameter_as_torch_and_hugging_face_do(setting):
+    """A 0-d parameter (a learned temperature, a scalar gain) raised in step (NumPy's sqrt of a 0-d array is a
+    scalar, which out= refuses); torch.optim.Adafactor and Hugging Face's algorithm step it as a vector's one
+    element. Now it steps, beside a vector, as both do (to 1e-12 in float64; Hugging Face's in each of its cases)."""
+    torch = pytest.importorskip("torch")
+    shapes = [(), (3,)]
+    arrays, ps = params64(shapes=shapes)
+    grads = gradients(6, shapes=shapes)
+    want = None
+    if setting in ADAFACTOR_CASES:
+        mine = ADAFACTOR_CASES[setting]
+        want = hf_adafactor(arrays, grads, **mine)[0]
+    else:
+        mine, theirs = TORCH_SETTINGS[setting]
+        ts = [torch.nn.Parameter(torch.tensor(a, dtype=torch.float64)) for a in arrays]
+        topt = torch.optim.Adafactor(ts, **theirs)
+    opt = mg.optim.Adafactor(ps, **mine)
+    for step, grad_list in enumerate(grads):
+        set_grads(ps, grad_list)
+        opt.step()
+        if want is None:
+            for t, g in zip(ts, grad_list):
+                t.grad = torch.tensor(g)
+            topt.step()
+        expected = want[step] if want is not None else [t.detach().numpy() for t in ts]
+        for i, (p, e) in enumerate(zip(ps, expected)):
+            assert p.shape == shapes[i]
+            np.testing.assert_allclose(to_host(p), e, rtol=RTOL, atol=0, err_msg=f"parameter {i}, step {step + 1}")
+    assert abs(float(to_host(ps[0])) - float(arrays[0])) > 1e-8
+
+
 def test_adafactor_and_torchs_differ_in_weight_decay_as_the_docstring_says():
     """Not vacuous: with weight decay the two differ (torch multiplies by lr, Hugging Face by the scaled step)."""
     torch = pytest.importorskip("torch")

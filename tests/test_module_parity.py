@@ -70,6 +70,25 @@ def test_sequential_append():
     assert [n for n, _ in m.named_children()] == ["0", "1"]
 
 
+@pytest.mark.torch
+def test_the_containers_edits_return_what_pytorchs_return():
+    """Sequential.insert returned None; PyTorch's returns the Sequential (so that edits chain), while its
+    ModuleList.insert returns None. Each edit of both containers, side by side with PyTorch's."""
+    tnn = torch_nn()
+
+    def returned(lib, kind):
+        n = nn if lib == "mg" else tnn
+        c = getattr(n, kind)(*([n.ReLU()] if kind == "Sequential" else [[n.ReLU()]]))
+        out = {"append": c.append(n.Tanh()), "insert": c.insert(1, n.GELU()), "extend": c.extend([n.ReLU()])}
+        out["pop"] = c.pop(0)
+        return {k: "self" if v is c else (type(v).__name__ if v is not None else None) for k, v in out.items()}, \
+            [type(m).__name__ for m in c]
+
+    for kind in ("Sequential", "ModuleList"):
+        assert returned("mg", kind) == returned("torch", kind)
+    assert returned("mg", "Sequential")[0]["insert"] == "self"
+
+
 # ----------------------------------------------------------------------------- what is not a module
 
 @pytest.mark.parametrize("build, message", [

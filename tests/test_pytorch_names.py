@@ -3,6 +3,7 @@ the loss modules, nn.init's formulas, mg.from_numpy's shared memory, .cuda()/.cp
 reductions, mg.utils.checkpoint; and what a name minigrad does not offer says (did you mean, or what instead).
 The learning-rate schedulers are tests/test_lr_scheduler.py; a whole training script, test_training_script.py."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -183,6 +184,65 @@ def test_init_draws_pytorchs_distribution(name, kwargs, shape):
         assert ours.min() >= lo and ours.max() <= hi
         if hi - lo < 4 * kwargs.get("std", 1.0):  # bounds within the bulk: the extremes sit at them in both
             assert abs(ours.min() - theirs.min()) < 0.01 * scale and abs(ours.max() - theirs.max()) < 0.01 * scale
+
+
+def _truncated_normal_moments(mean, std, a, b):
+    """The mean and std of N(mean, std^2) truncated to [a, b], and its CDF, from the normal's pdf and CDF."""
+    std = abs(std)
+    pdf = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    cdf = lambda z: (1 + math.erf(z / math.sqrt(2))) / 2            # noqa: E731
+    al, be = (a - mean) / std, (b - mean) / std
+    z = cdf(be) - cdf(al)
+    m = (pdf(al) - pdf(be)) / z
+    var = 1 + (al * pdf(al) - be * pdf(be)) / z - m * m
+    return mean + std * m, std * math.sqrt(var), lambda x: (np.vectorize(cdf)((x - mean) / std) - cdf(al)) / z
+
+
+@pytest.mark.parametrize("kwargs", [dict(a=3.5, b=5.0), dict(mean=1.0, std=0.5, a=-3.0, b=-2.0),
+                                    dict(mean=0.0, std=-1.0, a=-1.0, b=1.5), dict(mean=2.0, std=3.0, a=1.9, b=2.1),
+                                    dict(mean=0.0, std=1.0, a=-0.5, b=4.0)])
+def test_trunc_normal_draws_a_far_tail_window_as_pytorch_does(kwargs):
+    """[a, b] = [3.5, 5] holds 0.02% of N(0, 1): minigrad refused it (too little to draw from by rejection), where
+    PyTorch 2.13 draws it (NOTE [two ways to a truncated normal]). Now every value lies in [a, b], the mean and std
+    are the truncated normal's within sampling error (5 standard errors of 20,000 draws), the largest gap between
+    the empirical CDF and the truncated normal's is within the Kolmogorov-Smirnov bound at 0.1%, and PyTorch's
+    draws, judged the same way, agree (a negative std is |std|, as in PyTorch's)."""
+    torch = pytest.importorskip("torch")
+    kwargs = {"mean": 0.0, "std": 1.0, **kwargs}
+    mean, std, cdf = _truncated_normal_moments(**kwargs)
+    mg.manual_seed(0)
+    torch.manual_seed(0)
+    n = 20_000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the mean is more than 2 std from [a, b] in some: PyTorch's warning
+        ours = host(nn.init.trunc_normal_(mg.zeros(n, dtype=mg.float64), **kwargs))
+        theirs = torch.nn.init.trunc_normal_(torch.zeros(n, dtype=torch.float64), **kwargs).numpy()
+    for values in (ours, theirs):
+        assert values.min() >= kwargs["a"] and values.max() <= kwargs["b"]
+        assert abs(values.mean() - mean) < 5 * std / math.sqrt(n)
+        assert abs(values.std() - std) < 5 * std / math.sqrt(2 * n) * 1.5  # the std's error, kurtosis allowed for
+        x = np.sort(values)
+        gap = np.max(np.maximum(np.arange(1, n + 1) / n - cdf(x), cdf(x) - np.arange(n) / n))
+        assert gap < 1.95 / math.sqrt(n)  # Kolmogorov-Smirnov at 0.1%
+
+
+def test_trunc_normal_with_std_0_raises_at_once_as_pytorchs():
+    """mean=3, std=0, a=-2, b=2 never returned: every draw of N(3, 0) is 3, outside [a, b], and the rejection loop
+    drew again forever. PyTorch raises at once (ZeroDivisionError, from (b - mean) / std); minigrad raises the same
+    error, saying what to do, before any draw, so this test needs no timeout. a == b fills with a, as PyTorch's."""
+    torch = pytest.importorskip("torch")
+    for mean in (3.0, 0.0):
+        with pytest.raises(ZeroDivisionError, match="float division by zero"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PyTorch warns that mean=3 is more than 2 std from [a, b], then raises
+            torch.nn.init.trunc_normal_(torch.zeros(4), mean=mean, std=0.0, a=-2.0, b=2.0)
+        with pytest.raises(ZeroDivisionError, match=r"std=0 .*nn.init.constant_\(tensor, "):
+            nn.init.trunc_normal_(mg.zeros(4), mean=mean, std=0.0, a=-2.0, b=2.0)
+    assert (host(nn.init.trunc_normal_(mg.zeros(4), a=2.0, b=2.0)) == 2.0).all()
+    assert (torch.nn.init.trunc_normal_(torch.zeros(4), a=2.0, b=2.0) == 2.0).all()
+    with pytest.raises(RuntimeError, match="from=2.0 > to=1.0|from=2 > to=1"):
+        torch.nn.init.trunc_normal_(torch.zeros(4), a=2.0, b=1.0)
+    with pytest.raises(ValueError, match="a <= b, got a=2.0, b=1.0"):
+        nn.init.trunc_normal_(mg.zeros(4), a=2.0, b=1.0)
 
 
 def test_init_writes_in_place_and_returns_the_tensor():

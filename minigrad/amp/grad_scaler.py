@@ -67,7 +67,13 @@ class GradScaler:
         if not self._enabled:
             return outputs
         if isinstance(outputs, Tensor):
-            return outputs * float(self._scale)  # a number takes the tensor's dtype, as PyTorch's 0-d scale does
+            # PyTorch multiplies by its scale, a 0-d float32 tensor, whose dtype wins only against another 0-d
+            # tensor: a float16 or bfloat16 loss (0-d) is scaled in float32 (a float16 loss of 2.0 times 2^16 is
+            # 131072.0, not inf), a dimensioned output keeps its dtype. The gradient that reaches the loss is the
+            # same either way: the float32 scale rounded once to the loss's dtype
+            if outputs.ndim == 0 and backend.accumulator(outputs.dtype) is not None:
+                outputs = outputs.float()
+            return outputs * float(self._scale)
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         raise TypeError(f"GradScaler.scale: outputs must be a Tensor or a list or tuple of them, got "
@@ -94,7 +100,12 @@ class GradScaler:
                 g = p.grad.data
                 if not backend.is_meta(g) and not bool(backend.xp_of(g).isfinite(g).all()):
                     found = 1.0  # 'meta' gradients have no values: never inf
-                g *= inv_scale.astype(g.dtype)
+                # as PyTorch's kernel: the gradient times the float32 inv_scale, in float32 for a bfloat16 gradient,
+                # rounded once to its dtype (1/3000 rounded to bfloat16 first made 3000 unscale to 1.0078)
+                wide = backend.widen(g)
+                wide *= inv_scale.astype(wide.dtype)
+                if wide is not g:
+                    g[...] = wide
                 mark_written([p.grad])
         state["found_inf"], state["stage"] = found, _UNSCALED
 

@@ -16,6 +16,8 @@ Read next: utils.py.
 import math
 import warnings
 
+import numpy as np
+
 from ..backend import is_meta
 from ..backend.random import draw
 from ..names import not_offered
@@ -53,26 +55,53 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
     return _fill(tensor, draw("normal", mean, std, size=tensor.shape, device=tensor.device))
 
 
+def _norm_cdf(x):
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """N(mean, std^2) kept within [a, b] (a and b are values, not numbers of std, as in PyTorch). Drawn by
-    rejection: each value outside [a, b] is drawn again, which is the truncated normal exactly."""
+    """N(mean, std^2) kept within [a, b] (a and b are values, not numbers of std, as in PyTorch), drawn as PyTorch
+    2.13 draws it: NOTE [two ways to a truncated normal]."""
     _no_generator("trunc_normal_", generator)
-    if not a < b:
-        raise ValueError(f"nn.init.trunc_normal_: the bounds must have a < b, got a={a}, b={b}")
+    if a > b:  # PyTorch's uniform_ refuses it (a RuntimeError, from=a > to=b); a == b fills with a, as PyTorch's
+        raise ValueError(f"nn.init.trunc_normal_: the bounds must have a <= b, got a={a}, b={b}")
+    if std == 0:  # PyTorch's (b - mean) / std raises at once; a rejection loop would redraw `mean` forever
+        raise ZeroDivisionError(f"nn.init.trunc_normal_: std=0 (float division by zero, as PyTorch's): N({mean}, 0) "
+                                f"is the one value {mean}; to fill with it, use nn.init.constant_(tensor, {mean})")
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
                       "be incorrect.", stacklevel=2)
-    phi = lambda x: 0.5 * (1 + math.erf((x - mean) / (std * math.sqrt(2))))  # noqa: E731
-    if std > 0 and phi(b) - phi(a) < 1e-3:
-        raise ValueError(f"nn.init.trunc_normal_: [{a}, {b}] holds only {phi(b) - phi(a):.2g} of N({mean}, {std}^2), "
-                         f"too little to draw from by rejection; bring mean within a few std of [a, b]")
-    values = draw("normal", mean, std, size=tensor.shape, device=tensor.device)
+    p = _norm_cdf((b - mean) / std) - _norm_cdf((a - mean) / std)
+    if p > 0.3:  # most of N(mean, std^2) lies in [a, b]: draw it, and draw again what falls outside
+        def proposal(size):
+            return draw("normal", mean, std, size=size, device=tensor.device)
+
+        def kept(x):
+            return (x >= a) & (x <= b)
+    else:  # uniform on [a, b], each kept with probability pdf(x) / pdf(the window's highest point)
+        log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+
+        def proposal(size):
+            return draw("uniform", a, b, size=size, device=tensor.device)
+
+        def kept(x):
+            return np.log(draw("uniform", size=x.shape)) <= -0.5 * ((x - mean) / std) ** 2 - log_peak
+    values = proposal(tensor.shape)
     if not is_meta(values):
-        outside = (values < a) | (values > b)
-        while outside.any():
-            values[outside] = draw("normal", mean, std, size=int(outside.sum()), device=tensor.device)
-            outside = (values < a) | (values > b)
+        rejected = ~kept(values)
+        while rejected.any():
+            values[rejected] = proposal(int(rejected.sum()))
+            rejected[rejected] = ~kept(values[rejected])
     return _fill(tensor, values)
+
+
+# NOTE [two ways to a truncated normal]: where [a, b] holds more than 30% of N(mean, std^2), a normal draw lands in
+# it at least that often: values outside are drawn again until none is. Where it holds less (a far tail, a = 3.5,
+# b = 5 with N(0, 1), holds 0.02%), that would take thousands of rounds, so PyTorch 2.13's _no_grad_trunc_normal_
+# (torch/nn/init.py) draws uniformly on [a, b] and keeps x with probability exp(-(x - mean)^2 / 2 std^2) over its
+# largest value on [a, b]: rejection sampling whose proposal is the window itself, exact, keeping 18% of the draws
+# on [3.5, 5]. Both are PyTorch's choices, so the distributions are PyTorch's. (Its docstring's word, "redrawn",
+# is the first way only.) A std of 0 would make the first way redraw `mean` forever: it raises, as PyTorch's does.
 
 
 def constant_(tensor, val):

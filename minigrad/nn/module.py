@@ -548,6 +548,7 @@ class _Indexed:
             raise IndexError(f"{type(self).__name__}.insert: index {index} is out of range for {n} modules")
         modules.insert(index, _as_module(module, f"{type(self).__name__}.insert: the module"))
         self._renumber(modules)
+        return self if isinstance(self, Sequential) else None  # PyTorch's returns; its ModuleList.insert's is None
 
     def extend(self, modules):
         if not hasattr(modules, "__iter__"):  # one layer, as PyTorch's check

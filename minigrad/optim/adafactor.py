@@ -28,7 +28,8 @@ Read next: adamw8bit.py, the other way to shrink the optimizer's share: keep Ada
 import math
 
 from .. import backend
-from .optimizer import Optimizer, _cast, _check_flag, _check_number, _float32_math, _in_dtype, _transient
+from .optimizer import (Optimizer, _cast, _check_flag, _check_number, _float32_math, _in_dtype, _scratch,
+                        _transient)
 
 
 def _rms(xp, x):
@@ -162,7 +163,8 @@ class Adafactor(Optimizer):
                     v = state["exp_avg_sq"]
                     v *= beta2t
                     v += _transient((1.0 - beta2t) * update)
-                    update = _transient(xp.sqrt(v))
+                    # into an array of the pool: for a 0-d parameter a ufunc gives a NumPy scalar, which out= refuses
+                    update = xp.sqrt(v, out=_scratch(g))
                     xp.divide(g, update, out=update)             # update = g / sqrt(v)
                 # clipping and scaling by 0-d arrays, not Python numbers: no value leaves the device (or 'meta')
                 update /= xp.maximum(_rms(xp, update) / clip, 1.0)

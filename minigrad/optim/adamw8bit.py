@@ -115,11 +115,25 @@ class AdamW8bit(Optimizer):
     """bitsandbytes' AdamW8bit: AdamW (PyTorch's update, defaults and weight decay) with block-wise 8-bit moments
     (NOTE [block-wise dynamic quantization]) for parameters of min_8bit_size elements or more."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 min_8bit_size=4096):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False,
+                 optim_bits=32, args=None, min_8bit_size=4096, percentile_clipping=100, block_wise=True,
+                 is_paged=False):
         if amsgrad is not False:
             raise ValueError("AdamW8bit: amsgrad is not supported (bitsandbytes' 8-bit Adam has none: the running "
                              "maximum would need a third moment); use mg.optim.AdamW(amsgrad=True)")
+        # bitsandbytes' other arguments, taken at the values that give this step (NOTE [PyTorch's implementation
+        # switches], optimizer.py, for the same choice): its AdamW8bit keeps 8-bit state whatever optim_bits says
+        others = {"optim_bits": (optim_bits, 32, "the state is 8-bit whatever it says; bitsandbytes' AdamW8bit "
+                                              "ignores it (newer versions require 32)"),
+                  "args": (args, None, "bitsandbytes' override object is not read here; pass the values themselves"),
+                  "percentile_clipping": (percentile_clipping, 100, "it clips each gradient at a percentile of the "
+                                                                    "last 100 gradient norms, which minigrad does not"),
+                  "block_wise": (block_wise, True, "minigrad quantizes block-wise only (NOTE [block-wise dynamic "
+                                                   "quantization])"),
+                  "is_paged": (is_paged, False, "minigrad has no paged (CPU-spilling) optimizer state")}
+        for key, (value, taken, why) in others.items():
+            if value != taken:
+                raise NotImplementedError(f"AdamW8bit: {key}={value!r} is not supported: {why}; leave {key}={taken!r}")
         self._maps = {}  # device -> (signed, unsigned) code maps, one pair shared by every parameter
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       min_8bit_size=min_8bit_size))

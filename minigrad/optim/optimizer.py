@@ -146,6 +146,11 @@ class Optimizer:
         """Every parameter of every group, in order (minigrad's shorthand; PyTorch has only param_groups)."""
         return [p for group in self.param_groups for p in group["params"]]
 
+    def _params_with_grad(self, group, low_precision):
+        """The group's parameters that have a gradient (a frozen or unused one has none): the float16 and bfloat16
+        ones, or the others, which steps compute differently (NOTE [a 2-byte step rounds as PyTorch's])."""
+        return [p for p in group["params"] if p.grad is not None and _low_precision(p) == low_precision]
+
     def zero_grad(self, set_to_none=True):
         zero_grads(self.params, set_to_none)
 
@@ -317,11 +322,144 @@ def _adam_update(g, m, v, b1, b2, eps, step_size, sqrt_bias2, v_max=None):
     return update                                     # p -= (lr / bias1) m / denom
 
 
+# NOTE [a 2-byte step rounds as PyTorch's]: PyTorch's SGD and AdamW step a float16 or bfloat16 parameter in its own
+# dtype, with its state in that dtype too, and each of their tensor operations (mul_, add_, lerp_, addcmul_, sqrt,
+# addcdiv_) is one CPU kernel that computes in float32 and rounds once to the 2-byte dtype. NumPy on 2-byte arrays
+# rounds every product and sum on the way, and rounds each Python number to the 2-byte dtype first, which the kernels
+# do only for add's alpha and an added number (mul_, lerp_, addcmul_, addcdiv_ and a division take it in float32;
+# lerp_ and addcmul_ end in a fused multiply-add, computed here in float64, which holds the product of two float32
+# numbers exactly: each rule measured bit for bit against torch 2.13's kernels on 2,000,000 values). So SGD and AdamW
+# step a 2-byte parameter through float32 copies, one PyTorch operation at a time, each rounded once (_rounded) where
+# PyTorch's tensor keeps its result: the for-loop's numbers, bit for bit (tests/test_optim_parity.py). Before, after
+# 5 steps of 4,000 bfloat16 elements, 60 to 600 of them differed from PyTorch's (AdamW's weight decay factor
+# 1 - lr wd = 0.999 became 1.0 in bfloat16: no decay at all).
+def _low_precision(p):
+    return backend.accumulator(p._data.dtype) is not None
+
+
+def _wide(array):
+    """A float32 copy of a 2-byte array (or of a float32 one), counted (NOTE [a step's temporaries])."""
+    return _transient(array.astype(np.float32))
+
+
+def _rounded(x, dtype):
+    """float32 x rounded once to dtype, in place (it keeps float32 storage): where a PyTorch operation ends."""
+    x[...] = _transient(x.astype(dtype))
+    return x
+
+
+def _alpha(value, dtype):
+    """A number as PyTorch's add takes it (alpha=, or the number added) for a 2-byte tensor: rounded to its dtype."""
+    return np.float32(np.asarray(np.float32(value)).astype(dtype))
+
+
+def _sgd_low_precision(opt, p, group):
+    """SGD's for-loop step (torch.optim.sgd._single_tensor_sgd) of a 2-byte parameter, for optimizer opt: NOTE [a
+    2-byte step rounds as PyTorch's]."""
+    lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+    weight_decay, nesterov, dtype = group["weight_decay"], group["nesterov"], p._data.dtype
+    g = _wide(_gradient(p, group["maximize"]))
+    if weight_decay:
+        decayed = _wide(p._data)
+        decayed *= _alpha(weight_decay, dtype)
+        g = _rounded(decayed + g, dtype)                     # grad.add(param, alpha=weight_decay)
+    if momentum:
+        first = "momentum_buffer" not in opt.state.get(p, {})
+        buf = opt._state_buffer(p, "momentum_buffer")
+        if first:
+            buf[...] = g                                     # clone
+            b = g
+        else:
+            b = _rounded(_wide(buf) * np.float32(momentum), dtype)  # buf.mul_(momentum)
+            b += _transient(g * _alpha(1 - dampening, dtype))
+            buf[...] = _rounded(b, dtype)                    # .add_(grad, alpha=1 - dampening)
+        if nesterov:
+            ahead = _transient(b * _alpha(momentum, dtype))
+            ahead += g
+            g = _rounded(ahead, dtype)                       # grad.add(buf, alpha=momentum)
+        else:
+            g = b
+    w = _wide(p._data)
+    w += _transient(g * _alpha(-lr, dtype))
+    p._data[...] = _rounded(w, dtype)                        # param.add_(grad, alpha=-lr)
+
+
+def _adamw_low_precision(p, g, m, v, v_max, lr, b1, b2, eps, weight_decay, step):
+    """AdamW's for-loop step (torch.optim.adam._single_tensor_adam, decoupled) of a 2-byte parameter, with 2-byte
+    moments m, v (and v_max, amsgrad's): NOTE [a 2-byte step rounds as PyTorch's]."""
+    dtype, xp = p._data.dtype, backend.xp_of(v)
+    w = _wide(p._data)
+    w *= np.float32(1 - lr * weight_decay)
+    _rounded(w, dtype)                                       # param.mul_(1 - lr * weight_decay)
+    g, m32 = _wide(g), _wide(m)
+    # exp_avg.lerp_(grad, 1 - beta1): PyTorch's kernel, a fused multiply-add (float64 holds the product exactly)
+    weight = np.float32(1 - b1)
+    diff = _transient(g - m32)
+    if abs(weight) < 0.5:
+        lerp = _transient(_transient(diff.astype(np.float64) * float(weight)) + m32)
+    else:
+        lerp = _transient(_transient(diff.astype(np.float64) * -float(np.float32(1) - weight)) + g)
+    m[...] = _rounded(_transient(lerp.astype(np.float32)), dtype)
+    v32 = _rounded(_wide(v) * np.float32(b2), dtype)         # exp_avg_sq.mul_(beta2)
+    # .addcmul_(grad, grad, value=1 - beta2): v + ((1 - beta2) g) g, the last product and the sum one fused step
+    square = _transient(_transient(g * np.float32(1 - b2)).astype(np.float64))
+    square *= g
+    square += v32
+    v[...] = _rounded(_transient(square.astype(np.float32)), dtype)
+    if v_max is not None:
+        xp.maximum(v_max, v, out=v_max)
+        v = v_max
+    denom = _rounded(xp.sqrt(_wide(v)), dtype)               # sqrt
+    denom /= np.float32((1 - b2 ** step) ** 0.5)
+    _rounded(denom, dtype)                                   # / bias_correction2 ** 0.5
+    denom += _alpha(eps, dtype)
+    _rounded(denom, dtype)                                   # .add_(eps)
+    update = _transient(_wide(m) * np.float32(-(lr / (1 - b1 ** step))))
+    update /= denom
+    w += update
+    p._data[...] = _rounded(w, dtype)                        # param.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+# NOTE [PyTorch's implementation switches]: torch.optim's foreach=, fused=, differentiable= and capturable= choose how
+# a step runs; scripts pass them, so minigrad takes each at the values that give its own step's numbers and refuses,
+# by name, the values that would promise other numbers or other behaviour:
+#   foreach (None, True or False): PyTorch's multi-tensor step does the for-loop's operations in the same order; on
+#     CPU its results are the for-loop's bit for bit (measured: SGD and AdamW, float32 and bfloat16, 3 steps of 1,000
+#     elements). minigrad's step is that for-loop, so every value is taken and changes nothing.
+#   fused=True: one kernel per step, which rounds its own way (after 3 steps of 1,000 elements, AdamW's float32
+#     parameters differ from the for-loop's in 72 elements, bfloat16's in 473; SGD's bfloat16 in 980: the kernel
+#     computes in float32 and rounds once). Taking it would give the for-loop's numbers under the fused name: refused.
+#   differentiable=True: autograd records the step, to differentiate through the update. minigrad's step runs on
+#     raw arrays outside the tape: refused, rather than a step that silently records nothing.
+#   capturable=True (AdamW): the step count kept on the device, for CUDA graph capture, which minigrad has not
+#     (PyTorch refuses it on CPU): refused.
+# None of them is kept in param_groups, where PyTorch keeps them (tests/test_optim_parity.py's TORCH_ONLY_KEYS).
+def _implementation_switches(name, foreach, fused, differentiable, capturable=False):
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")  # PyTorch's check, and its words
+    for key, value in (("foreach", foreach), ("fused", fused)):
+        if value is not None:
+            _check_flag(name, key, value)
+    _check_flag(name, "differentiable", differentiable)
+    _check_flag(name, "capturable", capturable)
+    why = {"fused": "PyTorch's fused kernel rounds its own way (in bfloat16 it computes in float32 and rounds once), "
+                    "and minigrad's step is the for-loop's; leave fused=None (foreach=True is taken: the same numbers)",
+           "differentiable": "minigrad's step runs outside the tape, so nothing could differentiate through the "
+                             "update; leave differentiable=False",
+           "capturable": "it is for CUDA graph capture, which minigrad has not (PyTorch refuses it on CPU); leave "
+                         "capturable=False"}
+    for key, value in (("fused", fused), ("differentiable", differentiable), ("capturable", capturable)):
+        if value:
+            raise NotImplementedError(f"{name}: {key}=True is not supported: {why[key]} "
+                                      f"(NOTE [PyTorch's implementation switches])")
+
+
 class SGD(Optimizer):
     """p -= lr * (g + weight_decay * p), with optional (PyTorch-style) momentum; maximize ascends."""
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
-                 maximize=False):
+                 maximize=False, foreach=None, differentiable=False, fused=None):
+        _implementation_switches("SGD", foreach, fused, differentiable)
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov, maximize=maximize))
 
@@ -337,11 +475,11 @@ class SGD(Optimizer):
 
     def step(self):
         for group in self.param_groups:
+            for p in self._params_with_grad(group, low_precision=True):
+                _sgd_low_precision(self, p, group)
             lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
             weight_decay, nesterov = group["weight_decay"], group["nesterov"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in self._params_with_grad(group, low_precision=False):
                 # one operation at a time, each temporary counted (NOTE [a step's temporaries])
                 d = _gradient(p, group["maximize"])
                 if weight_decay:
@@ -370,7 +508,8 @@ class AdamW(Optimizer):
     largest second moment seen so far (Reddi et al.), maximize ascends."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False):
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        _implementation_switches("AdamW", foreach, fused, differentiable, capturable)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize))
 
@@ -399,6 +538,9 @@ class AdamW(Optimizer):
                 bias1, bias2 = 1 - b1 ** t, 1 - b2 ** t
                 # in place, with two scratch arrays from the pool (NOTE [host memory pool] in backend/pool.py), the same
                 # arithmetic in the same order as the formulas on the right
-                p._data *= 1 - lr * weight_decay
                 v_max = self._state_buffer(p, "max_exp_avg_sq") if group["amsgrad"] else None
+                if _low_precision(p):
+                    _adamw_low_precision(p, g, m, v, v_max, lr, b1, b2, eps, weight_decay, t)
+                    continue
+                p._data *= 1 - lr * weight_decay
                 p._data -= _adam_update(g, m, v, b1, b2, eps, lr / bias1, math.sqrt(bias2), v_max)
