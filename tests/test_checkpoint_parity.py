@@ -809,3 +809,48 @@ def test_against_torch_a_recompute_that_saves_more_is_refused_only_without_early
         ck(changes_on_recompute(save_2_tensors, save_3_tensors), a).sum().backward()
         results[lib] = [value(a.grad)]
     compare(results)
+
+
+@pytest.mark.torch
+def test_against_torch_backwards_through_the_outputs_of_the_non_tensor_inputs_outputs_test():
+    """PyTorch's test_checkpoint_non_tensor_inputs_outputs (test/test_utils.py), its backwards: through res[1] and
+    res[4] with retain_graph=True, through res[6] (t1, an input returned as it is) without, then through res[6] again.
+    That test runs use_reentrant=True, where res[6] is an output of the checkpoint's node, which the third backward
+    frees: the fourth raises "Trying to backward through the graph a second time". minigrad is the non-reentrant
+    variant (use_reentrant=True is refused), where res[6] is t1 itself, as in PyTorch's (checked here): the fourth
+    backward runs through no checkpoint and raises in neither. Then the plain run's gradients, as the test checks."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.checkpoint import checkpoint as torch_checkpoint
+
+    def foo(t1, t2, scale, t3):
+        t4 = t1 + t2 * t3
+        t5 = t1 * t2 + t3
+        t4 *= scale
+        t5 *= scale
+        return scale, t4, None, True, t5, "bar", t1
+
+    def backwards(res):
+        said = []
+        for k, keep in ((1, True), (4, True), (6, False), (6, False)):
+            try:
+                res[k].sum().backward(retain_graph=keep)
+                said.append("ran")
+            except RuntimeError as e:
+                said.append("second time" if "second time" in str(e) else str(e))
+        return said
+
+    results = {}
+    arrays = [a.ravel() for a in random_arrays((10,), (10,), (10,))]
+    for lib, ck, (t1, t2, t3) in both_libraries(arrays, [True, True, False]):
+        res = ck(foo, t1, t2, 3, t3)
+        assert res[6] is t1 and res[0] == 3 and res[2] is None and res[3] is True and res[5] == "bar"
+        assert backwards(res) == ["ran"] * 4
+        results[lib] = [value(t1.grad), value(t2.grad)]
+        t1.grad = t2.grad = None
+        res = foo(t1, t2, 3, t3)
+        (res[1].sum() + res[4].sum() + 2 * res[6].sum()).backward()  # res[6] twice, as above
+        results[lib] += [value(t1.grad), value(t2.grad)]
+    compare(results)
+    np.testing.assert_allclose(results["minigrad"][0], results["minigrad"][2], rtol=1e-12)
+    t1, t2, t3 = (torch.tensor(a, requires_grad=r) for a, r in zip(arrays, (True, True, False)))
+    assert backwards(torch_checkpoint(foo, t1, t2, 3, t3, use_reentrant=True))[3] == "second time"
