@@ -9,8 +9,9 @@ elementwise backwards (exercise 1), unbroadcast (2), matmul backward (3), tape w
 (5), checkpoint (7, or 8 with the generator replayed), accumulation loop (11), AdamW step (12) and the loss
 scaler's update rule (14). A piece counts as written when a tiny run of it (a probe, below) raises no
 NotImplementedError: a stub leaves the engine's own in place (and so does a piece that builds on a stub: report()
-names the one to write first). A piece whose probe fails otherwise is reported and left out: `python -m minigrad
-check N` says what is wrong. At the end, `report()` says whose piece ran, and how often.
+names the one to write first). A piece whose probe fails otherwise, or gives another result than the engine's own
+on the same inputs (NOTE [the probe checks the result]), is reported and left out: `python -m minigrad check N` says
+what is wrong. At the end, `report()` says whose piece ran, and how often.
 
 Where yours runs, the engine still does what your exercise did not ask for: a call your contract does not cover
 goes to the engine's own (a tape walk with a given gradient or retain_graph, a graph with the engine's checkpoint
