@@ -9,8 +9,9 @@ elementwise backwards (exercise 1), unbroadcast (2), matmul backward (3), tape w
 (5), checkpoint (7, or 8 with the generator replayed), accumulation loop (11), AdamW step (12) and the loss
 scaler's update rule (14). A piece counts as written when a tiny run of it (a probe, below) raises no
 NotImplementedError: a stub leaves the engine's own in place (and so does a piece that builds on a stub: report()
-names the one to write first). A piece whose probe fails otherwise is reported and left out: `python -m minigrad
-check N` says what is wrong. At the end, `report()` says whose piece ran, and how often.
+names the one to write first). A piece whose probe fails otherwise, or gives another result than the engine's own
+on the same inputs (NOTE [the probe checks the result]), is reported and left out: `python -m minigrad check N` says
+what is wrong. At the end, `report()` says whose piece ran, and how often.
 
 Where yours runs, the engine still does what your exercise did not ask for: a call your contract does not cover
 goes to the engine's own (a tape walk with a given gradient or retain_graph, a graph with the engine's checkpoint
@@ -121,9 +122,47 @@ def _swap(obj, attribute, value):
 
 # ----------------------------------------------------------------------------- the probes: is a piece written?
 
+# NOTE [the probe checks the result]: a probe that only ran a piece let through one that runs but gives the wrong thing
+# (an unbroadcast that hands the gradient back unchanged): it was reported as yours, and failed later, inside
+# backward, with an error about a gradient's shape that named neither the exercise nor its check. So each probe also
+# runs the engine's own on the same inputs and compares: the same shape, the same dtype, and the same values to
+# float32 rounding (the engine adds some sums in another order: the module's docstring). A piece that differs is
+# left out, as a broken one, and the report says what it gave, what the engine gives, and which check to run.
+# Not the loss scaler's rule (14): its result is a scale, not an array that flows on, and a wrong rule is let run,
+# for its scales to show what it does (tests/test_learner.py); its probe only asks for a number and a count.
+
+class _Wrong(Exception):
+    """A piece ran, but its result is not the engine's (NOTE [the probe checks the result])."""
+
+
+def _same(what, got, want):
+    """`got`, the piece's result for `what`, is the engine's `want` (arrays, or tensors)."""
+    got, want = (t.detach().numpy() if isinstance(t, Tensor) else t for t in (got, want))
+    if not isinstance(got, np.ndarray) and not np.isscalar(got):
+        raise _Wrong(f"{what} gave {type(got).__name__}, not an array; the engine's gives an array of shape "
+                     f"{np.shape(want)}")
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        raise _Wrong(f"{what} gave shape {got.shape} ({got.dtype}); the engine's gives shape {want.shape} "
+                     f"({want.dtype})")
+    if not np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True):
+        at = np.unravel_index(np.argmax(np.abs(got.astype(np.float64) - want)), got.shape) if got.ndim else ()
+        raise _Wrong(f"{what} gave {got[at]!r} at index {tuple(int(i) for i in at)}; the engine's gives {want[at]!r}")
+
+
+def _engine_op(cls, *arrays, g, **attrs):
+    """The engine's op `cls` on arrays: its backward's first gradient for g (its forward's output as well)."""
+    op = cls()
+    op.needs_input_grad = (True,) * len(arrays)
+    out = op.forward(*arrays, **attrs)
+    return out, op.backward(g)
+
+
 def _probe(piece):
-    """Run the piece once on tiny inputs. NotImplementedError: a stub. Anything else: broken (check N says why)."""
+    """Run the piece once on tiny inputs, and the engine's own on the same (NOTE [the probe checks the result]).
+    NotImplementedError: a stub. Anything else, or a result that is not the engine's: broken (check N says why)."""
     m, x = piece.module, np.array([[0.5, 1.5, 2.0], [1.0, 0.25, 3.0]], dtype=np.float32)
+    g = np.array([[1.0, -2.0, 0.5], [3.0, 1.5, -1.0]], dtype=np.float32)  # not all ones: a wrong sum shows
     state = get_rng_state()
     try:
         if piece.number == 1:
@@ -131,33 +170,63 @@ def _probe(piece):
                 op = cls()
                 op.needs_input_grad = (True,)
                 op.forward(x, **attrs)
-                op.backward(np.ones_like(x))
+                _same(f"{cls.__name__}.backward", op.backward(g)[0],
+                      _engine_op(getattr(ops, cls.__name__), x, g=g, **attrs)[1][0])
         elif piece.number == 2:
-            m.unbroadcast(np.ones((2, 2, 3)), (1, 3))
+            for grad, shape in ((np.arange(12, dtype=np.float32).reshape(2, 2, 3), (1, 3)), (g, (3,)), (g, (2, 1)),
+                                (g, (2, 3))):
+                _same(f"unbroadcast(a gradient of shape {grad.shape}, {shape})", m.unbroadcast(grad.copy(), shape),
+                      _base.unbroadcast(grad, shape))
         elif piece.number == 3:
-            m.matmul_backward(np.ones((2, 2, 4)), np.ones((2, 2, 3)), np.ones((3, 4)))
+            a, b, gy = x.reshape(1, 2, 3) * [[[1.0]], [[-0.5]]], x.T.copy()[:, :2] * 0.5, np.ones((2, 2, 2), np.float32)
+            a, gy = a.astype(np.float32), gy * [[1.0, -1.0]]
+            want = _engine_op(ops.Matmul, a, b, g=gy.astype(np.float32))[1]
+            for k, (got, w) in enumerate(zip(m.matmul_backward(gy.astype(np.float32), a, b), want)):
+                _same(f"matmul_backward(g, a, b)'s gradient of {'ab'[k]} (a {a.shape}, b {b.shape})", got, w)
         elif piece.number == 4:
             leaf = _tensor_factory(x, requires_grad=True)
             m.backward((leaf * leaf).sum())
+            _same("backward((x * x).sum()): x.grad", leaf.grad, 2 * x)
         elif piece.number == 5:
             for cls in (m.Softmax, m.LogSoftmax):
                 op = cls()
                 op.needs_input_grad = (True,)
-                op.forward(x, dim=-1)
-                op.backward(np.ones_like(x))
+                y = op.forward(x, dim=-1)
+                engine_y, engine_g = _engine_op(getattr(ops, cls.__name__), x, g=g, dim=-1)
+                _same(f"{cls.__name__}.forward", y, engine_y)
+                _same(f"{cls.__name__}.backward", op.backward(g)[0], engine_g[0])
         elif piece.number in (7, 8):
-            m.my_checkpoint(nn.Linear(3, 2), _tensor_factory(x, requires_grad=True)).sum().backward()
+            lin, mine = nn.Linear(3, 2), _tensor_factory(x, requires_grad=True)
+            (m.my_checkpoint(lin, mine) * _tensor_factory(g[:, :2])).sum().backward()
+            got = [mine.grad] + [p.grad for p in lin.parameters()]
+            lin.zero_grad()
+            plain = _tensor_factory(x, requires_grad=True)
+            (lin(plain) * _tensor_factory(g[:, :2])).sum().backward()
+            for what, a, b in zip(("the input's", "the weight's", "the bias's"), got, [plain.grad] +
+                                  [p.grad for p in lin.parameters()]):
+                _same(f"my_checkpoint(Linear(3, 2), x): {what} gradient", a, b)
         elif piece.number == 11:
-            model = nn.Linear(3, 2)
-            m.accumulate_step(model, lambda out, y: ((out - y) ** 2).sum(), _tensor_factory(x),
-                              _tensor_factory(np.zeros((2, 2), dtype=np.float32)), 1)
+            model, target = nn.Linear(3, 2), _tensor_factory(g[:, :2])
+            m.accumulate_step(model, lambda out, y: ((out - y) ** 2).sum(), _tensor_factory(x), target, 1)
+            got = [p.grad for p in model.parameters()]
+            model.zero_grad()
+            (((model(_tensor_factory(x)) - target) ** 2).sum() * (1.0 / target.numel())).backward()
+            for what, a, p in zip(("weight", "bias"), got, model.parameters()):
+                _same(f"accumulate_step(Linear(3, 2), ...) in micro-batches of 1: the {what}'s gradient", a, p.grad)
         elif piece.number == 12:
-            p = [x.copy()]
-            m.adamw_step(p, [np.ones_like(x)], m.init_state(p), 1e-3, (0.9, 0.999), 1e-8, 0.0, 1)
-        elif piece.number == 14:
-            m.update_scale(np.float32(2.0 ** 16), 0, False, 2.0, 0.5, 2000)
+            p, engine = [x.copy()], _tensor_factory(x.copy(), requires_grad=True)
+            m.adamw_step(p, [g.copy()], m.init_state(p), 1e-3, (0.9, 0.999), 1e-8, 0.01, 1)
+            engine.grad = _tensor_factory(g)
+            optim.AdamW([engine], lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01).step()
+            _same("adamw_step (step 1, weight_decay 0.01): the parameter", p[0], engine)
+        elif piece.number == 14:  # a number and a count, whatever their values: a wrong rule runs, and shows
+            scale, tracker = m.update_scale(np.float32(2.0 ** 16), 0, False, 2.0, 0.5, 2000)
+            float(scale), int(tracker)  # a TypeError or ValueError if they are not
     except NotImplementedError as e:
         return _stub(piece, e)
+    except _Wrong as e:
+        return (f"broken: exercise {piece.number}'s {e}: backward would go wrong later, far from it "
+                f"(python -m minigrad check {piece.number})")
     except Exception as e:  # noqa: BLE001 a learner's bug, of any kind: reported, and the engine's own runs
         return f"broken: {type(e).__name__}: {str(e)[:120]} (python -m minigrad check {piece.number})"
     finally:

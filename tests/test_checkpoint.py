@@ -671,7 +671,9 @@ def shape_shifter_factory():
     def shape_shifter(x):
         calls[0] += 1
         y = lin(x)
-        return y if calls[0] == 1 else y[:2]
+        # the recompute runs another op (a slice) where the forward ran tanh: an op that runs only after the forward's
+        # ops would not be reached (NOTE [early stop]; test_a_recompute_that_runs_on_past_the_forward_stops_there)
+        return y.tanh() if calls[0] == 1 else y[:2].tanh()
 
     return shape_shifter, calls
 
@@ -685,6 +687,33 @@ def test_default_check_names_the_function_and_both_shapes():
     msg = str(e.value)
     assert "shape_shifter" in msg and "(2, 4)" in msg and "(3, 4)" in msg
     assert calls[0] == 2
+
+
+def test_a_recompute_that_runs_on_past_the_forward_stops_there():
+    """NOTE [early stop]: the forward returns lin(x); the recompute goes on to slice it. With early stop it ends once
+    the forward's ops are back, before the slice, and the gradients are the forward's, bit for bit (PyTorch's, whose
+    early stop ends the recompute once the tensors saved are back, gives no error either). Without, the recompute runs
+    to its end and the shape check (minigrad's; PyTorch compares the saved tensors only) names both shapes. Once this
+    raised in both."""
+    lin = nn.Linear(4, 4)
+    x = mg.randn(3, 4, requires_grad=True)
+    tensors = [x] + params_of(lin)
+    sq_loss(lin(x)).backward()
+    want = grads_of(tensors)
+    for t in tensors:
+        t.grad = None
+
+    calls = [0]
+
+    def runs_on(t):
+        calls[0] += 1
+        y = lin(t)
+        return y if calls[0] % 2 else y[:2]  # each checkpoint's forward, then the slice in its recompute
+
+    sq_loss(mg.checkpoint(runs_on, x)).backward()
+    assert_bit_identical(grads_of(tensors), want)
+    with pytest.raises(RuntimeError, match=r"'runs_on' in backward gave its output as shape \(2, 4\).*\(3, 4\)"):
+        sq_loss(mg.checkpoint(runs_on, x, early_stop=False)).backward()
 
 
 def test_none_check_skips_the_shape_check_too():

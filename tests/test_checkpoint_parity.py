@@ -578,10 +578,40 @@ def test_default_check_counts_the_arrays_the_recompute_saves():
     x = mg.randn(5, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"'fn' in backward saved 2 arrays for backward, but the forward saved 3"):
         mg.checkpoint(changes_on_recompute(saves_3, saves_2), x).sum().backward()
+    # more arrays: refused where the recompute runs to its end, as PyTorch's; with early stop (the default) it ends
+    # once the forward's ops are back, and that is no error (test_with_early_stop_a_recompute_that_saves_more_...)
     with pytest.raises(RuntimeError, match=r"saved 3 arrays for backward, but the forward saved 2"):
-        mg.checkpoint(changes_on_recompute(saves_2, saves_3), x).sum().backward()
+        mg.checkpoint(changes_on_recompute(saves_2, saves_3), x, early_stop=False).sum().backward()
+    with pytest.raises(RuntimeError, match=r"saved 3 arrays for backward, but the forward saved 2"):
+        with mg.utils.checkpoint.set_checkpoint_early_stop(False):
+            y = mg.checkpoint(changes_on_recompute(saves_2, saves_3), x)
+        y.sum().backward()
     # 'none' skips it: the backward runs through what the recompute made
     mg.checkpoint(changes_on_recompute(saves_3, saves_2), x, determinism_check="none").sum().backward()
+
+
+@pytest.mark.parametrize("policy", [None, mg.checkpoint_policies.everything_saveable],
+                         ids=["no-policy", "everything_saveable"])
+def test_with_early_stop_a_recompute_that_saves_more_stops_and_gives_the_forwards_gradients(policy):
+    """NOTE [early stop]: a recompute that runs on past the forward's ops (here one more tanh, saving one more array)
+    ends once the forward's ops are back, as PyTorch's ends once every saved tensor is back: the extra op does not run
+    (no FLOPs), nothing is refused, and the gradients are the forward's, bit for bit; also in a second backward
+    (retain_graph), which recomputes again. Once: "saved 3 arrays for backward, but the forward saved 2" (and "ran more
+    ops than its forward" with a policy)."""
+    x = mg.randn(5, requires_grad=True, dtype="float64")
+    saves_2(x).sum().backward()
+    want, x.grad = x.grad.numpy().copy(), None
+    with mg.profile() as plain:
+        mg.checkpoint(saves_2, x, policy=policy).sum().backward()
+    assert np.array_equal(x.grad.numpy(), want)
+    x.grad = None
+    with mg.profile() as prof:
+        y = mg.checkpoint(changes_on_recompute(saves_2, saves_3), x, policy=policy)
+        y.sum().backward(retain_graph=True)
+    assert np.array_equal(x.grad.numpy(), want)
+    assert prof.flops("recompute") == plain.flops("recompute")  # the extra tanh did not run
+    y.sum().backward()
+    assert np.array_equal(x.grad.numpy(), 2 * want)
 
 
 def test_default_check_compares_each_saved_arrays_dtype_and_shape():
@@ -749,3 +779,78 @@ def test_against_torch_both_detect_a_recompute_that_saves_fewer_arrays():
     for lib, ck, (x,) in both_libraries(random_arrays((5,)), [True]):
         with pytest.raises(RuntimeError, match="saved"):  # PyTorch: "A different number of tensors was saved"
             ck(changes_on_recompute(saves_3, saves_2), x).sum().backward()
+
+
+@pytest.mark.torch
+def test_against_torch_a_recompute_that_saves_more_is_refused_only_without_early_stop():
+    """PyTorch's test_checkpoint_detects_non_determinism (test/test_autograd.py), its parts on the number of saved
+    tensors, written again for both libraries: fewer saved is refused; more saved is refused without early stop
+    ("trying to save more tensors during recomputation"), and with early stop is not, "the results would be correct
+    anyway": the gradients are those of the forward's function. minigrad once refused the last (NOTE [early stop])."""
+    torch_set_early_stop = pytest.importorskip("torch").utils.checkpoint.set_checkpoint_early_stop
+
+    def save_3_tensors(x):
+        out = x.sin().exp()
+        out = out.sin()
+        return out
+
+    def save_2_tensors(x):
+        return x.sin().exp()
+
+    results = {}
+    for lib, ck, (a,) in both_libraries(random_arrays((3,)), [True]):
+        set_early_stop = torch_set_early_stop if lib == "torch" else mg.utils.checkpoint.set_checkpoint_early_stop
+        with pytest.raises(RuntimeError, match="saved"):  # PyTorch: "A different number of tensors was saved"
+            ck(changes_on_recompute(save_3_tensors, save_2_tensors), a).sum().backward()
+        with set_early_stop(False):
+            with pytest.raises(RuntimeError, match="save"):  # PyTorch: "trying to save more tensors during ..."
+                ck(changes_on_recompute(save_2_tensors, save_3_tensors), a).sum().backward()
+        a.grad = None
+        ck(changes_on_recompute(save_2_tensors, save_3_tensors), a).sum().backward()
+        results[lib] = [value(a.grad)]
+    compare(results)
+
+
+@pytest.mark.torch
+def test_against_torch_backwards_through_the_outputs_of_the_non_tensor_inputs_outputs_test():
+    """PyTorch's test_checkpoint_non_tensor_inputs_outputs (test/test_utils.py), its backwards: through res[1] and
+    res[4] with retain_graph=True, through res[6] (t1, an input returned as it is) without, then through res[6] again.
+    That test runs use_reentrant=True, where res[6] is an output of the checkpoint's node, which the third backward
+    frees: the fourth raises "Trying to backward through the graph a second time". minigrad is the non-reentrant
+    variant (use_reentrant=True is refused), where res[6] is t1 itself, as in PyTorch's (checked here): the fourth
+    backward runs through no checkpoint and raises in neither. Then the plain run's gradients, as the test checks."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.checkpoint import checkpoint as torch_checkpoint
+
+    def foo(t1, t2, scale, t3):
+        t4 = t1 + t2 * t3
+        t5 = t1 * t2 + t3
+        t4 *= scale
+        t5 *= scale
+        return scale, t4, None, True, t5, "bar", t1
+
+    def backwards(res):
+        said = []
+        for k, keep in ((1, True), (4, True), (6, False), (6, False)):
+            try:
+                res[k].sum().backward(retain_graph=keep)
+                said.append("ran")
+            except RuntimeError as e:
+                said.append("second time" if "second time" in str(e) else str(e))
+        return said
+
+    results = {}
+    arrays = [a.ravel() for a in random_arrays((10,), (10,), (10,))]
+    for lib, ck, (t1, t2, t3) in both_libraries(arrays, [True, True, False]):
+        res = ck(foo, t1, t2, 3, t3)
+        assert res[6] is t1 and res[0] == 3 and res[2] is None and res[3] is True and res[5] == "bar"
+        assert backwards(res) == ["ran"] * 4
+        results[lib] = [value(t1.grad), value(t2.grad)]
+        t1.grad = t2.grad = None
+        res = foo(t1, t2, 3, t3)
+        (res[1].sum() + res[4].sum() + 2 * res[6].sum()).backward()  # res[6] twice, as above
+        results[lib] += [value(t1.grad), value(t2.grad)]
+    compare(results)
+    np.testing.assert_allclose(results["minigrad"][0], results["minigrad"][2], rtol=1e-12)
+    t1, t2, t3 = (torch.tensor(a, requires_grad=r) for a, r in zip(arrays, (True, True, False)))
+    assert backwards(torch_checkpoint(foo, t1, t2, 3, t3, use_reentrant=True))[3] == "second time"

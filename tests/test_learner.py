@@ -23,6 +23,7 @@ What is checked, and against what:
   the command      python -m minigrad lesson 1 --learner FOLDER runs and says whose pieces ran
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -150,6 +151,45 @@ def test_a_broken_piece_is_reported_and_left_out(tmp_path):
         assert two.state.startswith("broken:") and "check 2" in two.state
         assert ops.unbroadcast is ops.base.unbroadcast  # the engine's own
         assert next(p for p in pieces if p.number == 4).state == "missing"
+
+
+WRONG_PIECES = {  # a piece that runs but gives something else than the engine's: (file, source, what the report says)
+    "unbroadcast unchanged": ("02_unbroadcast.py", "def unbroadcast(grad, shape):\n    return grad\n",
+                              r"exercise 2's unbroadcast\(a gradient of shape \(2, 2, 3\), \(1, 3\)\) gave shape "
+                              r"\(2, 2, 3\) \(float32\); the engine's gives shape \(1, 3\) \(float32\)"),
+    "unbroadcast averaged": ("02_unbroadcast.py", "def unbroadcast(grad, shape):\n    lead = grad.ndim - len(shape)\n"
+                             "    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 "
+                             "and grad.shape[lead + i] != 1)\n    return grad.mean(axis=axes).reshape(shape)\n",
+                             r"exercise 2's unbroadcast\(.*\) gave .* at index .*; the engine's gives"),
+    "matmul without unbroadcast": ("03_matmul_backward.py", "import numpy as np\ndef matmul_backward(g, a, b):\n"
+                                   "    return g @ np.swapaxes(b, -1, -2), np.swapaxes(a, -1, -2) @ g\n",
+                                   r"exercise 3's matmul_backward\(g, a, b\)'s gradient of b .* gave shape "
+                                   r"\(2, 3, 2\)"),
+    "tanh's backward wrong": ("01_elementwise_backward.py",
+                              open(os.path.join(SOLUTIONS, "01_elementwise_backward.py")).read().replace(
+                                  "(g * (1 - y * y),)", "(g * (1 - y),)"),
+                              r"exercise 1's Tanh.backward gave .*; the engine's gives"),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG_PIECES))
+def test_a_piece_that_gives_another_result_than_the_engines_is_refused_by_its_probe(tmp_path, case):
+    """NOTE [the probe checks the result] (learner.py): once, an unbroadcast that gave the gradient back unchanged
+    passed the probe (which ran it and looked at nothing), was reported as yours, and failed later inside backward:
+    "a gradient must be ... shape (3,); got (4, 3)", naming neither exercise 2 nor `check 2`. Now the probe compares
+    its result with the engine's: the piece is refused, the report names the exercise, what it gave, what the engine
+    gives and the check to run, and the engine's own runs."""
+    name, source, says = WRONG_PIECES[case]
+    n = int(name[:2])
+    (tmp_path / name).write_text(source)
+    with learner.use(str(tmp_path)) as pieces:
+        piece = next(p for p in pieces if p.number == n)
+        assert piece.state.startswith("broken: ") and f"(python -m minigrad check {n})" in piece.state, piece.state
+        assert re.search(says, piece.state), piece.state
+        assert f"exercise {n:2d} {piece.what}: the engine's own (broken: exercise {n}'s" in learner.report(pieces)
+        a, b = mg.randn(4, 3, requires_grad=True), mg.randn(3, requires_grad=True)
+        ((a + b).tanh() @ mg.randn(3, 2)).sum().backward()  # the engine's own pieces: no error
+        assert b.grad.shape == (3,) and piece.ran == 0
 
 
 def test_the_learners_walk_refuses_a_saved_array_written_in_place_and_frees_what_was_saved():

@@ -9,7 +9,7 @@ The package, each module importing only the ones above it:
     policies.py  selective checkpointing: the policies (mg.checkpoint_policies: what a checkpoint keeps rather
                  than recomputes) and OpCache, what a checkpoint's forward notes op by op and its recompute takes
                  back (NOTE [selective checkpoint], NOTE [writes the tape does not record], NOTE [recompute what
-                 backward reads], NOTE [what the recompute reads from outside])
+                 backward reads], NOTE [early stop], NOTE [what the recompute reads from outside])
     segment.py   one checkpointed segment: mg.checkpoint, the Checkpoint record that stands for it and the
                  recompute in its backward (NOTE [checkpoint], NOTE [checkpoint outputs], NOTE [checkpoint
                  sums], NOTE [retain_grad inside a checkpoint]); set_checkpoint_early_stop

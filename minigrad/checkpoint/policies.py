@@ -60,6 +60,17 @@ from ..tensor import Cache, _Mode, _check_real, _placeholders, _version_counter,
 # where the forward left it. set_checkpoint_early_stop(False) (PyTorch's name) and determinism_check='values'
 # turn this off: every op runs again (the values check then compares a full recompute).
 #
+# NOTE [early stop]: PyTorch's early stop ends a recompute as soon as it has saved as many tensors as the forward did:
+# backward has all it reads then, and whatever the function would do after is not run. Here the recompute's own
+# records are what backward runs, from the outputs of the ops that made the forward's results; so the recompute is
+# over once the forward's ops have all come back, the same ones in the same order (`replayed` counts them). If the
+# function goes on (it branched on something that changed, and runs more ops after them), the next op raises
+# StopRecompute out of it, and the Checkpoint record backpropagates from what the ops that made the forward's
+# results made this time (`twins`): the forward's gradients, and no error for the ops it did not run, as PyTorch's.
+# A recompute that ran other ops than the forward's, or fewer, runs to its end and is compared (determinism_check).
+# With early stop off (set_checkpoint_early_stop(False)) every recompute runs to its end, and the determinism check
+# refuses what it saved beyond the forward's arrays, as PyTorch's does. A second backward (retain_graph) stops alike.
+#
 # NOTE [what the recompute reads from outside]: the recompute reads the tensors the function takes from outside (by
 # closure: a mask, a frozen weight; a parameter) as they are then, not as the forward read them. A write in between
 # (after the forward, or inside the function, which the recompute runs again) would change the recomputed values,
@@ -166,6 +177,12 @@ class NestedReads(Cache):
         self.outer.saw_op(inputs, name)
 
 
+class StopRecompute(Exception):
+    """Raised out of a checkpoint's function in its recompute once the forward's ops have all come back (NOTE
+    [early stop]). An Exception, as PyTorch's _StopRecomputationError: a bare `except Exception` inside the function
+    would swallow it, and the next op raises it again."""
+
+
 class OpCache(Cache):
     """What a checkpoint's forward notes for its recompute (NOTE [selective checkpoint], NOTE [recompute
     what backward reads]).
@@ -187,12 +204,14 @@ class OpCache(Cache):
         self.cursor, self.remembered, self._placeholders, self.diverged = 0, (), [], False
         self.checks = True  # its checkpoint checks the recompute (determinism_check is not 'none')
         self.reads, self._k, self.outer = [], 0, None  # NOTE [what the recompute reads from outside]
+        self.forward_ops, self.ends, self.twins, self._n, self._same = None, {}, [], 0, True  # NOTE [early stop]
 
     # --- the forward
     def ran(self, op, record, inputs, t, attrs):
         """`op` ran on `inputs` (and keyword arguments `attrs`) and gave tensor `t`; `record` is op if it records,
         else None. The recompute's ops are not noted: they come back (`replayed`)."""
         if self.replaying:
+            self._twin(self._n - 1, t)
             return
         name, out, arrays = op.name, t._data, [x._data for x in inputs]
         e = _Entry(name, len(self.entries))
@@ -353,6 +372,13 @@ class OpCache(Cache):
         self._out_of, self._made, self._chosen, self._read_out, self._written = {}, {}, set(), set(), {}
         return remembered
 
+    def ends_of(self, outputs):
+        """NOTE [early stop]: (the names of the forward's ops, {index of the op that made each of `outputs`: its
+        place}), for the recompute to stop after; None where that is not known: the recompute then runs to its end."""
+        at = [self._producer(o._data) for o in outputs]
+        names = tuple(e.name for e in self.entries)
+        return None if None in at or len(set(at)) < len(at) else (names, {i: k for k, i in enumerate(at)})
+
     def plan(self, results, read_after=()):
         """NOTE [recompute what backward reads], last op first. `results`: {entry index: array} of the outputs
         that the Checkpoint record can keep; `read_after`: entry indices whose outputs something after the
@@ -376,18 +402,33 @@ class OpCache(Cache):
         self._out_of[id(array)] = (weakref.ref(array), -1)
 
     # --- the recompute
-    def start(self, remembered, reads=()):
+    def start(self, remembered, reads=(), stop=None):
+        """The recompute begins; `stop`: ends_of's answer in the forward, to stop after (NOTE [early stop]), or None."""
         self.cursor, self.remembered, self._placeholders, self.diverged = 0, remembered, [], False
         self.reads, self._k, self.replaying = reads, 0, True
+        self.forward_ops, self.ends = stop if stop is not None else (None, {})
+        self.twins, self._n, self._same = [None] * len(self.ends), 0, True
 
     def replayed(self, op_cls, inputs, attrs):
         """The recompute runs op_cls on inputs (tensor.apply asks): None if it runs again; else the new record's
         output tensor, the op not run."""
         if not self.replaying:
             return None
+        if self.forward_ops is not None:  # NOTE [early stop]
+            if self._same and self._n == len(self.forward_ops):
+                raise StopRecompute  # the forward's ops have all come back
+            self._same = self._same and self._n < len(self.forward_ops) and self.forward_ops[self._n] == op_cls.name
+        self._n += 1
         hit = self.take(op_cls.name)
         self.reread(inputs, op_cls.name, None if hit is None else {k for _, k in hit[2] if isinstance(k, int)})
-        return None if hit is None else _replay(op_cls, inputs, attrs, *hit)
+        return None if hit is None else self._twin(self._n - 1, _replay(op_cls, inputs, attrs, *hit))
+
+    def _twin(self, i, t):
+        """The recompute's op i made t: one of the function's results, if the forward's op i made one."""
+        k = self.ends.get(i)
+        if k is not None:
+            self.twins[k] = t
+        return t
 
     def take(self, name):
         """The recompute runs op `name`: None if it runs again; else (the forward's record, the arrays its new

@@ -31,7 +31,7 @@ from ..tensor import (Tensor, active_autocast, active_cache, apply, backward_wit
                       hand_over, is_grad_enabled, is_keeping_saved, keep_saved, mark, noting_reads, records_since,
                       recomputing)
 from ..tensor import _version_counter, _wrap  # NOTE [version counters], NOTE [an old array, a new tensor]
-from .policies import NestedReads, OpCache, caching, checkpoint_policies, nothing_saveable
+from .policies import NestedReads, OpCache, StopRecompute, caching, checkpoint_policies, nothing_saveable
 
 DETERMINISM_CHECKS = ("default", "values", "none")
 _NOT_IMPLEMENTED = ("context_fn", "debug")  # options of PyTorch's checkpoint that minigrad lacks
@@ -43,9 +43,9 @@ _early_stop_set = False  # inside such a block, where the switch overrides check
 def set_checkpoint_early_stop(enable):
     """`with set_checkpoint_early_stop(False):` checkpoints made inside recompute every op of their function in
     backward, not only what backward reads (NOTE [recompute what backward reads], policies.py). PyTorch's name:
-    its early stop (on by default) ends a recompute once every saved tensor is back; minigrad's skips the same
-    tail ops and also the last ops whose outputs the checkpoint keeps. Inside the block it overrides checkpoint's
-    early_stop= argument, as PyTorch's does."""
+    its early stop (on by default) ends a recompute once every saved tensor is back; minigrad's ends it once the
+    forward's ops are all back (NOTE [early stop], policies.py), and also skips the last ops whose outputs the
+    checkpoint keeps. Inside the block it overrides checkpoint's early_stop= argument, as PyTorch's does."""
     global _early_stop, _early_stop_set
     before = _early_stop, _early_stop_set
     _early_stop, _early_stop_set = bool(enable), True
@@ -143,7 +143,7 @@ class Checkpoint(ops.Op):
     counts_flops = False  # the segment's own ops count their forward FLOPs as they run, the recompute's theirs
 
     def forward(self, *arrays, out, function, nest, n_inputs, rng_state, determinism_check, outputs, saved, cache,
-                remembered, inside_versions, autocast, inside):
+                remembered, inside_versions, autocast, inside, stop):
         self.function, self.nest, self.rng_state, self.n_inputs = function, nest, rng_state, n_inputs
         self.reads = cache.reads if cache is not None else ()  # NOTE [what the recompute reads from outside]
         self.inside = inside  # the segment's records, for retain_grad() (NOTE [retain_grad inside a checkpoint])
@@ -154,6 +154,7 @@ class Checkpoint(ops.Op):
         self.fingerprints = [_fingerprint(o) for o in outputs] if determinism_check == "values" else None
         self.forward_saved = saved  # what the segment's records saved, by metadata (None: not checked)
         self.cache = cache  # with a policy: what the recompute takes back (NOTE [selective checkpoint], policies.py)
+        self.stop = stop  # where the recompute ends, with early stop (NOTE [early stop], policies.py), or None
         self.save_for_backward(*arrays[:n_inputs], *remembered)  # the inputs, and outputs the policy remembers
         return out
 
@@ -173,7 +174,7 @@ class Checkpoint(ops.Op):
         # cache of no ops that checks what it reads from outside (NOTE [what the recompute reads from outside])
         cache, self.cache = self.cache or OpCache(nothing_saveable, self._name()), None
         # the outputs it kept go to the recompute's records, which keep them only as long as they need them
-        cache.start(hand_over(self, self.n_inputs), self.reads)
+        cache.start(hand_over(self, self.n_inputs), self.reads, self.stop)
         cache.checks = self.determinism_check != "none"
         # the recompute's stand-ins for the inputs point at the inputs' records: a retain_grad() on one must not take
         # the record from the tensor that asked in the forward (NOTE [retain_grad inside a checkpoint])
@@ -186,7 +187,10 @@ class Checkpoint(ops.Op):
                     cast_region(self.autocast):  # casts a weight once, as the forward did (NOTE [the weight-cast cache])
                 start = mark()
                 args, kwargs = _map(lambda v: inputs[v.i] if isinstance(v, _Input) else v, self.nest)
-                outputs = _made_inside(self.function(*args, **kwargs), start)
+                try:
+                    outputs = _made_inside(self.function(*args, **kwargs), start)
+                except StopRecompute:  # it ran on past the forward's ops: NOTE [early stop], policies.py
+                    outputs = _made_inside(cache.twins, start)
         finally:
             set_rng_state(outer_rng)
             for node, r in retained:
@@ -352,7 +356,9 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     determinism_check: 'default' compares, in backward, the recomputed outputs' shapes, dtypes and devices
     and the number and the metadata (shape, dtype, device) of every array the recompute saves for backward
     with the forward's, as PyTorch's does; 'values' also compares the outputs' bytes (a check PyTorch does
-    not offer); 'none' skips them. Under no_grad it just runs the function. A tensor the function creates
+    not offer); 'none' skips them. With early stop, a recompute that runs on past the forward's ops ends there, as
+    PyTorch's ends once the saved tensors are back: what it would run after is neither run nor compared (NOTE
+    [early stop], policies.py). Under no_grad it just runs the function. A tensor the function creates
     with requires_grad=True gets no .grad (the recompute makes a new one), and a tensor requiring grad that
     was computed before the checkpoint must be an argument, not only captured by a closure. A tensor taken from
     outside (by closure, or a parameter) that is written in place after the forward read it, between the forward
@@ -365,8 +371,9 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     save_anything_except_core_attention. PyTorch's selective checkpointing passes its policy through
     context_fn=create_selective_checkpoint_contexts(policy_fn); JAX's, as this, through policy=.
 
-    early_stop: False recomputes every op of the function in backward, not only what backward reads, as
-    set_checkpoint_early_stop(False) does; inside that block the block's setting wins (PyTorch's rule).
+    early_stop: False recomputes every op of the function in backward, not only what backward reads, and runs the
+    recompute to its end, as set_checkpoint_early_stop(False) does; inside that block the block's setting wins
+    (PyTorch's rule).
     """
     _check_options("checkpoint", use_reentrant, determinism_check)
     _check_policy("checkpoint", policy)
@@ -382,7 +389,8 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
         return function(*args, **kwargs)
     # inside another checkpoint's forward, which keeps nothing, nothing is noted: that one recomputes this whole
     # and determinism_check='values' (or early stop off) runs every op that the policy does not keep again
-    reads_only = (_early_stop if _early_stop_set else early_stop) and determinism_check != "values"
+    early_stop = _early_stop if _early_stop_set else early_stop
+    reads_only = early_stop and determinism_check != "values"
     who = getattr(function, "__name__", type(function).__name__)
     # without a policy and with reads_only off every op runs again, but the cache still sees the forward's writes
     cache = OpCache(policy or nothing_saveable, who, reads_only=reads_only) if is_keeping_saved() else None
@@ -409,6 +417,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     leaves = _leaves_reached(records, start, inputs)
     if cache is not None:
         cache.check_unwritten(who, inputs, leaves)
+    stop = cache.ends_of(outputs) if cache is not None and early_stop else None  # NOTE [early stop], policies.py
     remembered = cache.seal(outputs) if cache is not None else []
     attrs = dict(function=function, nest=_map(lambda v: _Input(index[id(v)]) if isinstance(v, Tensor) else v,
                                               (args, kwargs)),
@@ -416,7 +425,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
                  determinism_check=determinism_check, outputs=[o._data for o in outputs],
                  saved=_saved_by(records) if determinism_check != "none" else None, cache=cache, remembered=remembered,
                  autocast=active_autocast(),  # as PyTorch's checkpoint saves the autocast state for its recompute
-                 inside=_inside(records),
+                 inside=_inside(records), stop=stop,
                  inside_versions=[(r.name, vc, n, k) for r in records for vc, n, _, k in r.versions] +
                  [v for r in records if isinstance(r, Checkpoint) for v in r.inside_versions])  # nested: theirs too
     if len(outputs) == 1:
