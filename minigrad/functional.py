@@ -69,10 +69,11 @@ def refuse_inplace(name, inplace):
 
 
 def silu(input, inplace=False):
-    """x * sigmoid(x) (swish), composed: the sigmoid keeps its output, the product both its factors."""
+    """x * sigmoid(x) (swish): one op, computed in float32 for a 2-byte x and rounded once, keeping x alone, as
+    PyTorch's (NOTE [a stable softplus] in ops/nn.py)."""
     refuse_inplace("silu", inplace)
     _float_input(input, "silu")
-    return input * input.sigmoid()
+    return apply(ops.Silu, input)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -83,12 +84,11 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as PyTorch's. The exp is of beta x clamped
-    at threshold: in the branch where() does not take it would overflow to inf, and its gradient, 0 * inf, be nan."""
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as PyTorch's: one op, computed as
+    log1p(exp(-|beta x|)) + max(beta x, 0), which neither cancels nor overflows, in float32 for a 2-byte x (NOTE [a
+    stable softplus] in ops/nn.py)."""
     _float_input(input, "softplus")
-    bx = input * beta if beta != 1 else input
-    soft = (bx.clamp(max=threshold).exp() + 1).log()
-    return where(bx > threshold, input, soft / beta if beta != 1 else soft)
+    return apply(ops.Softplus, input, beta=beta, threshold=threshold)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -355,7 +355,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """-[pos_weight y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] per element, times weight, computed from the
-    logits x stably as PyTorch does: (1 - y) x + (1 + (pos_weight - 1) y) (log(1 + exp(-|x|)) + max(-x, 0))."""
+    logits x stably as (1 - y) softplus(x) + pos_weight y softplus(-x): one op, in float32 for a 2-byte x, rounded
+    once (NOTE [a stable softplus] in ops/nn.py)."""
     _check_pair("binary_cross_entropy_with_logits", input, target, refuse=True)
     reduction = legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction)
     input, target, weight, pos_weight = autocast_inputs("binary_cross_entropy_with_logits", input, target, weight,
@@ -371,13 +372,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                              f"input's shape {input.shape}: the loss would take another shape, which PyTorch refuses; "
                              f"give it the input's shape or one that broadcasts to it (pos_weight: one per class, "
                              f"the last dim)")
-    softplus = (-input.abs()).exp().__add__(1).log() + (-input).relu()  # -log sigmoid(x), without overflow
-    if pos_weight is None:
-        losses = (1 - target) * input + softplus
-    else:
-        losses = (1 - target) * input + (1 + (pos_weight.detach() - 1) * target) * softplus
-    if weight is not None:
-        losses = losses * weight.detach()
+    weights = tuple(w.detach() for w in (weight, pos_weight) if w is not None)  # as PyTorch: no gradient for them
+    losses = apply(ops.BinaryCrossEntropyWithLogits, input, target, *weights, has_weight=weight is not None)
     return _reduced(losses, reduction, "binary_cross_entropy_with_logits")
 
 

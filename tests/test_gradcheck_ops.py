@@ -549,6 +549,28 @@ def test_gelu(approximate):
     assert gradcheck(lambda x: F.gelu(x, approximate=approximate), [T(0.7)], name=f"gelu {approximate}, 0-d")
 
 
+
+@pytest.mark.parametrize("beta, threshold", [(1.0, 20.0), (2.0, 3.0), (0.5, -1.0)])
+def test_softplus_and_silu(beta, threshold):
+    """Softplus and Silu are ops with their own backward (NOTE [a stable softplus], ops/nn.py): sigmoid(beta x) below
+    the threshold, 1 above it (no input on it: the kink), and s (1 + x (1 - s)); in float64, tails included."""
+    x = T(np.concatenate([np.linspace(-6, 6, 13) + 0.013, [-40.0, -25.5, 25.5, 40.0]]))
+    assert gradcheck(lambda x: F.softplus(x, beta, threshold), [x], name=f"softplus beta={beta} thr={threshold}")
+    assert gradcheck(F.silu, [x], name="silu")
+    assert gradcheck(lambda x: F.softplus(x, beta, threshold), [T(0.7)], name="softplus, 0-d")
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binary_cross_entropy_with_logits(weighted):
+    """The fused op's gradients for the logits and the targets (PyTorch's: w ((1 - y) s(x) - pw y s(-x)) and -w x, or
+    w (pw softplus(-x) - softplus(x))), with weight and pos_weight broadcast from (3,) and (2, 1)."""
+    rng = np.random.default_rng(0)
+    x = T(rng.standard_normal((2, 3)) * 4)
+    y = T(rng.uniform(0.05, 0.95, (2, 3)))
+    extra = dict(weight=T(rng.uniform(0.5, 2, 3), False), pos_weight=T(rng.uniform(0.5, 3, (2, 1)), False))
+    f = lambda x, y: F.binary_cross_entropy_with_logits(x, y, reduction="none", **(extra if weighted else {}))
+    assert gradcheck(f, [x, y], name=f"binary_cross_entropy_with_logits weighted={weighted}")
+
 def test_normal_cdf_in_float32_is_within_an_ulp_or_two_of_float64():
     """GELU's Phi in float32 is a fitted erfc, computed block by block (special.normal_cdf); float64 is SciPy's."""
     from scipy.special import ndtr

@@ -92,7 +92,8 @@ CATALOGUE = {
         lambda x: x.exp(), lambda x: (x.abs() + 0.5).log(), lambda x: x.tanh(), lambda x: x.sigmoid(),
         lambda x: x.relu(), F.gelu, lambda x: F.gelu(x, approximate="tanh"), lambda x: x.sin(), lambda x: x.cos(),
         lambda x: (x.abs() + 0.5).sqrt(), lambda x: -x, lambda x: x.abs(), lambda x: x.sign() * x,
-        lambda x: x.round() + x, lambda x: x.clamp(-0.5, 0.5), lambda x: x.clone())),
+        lambda x: x.round() + x, lambda x: x.clamp(-0.5, 0.5), lambda x: x.clone(), F.silu,
+        lambda x: F.softplus(x, beta=2.0, threshold=1.0))),
     "clamp_tensor": lambda d: _x((3, 4), d).clamp(_x((4,), d, 1), _x((3, 1), d, 2) + 2),
     "maximum_minimum_where": lambda d: (mg.maximum(_x((3, 4), d), _x((4,), d, 1))
                                         + mg.minimum(_x((3, 1), d, 2), _x((3, 4), d, 3))
@@ -118,7 +119,10 @@ CATALOGUE = {
     "cast": lambda d: _x((3, 4), d).to("float32").to(d) + _x((3, 4), d, 1).double().to(d),
     "losses": lambda d: (F.cross_entropy(_x((3, 4), d), mg.tensor([0, 3, 1])) + F.mse_loss(_x((3, 4), d, 1),
                          _x((3, 4), d, 2)) + F.binary_cross_entropy_with_logits(_x((3, 4), d, 3),
-                                                                               _x((3, 4), d, 4).sigmoid())),
+                                                                               _x((3, 4), d, 4).sigmoid())
+                        + F.binary_cross_entropy_with_logits(_x((3, 4), d, 5), _x((3, 4), d, 6).sigmoid(),
+                                                             _x((4,), d, 7).detach(), pos_weight=_x((3, 1), d, 8,
+                                                                                                    True).detach())),
 }
 
 

@@ -38,6 +38,10 @@ OPS = {  # name -> f(x, weight, bias): one op, or one composed method, on x
     "gelu": lambda x, w, b: F.gelu(x),
     "gelu_tanh": lambda x, w, b: F.gelu(x, approximate="tanh"),
     "gelu_tanh_huge": lambda x, w, b: F.gelu(x * 1e30, approximate="tanh"),  # x^3 overflows: NOTE [GELU at large x]
+    "softplus": lambda x, w, b: F.softplus(x, beta=2.0),
+    "silu": lambda x, w, b: F.silu(x),
+    "bce_logits": lambda x, w, b: F.binary_cross_entropy_with_logits(x, x.detach().sigmoid(), w, reduction="none",
+                                                                      pos_weight=b),
     "var": lambda x, w, b: x.var(-1),
     "std": lambda x, w, b: x.std(-1),
     "norm": lambda x, w, b: x.norm(dim=-1),

@@ -702,6 +702,10 @@ OP_CASES = {
     "relu": ("relu", lambda a: a.relu(), "a"),
     "gelu": ("gelu", lambda a: F.gelu(a), "a"),
     "gelu-tanh": ("gelu_tanh", lambda a: F.gelu(a, approximate="tanh"), "a"),
+    "softplus": ("softplus", lambda a: F.softplus(a, beta=2.0, threshold=1.0), "a"),
+    "silu": ("silu", lambda a: F.silu(a), "a"),
+    "binary_cross_entropy_with_logits": ("binary_cross_entropy_with_logits",
+                                         lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction="none"), "a b"),
     "cast": ("cast", lambda a: a.to("float32"), "a"),
     "clone": ("clone", lambda a: a.clone(), "a"),
     "to_device": ("to_device", lambda a: apply(ops.ToDevice, a, device=a.device), "a"),  # same device: no-op

@@ -24,7 +24,7 @@ FLOAT16, FLOAT32, FLOAT64, BFLOAT16 = np.dtype("float16"), np.dtype("float32"), 
 #       prod, and ops minigrad lacks (the linear algebra, fft, pooling, ...). NOT softmax, log_softmax, layer_norm,
 #       exp, log, sum or gelu: on the CPU those run in their input's dtype (bfloat16 after a product), as torch's do.
 #   float32 on CUDA: those losses and prod, and also softmax, log_softmax, layer_norm, exp, log, pow (x ** 2, and
-#       x ** y and 2 ** x: pow_tensor), sum, cumsum (rsqrt, ... are absent here). GELU is in neither float32 list.
+#       x ** y and 2 ** x: pow_tensor), sum, cumsum, softplus (rsqrt, ... are absent here). GELU is in neither float32 list.
 #       var and std are in neither: they give their input's dtype (computed in float32 inside, as PyTorch's).
 #       Two of CUDA's float32 list that minigrad does not follow, as only apply asks this policy (NOTE [autocast
 #       asks first]): norm (and F.normalize), a composition of Tensor's, gives float16 there (computed in float32,
@@ -41,7 +41,7 @@ LOW_PRECISION = frozenset({"matmul", "linear", "sdpa"})
 _LOSSES = {"cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "prod"}
 TO_FLOAT32 = {"cpu": frozenset(_LOSSES),
               "cuda": frozenset(_LOSSES | {"softmax", "log_softmax", "layer_norm", "exp", "log", "pow", "sum",
-                                           "cumsum", "pow_tensor"})}
+                                           "cumsum", "pow_tensor", "softplus"})}
 TO_INPUT_DTYPE = {"cpu": frozenset({"layer_norm"}), "cuda": frozenset()}
 # Older lists, for predicting a run of their day (plan.Software.gelu_float32, autocast_of): until PyTorch 1.9,
 # CUDA's float32 list had GELU too; PR #59639 ("removed gelu from autocast fp32 list", June 2021, after 1.9's

@@ -12,7 +12,7 @@ arrays between devices. The other files of the package build on it, one idea eac
               sums and maxima along short rows through the BLAS, an embedding's gradient rows; and `put`, an
               assignment whose repeated indices follow one rule on every device
   random.py   minigrad's seeded generator, whose state can be saved and restored
-  special.py  the normal CDF that exact GELU needs, fast in float32
+  special.py  the normal CDF that exact GELU needs, fast in float32; a sigmoid that neither overflows nor cancels
 
 and one file lies beneath it, imported by device.py and importing nothing of minigrad:
 

@@ -1,17 +1,19 @@
-"""The standard normal CDF that exact GELU needs, fast in float32: the one special function minigrad has.
+"""The standard normal CDF that exact GELU needs, fast in float32, and the logistic sigmoid that Sigmoid, SiLU and
+softplus's gradient compute without overflow: the special functions minigrad has.
 
 NumPy has no erf. float64 uses SciPy's ndtr (exact to rounding: the gradient checks run in float64);
 float32 and float16 use a fitted erfc, computed block by block so that its temporaries stay in the
 CPU's cache; CuPy has ndtr as one fused kernel.
 
-Read next: ops/, the differentiable ops (its pointwise.py's Gelu calls normal_cdf).
+Read next: ops/, the differentiable ops (its pointwise.py's Gelu calls normal_cdf; Sigmoid, and nn.py's Silu and
+Softplus, call sigmoid).
 """
 import numpy as np
 from scipy.special import ndtr as _host_ndtr  # imported now, not at the first GELU: an import inside a
                                               # profiled step would show up as megabytes in tracemalloc
 
-from .device import is_meta, on_gpu
-from .pool import _lend, empty, made
+from .device import is_meta, on_gpu, xp_of
+from .pool import _lend, empty, empty_like, made
 
 try:
     from cupyx.scipy.special import ndtr as _gpu_ndtr
@@ -58,6 +60,20 @@ def normal_cdf(array):
         block = x[i:i + _BLOCK]
         _normal_cdf_block(block, flat[i:i + _BLOCK], *(s[:block.size] for s in scratch))
     return out.astype(array.dtype, copy=False)
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)), elementwise in x's dtype, from exp(-|x|), which neither overflows nor cancels: 1 / (1 + e)
+    where x >= 0, e / (1 + e) elsewhere. Each array named and in place (NOTE [every array an op makes], pool.py)."""
+    xp = xp_of(x)
+    e = xp.abs(x, out=empty_like(x))
+    xp.negative(e, out=e)
+    xp.exp(e, out=e)                     # e = exp(-|x|)
+    d = xp.add(e, 1, out=empty_like(x))  # 1 + e
+    xp.divide(e, d, out=e)               # e / (1 + e), for x < 0
+    xp.reciprocal(d, out=d)              # 1 / (1 + e), for x >= 0
+    positive = made(x >= 0)  # named: alive, and counted, while `where` makes the result
+    return made(xp.where(positive, d, e))
 
 
 _BLOCK = 1 << 16  # float32 numbers per block: 256 KiB per temporary

@@ -17,8 +17,8 @@ below, the backend package (its random.py, special.py), never another kind):
                 the host pool). A file of their own rather than pointwise.py or nn.py: Linear is x @ W^T + b
                 fused into one record (its batch folded into one GEMM), and both count their FLOPs under
                 'matmul', 2 m n k, where nearly all of a model's FLOPs are: side by side, that rule reads once
-  nn.py         the fused neural-net ops: Softmax, LogSoftmax, LayerNorm, Dropout (draw_keep draws its mask),
-                ScaledDotProductAttention (NOTE [fused attention])
+  nn.py         the fused neural-net ops: Softmax, LogSoftmax, Softplus, Silu, BinaryCrossEntropyWithLogits,
+                LayerNorm, Dropout (draw_keep draws its mask), ScaledDotProductAttention (NOTE [fused attention])
 
 Everything is re-exported here, so `ops.Add` and `from minigrad.ops import Op, unbroadcast` name the same
 objects as before the split. (cross_entropy and embedding have no op of their own: functional.py composes them.)
@@ -33,7 +33,8 @@ from .pointwise import (Abs, Add, Cast, Clamp, ClampTensor, Clone, Cos, Div, Exp
 from .shape import (Cat, Cumsum, Expand, Flip, Index, IndexPut, Max, Mean, Min, Permute, Prod, Reshape, Stack, Sum,
                     Transpose, Tri)
 from .linear import Linear, Matmul, matmul, rows
-from .nn import Dropout, LayerNorm, LogSoftmax, ScaledDotProductAttention, Softmax, draw_keep
+from .nn import (BinaryCrossEntropyWithLogits, Dropout, LayerNorm, LogSoftmax, ScaledDotProductAttention, Silu, Softmax,
+                 Softplus, draw_keep)
 
 __all__ = ["IndexShapeError", "Op", "ShapeError", "broadcast_shapes", "flops_table", "keepdim_shape", "normalize_dim",
            "normalize_dims", "refuse_bool", "unbroadcast",
@@ -43,4 +44,5 @@ __all__ = ["IndexShapeError", "Op", "ShapeError", "broadcast_shapes", "flops_tab
            "Cat", "Cumsum", "Expand", "Flip", "Index", "IndexPut", "Max", "Mean", "Min", "Permute", "Prod", "Reshape",
            "Stack", "Sum", "Transpose", "Tri",
            "Linear", "Matmul", "matmul", "rows",
-           "Dropout", "LayerNorm", "LogSoftmax", "ScaledDotProductAttention", "Softmax", "draw_keep"]
+           "BinaryCrossEntropyWithLogits", "Dropout", "LayerNorm", "LogSoftmax", "ScaledDotProductAttention", "Silu",
+           "Softmax", "Softplus", "draw_keep"]

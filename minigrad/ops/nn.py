@@ -1,5 +1,5 @@
-"""The fused neural-net ops: softmax, log_softmax, layer_norm, dropout (with the mask it draws) and scaled
-dot-product attention. Each is one op, rather than a composition, for what it keeps for backward or for speed;
+"""The fused neural-net ops: softmax, log_softmax, softplus, silu, layer_norm, dropout (with the mask it draws) and
+scaled dot-product attention. Each is one op, rather than a composition, for what it keeps for backward or for speed;
 the reason sits beside each.
 
 Read next: minigrad/tensor/modes.py, then tape.py and tensor.py: the tape, which runs these ops, records them
@@ -10,9 +10,10 @@ import math
 
 import numpy as np
 
-from ..backend import (accumulator, device_of, empty_like, in_float32, max_rows, mean_rows, narrow, pooled,
-                       reduce_sum, sum_leading, sum_rows, to_device, widen, xp_for, xp_of)
+from ..backend import (accumulator, broadcast_to, device_of, empty_like, in_float32, made, max_rows, mean_rows, narrow,
+                       pooled, reduce_sum, sum_leading, sum_rows, to_device, widen, xp_for, xp_of)
 from ..backend.random import generator, get_rng_state
+from ..backend.special import sigmoid
 from .base import Op, keepdim_shape, normalize_dim, unbroadcast
 
 
@@ -91,6 +92,157 @@ class LogSoftmax(Op):
         gx = xp.exp(y, out=empty_like(y))
         gx *= _sum(g, self.axis)
         return xp.subtract(g, gx, out=gx)  # g - softmax(x) sum(g)
+
+
+# NOTE [a stable softplus]: softplus(x) = log(1 + exp(x)), computed as written, loses what it computes at both ends.
+# 1 + exp(x) rounds to 1 once exp(x) is below half an ulp of 1, so the result was 0 where the truth is exp(x):
+# softplus(-20) in float32 (2.06e-9), softplus(-40) in float64 (4.25e-18); and exp overflows before the threshold
+# (20) takes over in float16, whose exp(12) is inf: softplus(15) was inf. Each op rounded in a 2-byte dtype on top:
+# bfloat16's softplus(-6) was 0 (0.00247), and a third of all values farther from the truth than PyTorch's.
+# log1p(exp(-|x|)) + max(x, 0) neither cancels nor overflows (the form of PyTorch's log_sigmoid kernel; its
+# softplus kernel's log1p(exp(x)) is the same where exp(x) does not overflow), and a 2-byte x runs in float32 and is
+# rounded once (NOTE [a 2-byte GELU], pointwise.py). binary_cross_entropy_with_logits takes its softplus(-x) from
+# here too. SiLU likewise: x * sigmoid(x) as two ops rounded sigmoid first (in bfloat16 a fifth of the outputs not
+# correctly rounded, 3% of the gradients farther from the truth than PyTorch's), and kept both x and sigmoid(x);
+# PyTorch's kernel computes in float32 and keeps x alone, as Silu does.
+
+
+def softplus(x):
+    """log(1 + exp(x)) as log1p(exp(-|x|)) + max(x, 0), in x's dtype, in arrays of its own (NOTE [a stable
+    softplus])."""
+    xp = xp_of(x)
+    y = xp.abs(x, out=empty_like(x))
+    xp.negative(y, out=y)
+    xp.exp(y, out=y)
+    xp.log1p(y, out=y)
+    y += made(xp.maximum(x, 0))
+    return y
+
+
+class Softplus(Op):
+    """y = log(1 + exp(beta x)) / beta, and x itself where beta x > threshold, as PyTorch's; dy = sigmoid(beta x)
+    (1 above the threshold). Computed as log1p(exp(-|beta x|)) + max(beta x, 0) (NOTE [a stable softplus])."""
+    name = "softplus"
+    flops_per_element = (8, (7,))  # beta x, |.|, -, exp, log1p, max, +, / beta;  beta x, sigmoid (5), * g
+
+    def forward(self, x, beta=1.0, threshold=20.0):
+        self.beta, self.threshold = beta, threshold
+        self.save_for_backward(x)  # the input, as PyTorch's softplus_backward takes
+        return in_float32(self._softplus, (), x)  # NOTE [a stable softplus]
+
+    def _softplus(self, x):
+        bx = xp_of(x).multiply(x, self.beta, out=empty_like(x))  # each array named: NOTE [every array an op makes]
+        above = made(bx > self.threshold)                         # (backend/pool.py)
+        y = softplus(bx)
+        if self.beta != 1:
+            y /= self.beta
+        return made(xp_of(x).where(above, x, y))
+
+    def backward(self, g):
+        return (in_float32(self._grad, (), self.saved[0], g),)
+
+    def _grad(self, x, g):
+        bx = xp_of(x).multiply(x, self.beta, out=empty_like(x))
+        above = made(bx > self.threshold)
+        d = sigmoid(bx)
+        d *= g
+        return made(xp_of(x).where(above, g, d))
+
+
+class Silu(Op):
+    """silu(x) = x sigmoid(x); d silu = s (1 + x (1 - s)), s = sigmoid(x), from x alone (NOTE [a stable
+    softplus])."""
+    name = "silu"
+    flops_per_element = (6, (10,))  # sigmoid (|x|, -, exp, +, /), * x;  sigmoid, 1 - s, * x, + 1, * s, * g
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return in_float32(self._silu, (), x)
+
+    @staticmethod
+    def _silu(x):
+        y = sigmoid(x)
+        y *= x
+        return y
+
+    def backward(self, g):
+        return (in_float32(self._grad, (), self.saved[0], g),)
+
+    @staticmethod
+    def _grad(x, g):
+        s = sigmoid(x)
+        d = xp_of(x).subtract(1, s, out=empty_like(x))
+        d *= x
+        d += 1
+        d *= s
+        d *= g
+        return d
+
+
+class BinaryCrossEntropyWithLogits(Op):
+    """loss = w ((1 - y) softplus(x) + pw y softplus(-x)), which is -w [pw y log sigmoid(x) + (1 - y) log(1 -
+    sigmoid(x))]: two terms >= 0 (y in [0, 1]) that never cancel. dx = w ((1 - y) sigmoid(x) - pw y sigmoid(-x)),
+    dy = -w x (given pw: w (pw softplus(-x) - softplus(x))), as PyTorch's backward; the weight w and pos_weight pw,
+    optional inputs after x and y, get none (functional.py detaches them)."""
+    name = "binary_cross_entropy_with_logits"
+    flops_per_element = (17, (17, 3))  # -x, 2 softplus (6 each), 1 - y, *, pw y, *, +, * w; 2 sigmoid (5 each),
+    #                                    1 - y, *, -x, y *, * pw, -, * g, * w; dy: -x, * g, * w
+
+    def forward(self, x, y, *weights, has_weight=False):
+        self.has_weight = has_weight
+        self.save_for_backward(x, y, *weights)  # inputs all: nothing new is kept
+        return self._run(self._loss, (x, y), weights)  # NOTE [a stable softplus]
+
+    def _run(self, f, arrays, weights):
+        """f(*arrays, w, pw) (None for one not given), in float32 for 2-byte arrays: w and pw broadcast to the first
+        array's shape, so that in_float32 takes the same rows of each."""
+        n = len(arrays)
+
+        def call(*wide):
+            ws = list(wide[n:])
+            w = ws.pop(0) if self.has_weight else None
+            return f(*wide[:n], w, ws[0] if ws else None)
+        return in_float32(call, (), *arrays, *(broadcast_to(a, arrays[0].shape) for a in weights))
+
+    @staticmethod
+    def _loss(x, y, w, pw):
+        xp = xp_of(x)
+        loss, t = softplus(x), xp.subtract(1, y, out=empty_like(x))
+        loss *= t                                  # (1 - y) softplus(x)
+        xp.negative(x, out=t)
+        other = softplus(t)
+        other *= y if pw is None else xp.multiply(y, pw, out=t)  # pw y softplus(-x)
+        loss += other
+        return loss if w is None else xp.multiply(loss, w, out=loss)
+
+    def backward(self, g):
+        x, y, *weights = self.saved
+        nx, ny = self.needs_input_grad[:2]
+        grads = [self._run(f, (g, x, y), weights) if need else None for f, need in ((self._dx, nx), (self._dy, ny))]
+        return (*grads, *(None for _ in weights))
+
+    @staticmethod
+    def _dx(g, x, y, w, pw):
+        xp = xp_of(x)
+        d, t = sigmoid(x), xp.subtract(1, y, out=empty_like(x))
+        d *= t                                 # (1 - y) sigmoid(x)
+        other = sigmoid(xp.negative(x, out=t))
+        other *= y if pw is None else xp.multiply(y, pw, out=t)
+        d -= other                             # - pw y sigmoid(-x)
+        d *= g
+        return d if w is None else xp.multiply(d, w, out=d)
+
+    @staticmethod
+    def _dy(g, x, y, w, pw):
+        xp = xp_of(x)
+        if pw is None:
+            d = xp.negative(x, out=empty_like(x))
+        else:
+            d = softplus(xp.negative(x, out=empty_like(x)))
+            d *= pw
+            d -= softplus(x)
+        d *= g
+        return d if w is None else xp.multiply(d, w, out=d)
 
 
 class LayerNorm(Op):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..backend import (BFLOAT16, accumulator, device_of, empty_like, in_float32, is_float, made, masked_fill,
                        narrow, out_like, pooled, to_device, xp_of)
-from ..backend.special import normal_cdf
+from ..backend.special import normal_cdf, sigmoid
 from .base import Op, ShapeError, refuse_bool, unbroadcast
 
 
@@ -394,21 +394,9 @@ class Sigmoid(Op):
     flops_per_element = (5, (3,))  # |x|, -, exp, +, /;  g * y * (1 - y)
 
     def forward(self, x):
-        y = in_float32(self._sigmoid, (), x)  # a 2-byte x: in float32, a block at a time (NOTE [a 2-byte GELU])
+        y = in_float32(sigmoid, (), x)  # a 2-byte x: in float32, a block at a time (NOTE [a 2-byte GELU])
         self.save_for_backward(y)
         return y
-
-    @staticmethod
-    def _sigmoid(x):
-        xp = xp_of(x)
-        e = xp.abs(x, out=empty_like(x))     # each array named and in place: NOTE [every array an op makes]
-        xp.negative(e, out=e)
-        xp.exp(e, out=e)                     # e = exp(-|x|)
-        d = xp.add(e, 1, out=empty_like(x))  # 1 + e
-        xp.divide(e, d, out=e)               # e / (1 + e), for x < 0
-        xp.reciprocal(d, out=d)              # 1 / (1 + e), for x >= 0
-        positive = made(x >= 0)  # named: alive, and counted, while `where` makes y
-        return made(xp.where(positive, d, e))
 
     def backward(self, g):
         return (in_float32(self._grad, (), self.saved[0], g),)
