@@ -91,8 +91,6 @@ CASES = {
 
 # what the sweep still finds, each to be fixed in its own commit (strict: a fix that makes one pass removes it here)
 XFAIL = {("pow_3", "float16"): "x * x * x rounds twice",
-         ("tanh", "float16"): "1 - y^2 and its product with g rounded in between",
-         ("tanh", "bfloat16"): "1 - y^2 and its product with g rounded in between",
          ("logsumexp", "float16"): "exp, sum, log and + max each rounded",
          ("logsumexp", "bfloat16"): "exp, sum, log and + max each rounded",
          ("log_softmax", "float16"): "backward",

@@ -380,12 +380,12 @@ class Tanh(Op):
         return y
 
     def backward(self, g):
-        (y,) = self.saved
-        xp = xp_of(y)
-        d = xp.multiply(y, y, out=empty_like(y))  # not out_like: a 0-d product without out= is a scalar
-        xp.subtract(1, d, out=d)
-        d *= g  # g (1 - y^2), in the one array
-        return (d,)
+        return (in_float32(self._grad, (), self.saved[0], g),)  # a 2-byte y: in float32, rounded once (as Sigmoid)
+
+    @staticmethod
+    def _grad(y, g):  # g (1 - y^2) in one array (empty_like, not out_like: a 0-d product without out= is a scalar)
+        d = xp_of(y).multiply(y, y, out=empty_like(y))
+        return xp_of(y).multiply(xp_of(y).subtract(1, d, out=d), g, out=d)
 
 
 class Sigmoid(Op):
