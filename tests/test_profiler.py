@@ -766,13 +766,13 @@ EXACT_FLOPS = {
     "index_put-broadcast": {("forward", "index_put"): 0, ("backward", "index_put"): 4},
     # q = a (L=3, E=4), k = v = w (S=5, Ev=4): n = 15 scores (NOTE [fused attention] in ops/nn.py). Backward
     # recomputes the scores (2 n E), then dv, dP (2 n Ev each), dq, dk (2 n E each); per score 3 for P again
-    # and 3 for dS, 2 per dropout applied; D = rowsum(g * out) 2 L Ev
+    # and 5 for D = rowsum(P dP) and dS, 2 per dropout applied
     "sdpa": {("forward", "matmul"): 2 * 15 * (4 + 4), ("forward", "sdpa"): 6 * 15 + 2 * 3,
              ("backward", "matmul"): 2 * 15 * 4 + 2 * (2 * 15 * 4) + 2 * (2 * 15 * 4),
-             ("backward", "sdpa"): 3 * 15 + 3 * 15 + 2 * 3 * 4},
+             ("backward", "sdpa"): 3 * 15 + 5 * 15},
     "sdpa-causal-dropout": {("forward", "matmul"): 2 * 15 * (4 + 4), ("forward", "sdpa"): (6 + 2) * 15 + 2 * 3,
                             ("backward", "matmul"): 2 * 15 * 4 + 2 * (2 * 15 * 4) + 2 * (2 * 15 * 4),
-                            ("backward", "sdpa"): (3 + 2) * 15 + (3 + 2) * 15 + 2 * 3 * 4},
+                            ("backward", "sdpa"): (3 + 2) * 15 + (5 + 2) * 15},
     # the checkpoint record counts nothing itself: its tanh runs in forward, again in recompute, then backward
     "checkpoint": {("forward", "checkpoint"): 0, ("forward", "tanh"): 12, ("recompute", "tanh"): 12,
                    ("backward", "tanh"): 3 * 12, ("backward", "checkpoint"): 0, ("forward", "mul"): 12,

@@ -63,9 +63,9 @@ class Composed:
     # float16, a square overflows from 256 and a sum of squares from 65,504 (rounded back to float16 before the
     # division or the root), so the var of values of spread 40 or the norm of eight 100s was inf where PyTorch's is
     # finite. A bfloat16 var too: its mean, rounded to bfloat16 before x - mean, put rows of mean 3 and spread 0.01
-    # 21% off (and under CUDA's lists for mixed precision its float32 sum made var float32). A bfloat16 norm too:
-    # its squares and their sum, each rounded to bfloat16 before the root, left 15% of the norms of 8 values an ulp
-    # off (PyTorch's none), and F.normalize's gradient 4% of its values farther from the truth than PyTorch's.
+    # 21% off (and under CUDA's lists for mixed precision its float32 sum made var float32). std and bfloat16's norm
+    # take their root in float32 too, rounding once: a rounded variance's root left 14% of bfloat16 stds an ulp off,
+    # and a bfloat16 norm's rounded squares 15% of the norms of 8 values (PyTorch's none).
     @dim_alias
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         """The variance over dim (every element by default): the sum of squared deviations from the mean
@@ -92,13 +92,14 @@ class Composed:
         deviation = x - x.detach().mean(dim, keepdim=True)
         squares = (deviation * deviation).sum(dim, keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction: inf or nan, as in PyTorch
-            return squares / max(n - correction, 0)
+            var = squares / max(n - correction, 0)
+        return _root(var, 2) if name == "std" else var  # a 2-byte std's root in float32 too (NOTE [float16's squares])
 
     @dim_alias
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         """The square root of var(...), with the same arguments. Where the std is 0 (a constant row) the gradient
         is 0, as in PyTorch, not the nan that d sqrt(v) at v = 0 would give (_root, as norm's)."""
-        return _root(self._var("std", dim, unbiased, keepdim, correction), 2)
+        return self._var("std", dim, unbiased, keepdim, correction)
 
     @dim_alias
     def logsumexp(self, dim, keepdim=False):
