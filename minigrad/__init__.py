@@ -21,6 +21,7 @@ The floors, each file importing only the ones above it (the README's table; a te
   tensor/         the tape and the Tensor
     modes.py        the switches, the Listener, version counters
     tape.py         keep (the choke point for saved arrays), release, backward
+    promotion.py    type promotion: the dtype an op computes its operands in
     args.py         what a user passes, checked
     methods.py      composed methods and in-place writes
     names.py        PyTorch's other names for them, and what a name the Tensor lacks says

@@ -3,7 +3,8 @@ of silent drift no value test sees. A float32 gradient handed to a bfloat16 tens
 PyTorch's (which rounds at every op) but it is not what PyTorch computes, it doubles the gradient bytes the ledger
 counts, and the next backward then mixes dtypes. Found by this test's first draft: Pow's backward with an exponent
 that is not an integer gave float32 for a bfloat16 input (ml_dtypes' bfloat16 times a Python float is float32),
-so `(x.tanh() ** 2.5).sum()`'s gradient went through tanh's backward in float32.
+so `(x.tanh() ** 2.5).sum()`'s gradient went through tanh's backward in float32. Inputs of mixed dtypes too
+(catalogue entry mixed_dtypes): each gets its gradient in its own dtype through type promotion's casts.
 
 How: every Op subclass's forward and backward are wrapped for the test (forward notes its array inputs' dtype and
 shape; backward checks what it returns against them); a catalogue calls each op (through the Tensor method or
@@ -109,6 +110,7 @@ CATALOGUE = {
                          + mg.stack([_x((4,), d, 5)] * 3) + _x((3, 4), d, 6).tril() + _x((3, 4), d, 7).triu(1)),
     "index": lambda d: _x((5, 4), d)[mg.tensor([0, 2, 2, 4, 1])][:3] + _x((3, 4), d, 1)[:, [1, 1, 0, 3]],
     "index_put": lambda d: _index_put(d),
+    "mixed_dtypes": lambda d: _mixed(d),
     "nn": lambda d: (F.softmax(_x((3, 4), d), -1) + F.log_softmax(_x((3, 4), d, 1), -1)
                      + F.layer_norm(_x((3, 4), d, 2), (4,), _x((4,), d, 3), _x((4,), d, 4))
                      + F.dropout(_x((3, 4), d, 5), 0.5, training=True)),
@@ -124,6 +126,19 @@ CATALOGUE = {
                                                              _x((4,), d, 7).detach(), pos_weight=_x((3, 1), d, 8,
                                                                                                     True).detach())),
 }
+
+
+def _mixed(d):
+    """d beside every other float dtype (NOTE [type promotion], tensor/promotion.py): a 0-d tensor, which does not
+    widen d's tensor with dims; a tensor with dims, promoted with it (bfloat16 + float16: float32) and cast back
+    (float64 beside a narrower float with dims is refused); in where; and an integer tensor. Each leaf's gradient
+    comes back through the casts in its own dtype."""
+    out, cond = _x((3, 4), d), mg.tensor([True, False, True, False])
+    for k, other in enumerate(o for o in DTYPES if o != d):
+        out = out * _x((), other, k + 1) + mg.where(cond, _x((4,), d, k + 5), _x((), other, k + 9))
+        if "float64" not in (d, other):
+            out = (out + _x((4,), other, k + 13)).to(d)
+    return out - mg.tensor([1, 2, 3, 4])
 
 
 def _index_put(d):

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import backend, ops
 from ..tensor import Autocast, Tensor, _placeholders, active_autocast, apply, autocasting, normalize_dtype
+from ..tensor.promotion import result_type
 
 FLOAT16, FLOAT32, FLOAT64, BFLOAT16 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64"), backend.BFLOAT16
 
@@ -127,18 +128,13 @@ class _Policy(Autocast):
 
 
 def _widest(inputs):
-    """The dtype that PyTorch's type promotion gives these tensors' floats, if they differ; else None. As PyTorch's,
-    a tensor with dims decides over a 0-d one of the same kind: a 2-byte product times a float32 0-d weight (a
-    logit scale) stays 2-byte; only where every float input is 0-d do they decide."""
+    """The dtype that PyTorch's type promotion gives these tensors' floats, if they differ; else None (NOTE [type
+    promotion], tensor/promotion.py). As PyTorch's, a tensor with dims decides over a 0-d one of the same kind: a
+    2-byte product times a float32 0-d weight (a logit scale) stays 2-byte; only where every float input is 0-d do
+    they decide. Under autocast float64 beside a narrower float is promoted, not refused (autocast's own casts are
+    the point of the region)."""
     floats = [t for t in inputs if isinstance(t, Tensor) and backend.is_float(t.dtype)]
-    dtypes = {t.dtype for t in ([t for t in floats if t.ndim] or floats)}
-    if len(dtypes) == 1 and len({t.dtype for t in floats}) > 1:  # a 0-d one differs: cast it to the others'
-        return dtypes.pop()
-    if len(dtypes) < 2:
-        return None
-    size = max(d.itemsize for d in dtypes)
-    wide = [d for d in dtypes if d.itemsize == size]
-    return wide[0] if len(wide) == 1 else FLOAT32  # float16 with bfloat16: float32, as torch.promote_types
+    return result_type("autocast", floats, refuse=False) if len({t.dtype for t in floats}) > 1 else None
 
 
 def _low_dtype(device_type, dtype):

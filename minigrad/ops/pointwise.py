@@ -24,7 +24,9 @@ from .base import Op, ShapeError, refuse_bool, unbroadcast
 # number itself, `number=(its side, value)` (args.py's exact_number), beside its rounded copy (the input the tape
 # and the ledger see), and compute through `pooled`: float32 arithmetic into the 2-byte output, a buffer at a time
 # (backend/pool.py). PyTorch's add and sub round the number to x's dtype, as NumPy does; its 1 / x is
-# x.reciprocal() * 1, which minigrad does not copy (one rounding, not two).
+# x.reciprocal() * 1, which minigrad does not copy (one rounding, not two). A 0-d tensor of another dtype is such a
+# number too (x * tensor(3.1) is x * 3.1 in PyTorch's CPU kernels; its tensor(3.1) * x rounds 3.1 to x's dtype
+# first, where minigrad rounds once on either side, as for a Python number).
 
 class Add(Op):
     """d(a + b) = (g, g), summed over broadcast dims."""
@@ -71,9 +73,17 @@ class Mul(Op):
     def backward(self, g):
         a, b = self.saved
         sa, sb = self.shapes
-        mul, n = xp_of(g).multiply, self.number and (1, self.number[1])  # g * the number, for the other side
-        return ((unbroadcast(pooled(mul, g, b, n), sa) if b is not None else None),
-                (unbroadcast(pooled(mul, g, a, n), sb) if a is not None else None))
+        mul, (na, nb) = xp_of(g).multiply, _number_per_side(self.number)  # g * the number, for the other side
+        return ((unbroadcast(pooled(mul, g, b, na), sa) if b is not None else None),
+                (unbroadcast(pooled(mul, g, a, nb), sb) if a is not None else None))
+
+
+def _number_per_side(number):
+    """Mul's number (its side, value) as what each input's gradient multiplies g by in place of the other input:
+    the number as written, for the other side's gradient; nothing for its own side, which is a 0-d tensor's where
+    one is read as a number (NOTE [a number beside 2-byte floats]) and may need a gradient: g * the tensor."""
+    n = number and (1, number[1])
+    return (n, None) if number and number[0] == 1 else (None, n)
 
 
 class Div(Op):
@@ -183,6 +193,8 @@ class PowTensor(Op):
         na, nb = self.needs_input_grad
         self.shapes = a.shape, b.shape
         xp = xp_of(a)
+        if a.dtype == bool:  # NumPy's bool ** bool is int8, PyTorch's pow has no bool kernel
+            raise TypeError("pow: not implemented for bool tensors (as in PyTorch); convert them with .long() first")
         if a.dtype.kind in "iu":  # integers to negative powers: PyTorch's 1 for 1, +-1 for -1, else 0 (NumPy refuses)
             out = xp.where(b < 0, xp.where(a == 1, 1, 0) + xp.where(a == -1, xp.where(b % 2 == 0, 1, -1), 0),
                            xp.power(a, xp.where(b < 0, 0, b))).astype(a.dtype, copy=False)

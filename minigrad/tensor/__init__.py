@@ -12,12 +12,15 @@ The reading path, to follow one saved array and one gradient:
                 gradient array during a backward; the reads outside the tape (NOTE [reads outside the tape]).
                 It reads a tensor only through `Variable`, the protocol the Tensor keeps
   tensor.py     the Tensor's face: apply, the one place a record is made (NOTE [per-op overhead]); the Tensor's
-                storage, properties, conversions, operators and one-op methods; type promotion; _accumulate, where
+                storage, properties, conversions, operators and one-op methods; _operands, which casts two operands to
+                their promoted dtype; _accumulate, where
                 a leaf sums its gradient (NOTE [who owns a gradient], NOTE [gradient accumulation])
   and in ops:   Op.save_for_backward (what a record keeps), then one op of each kind: Add, Sum, Linear, Softmax
 
 Then, beside the path:
 
+  promotion.py  type promotion: the dtype an op computes its operands in, PyTorch's rule but for one refusal
+                (NOTE [type promotion])
   args.py       what a user passes, checked: dtypes, .to()'s arguments, a new tensor's data, index keys, masks
   methods.py    the methods composed of others (var, norm, topk, split, gather, ...), the comparisons, and the
                 in-place writes (NOTE [in-place]), as classes the Tensor inherits
@@ -25,9 +28,9 @@ Then, beside the path:
                 the Tensor lacks says (x.einsum: how to write it; a typo: the nearest name)
   factories.py  tensor(), zeros, ones, randn, arange, ..., cat, stack, where, maximum, minimum
 
-Imports go one way: modes.py, tape.py, args.py, methods.py, names.py, tensor.py, factories.py, each importing only
-files before it. Every name is re-exported here, so `from minigrad.tensor import apply, no_grad, records_since`
-works as it did when this was one file. (`minigrad.tensor` as an attribute is mg.tensor, the function; as is this
+Imports go one way: modes.py, tape.py, promotion.py, args.py, methods.py, names.py, tensor.py, factories.py, each
+importing only files before it. Every name is re-exported here, so `from minigrad.tensor import apply, no_grad,
+records_since` works as it did when this was one file. (`minigrad.tensor` as an attribute is mg.tensor, the function; as is this
 package's `tensor` attribute: importlib.import_module("minigrad.tensor") is the package.)
 
 Read next: functional.py (softmax, cross_entropy, ...), then nn/ and optim/.

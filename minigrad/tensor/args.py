@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import backend
 from ..ops import ShapeError
+from .promotion import kind, promote_types, result_type
 from .tape import Variable, _values
 
 # ----------------------------------------------------------------------------- dtypes
@@ -87,8 +88,7 @@ def _array_of(data, dtype=None, device=None):
     if isinstance(data, (list, tuple)) and _holds_tensor(data):  # torch.tensor([loss1, loss2]): their numbers
         dtypes = []
         data = _numbers(data, dtypes)
-        floats = [d for d in dtypes if d.kind == "f" or d == backend.BFLOAT16]
-        dtype = dtype or functools.reduce(_promoted, floats or dtypes)  # a float's dtype beside ints, as PyTorch
+        dtype = dtype or functools.reduce(promote_types, dtypes)  # a float's dtype beside ints, as PyTorch
     try:
         host = np.asarray(data)
     except ValueError:  # NumPy's "inhomogeneous shape"
@@ -120,15 +120,25 @@ def _numbers(data, dtypes):
     return data
 
 
-def _promoted(a, b):
-    """Two dtypes of one kind (floats, or ints and bools) promoted as PyTorch: float16 with bfloat16 is float32."""
-    return np.dtype("float32") if {a, b} == {np.dtype("float16"), backend.BFLOAT16} else np.result_type(a, b)
-
-
 # ----------------------------------------------------------------------------- numbers, shapes, indices
 
 def _is_number(x):
     return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def _compared(op, t, other):
+    """A comparison's operands as arrays in torch.result_type's dtype (NOTE [type promotion], promotion.py): bfloat16
+    beside float16 compared in float32, float16 beside a 0-d float64 in float16, a number beside floats rounded to
+    their dtype (bfloat16 == 0.1 as PyTorch's). An integer number stays NumPy's, which compares it exactly."""
+    x = _values(t, op)
+    if not (isinstance(other, Variable) or _is_number(other)):
+        return x, other
+    target = result_type(op, (t, other), refuse=False)  # a bool result: no float64 memory to refuse
+    if isinstance(other, Variable):
+        other = _values(other, op).astype(target, copy=False)
+    elif kind(target) == 2:
+        other = _number_array(other, x, target)
+    return x.astype(target, copy=False), other
 
 
 def _number_array(x, like, dtype):
@@ -139,12 +149,19 @@ def _number_array(x, like, dtype):
 
 
 def exact_number(op_cls, a, b):
-    """{'number': (side, value)} for a Python number on a side where op_cls takes it as written, beside a float16 or
-    bfloat16 tensor (NOTE [a number beside 2-byte floats], ops/pointwise.py); else {}."""
-    side = 1 if _is_number(b) else 0 if _is_number(a) else None
+    """{'number': (side, value)} for a Python number, or a 0-d tensor of another dtype (whose value PyTorch's CPU
+    kernels read as a number's), on a side where op_cls takes it as written, beside a float16 or bfloat16 tensor
+    with dims (NOTE [a number beside 2-byte floats], ops/pointwise.py); else {}."""
+    side = 1 if _read_as_number(b, a) else 0 if _read_as_number(a, b) else None
     if side in op_cls.takes_number and backend.accumulator((b if side == 0 else a).dtype) is not None:
-        return {"number": (side, (a, b)[side])}
+        x = (a, b)[side]
+        return {"number": (side, _values(x, op_cls.name).item() if isinstance(x, Variable) else x)}
     return {}
+
+
+def _read_as_number(x, other):
+    return _is_number(x) or (isinstance(x, Variable) and x.ndim == 0 and isinstance(other, Variable) and other.ndim > 0
+                             and x.dtype not in (other.dtype, np.dtype(bool)) and x.device != "meta")
 
 
 def _shape(shape, op=None):

@@ -12,7 +12,7 @@ from .. import backend, ops
 from ..backend.random import draw
 from ..ops import ShapeError
 from .args import DTYPES, _array_of, _is_number, _shape, normalize_dtype
-from .tensor import Tensor, _new, _where, apply
+from .tensor import Tensor, _new, _one_dtype, _where, apply
 
 # ----------------------------------------------------------------------------- making tensors
 
@@ -184,8 +184,8 @@ def _number_of(op, x):
 # ----------------------------------------------------------------------------- functions on several tensors
 
 def _tensors(op, tensors):
-    """cat's and stack's sequence of tensors, as a list in one dtype, or PyTorch's error: iterating over one tensor
-    would join its rows."""
+    """cat's and stack's sequence of tensors, as a list in one dtype (tensor.py's _one_dtype), or PyTorch's error:
+    iterating over one tensor would join its rows."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{op}: expected a list or tuple of tensors, got {type(tensors).__name__}"
                         + (f" of shape {tensors.shape}; wrap it in a list: mg.{op}([t, ...])"
@@ -196,16 +196,12 @@ def _tensors(op, tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected a list of tensors, got {type(t).__name__} at position {i}; wrap it "
                             f"with mg.tensor(...)")
-    dtypes = {t.dtype for t in tensors}
-    floats = {d for d in dtypes if backend.is_float(d)}
-    if len(dtypes) == 1 or len(floats) > 1:  # float32 beside float64: apply's error (NOTE [type promotion])
-        return list(tensors)
-    target = floats.pop() if floats else np.result_type(*dtypes)  # ints beside a float: the float's; else the widest
-    return [t if t.dtype == target else t.to(target) for t in tensors]  # as torch.result_type
+    return _one_dtype(op, tensors)
 
 
 def cat(tensors, dim=0):
-    """Concatenate along an existing dim; the tensors' dtypes promote as an op's operands (NOTE [type promotion])."""
+    """Concatenate along an existing dim; the tensors' dtypes promote as an op's operands (NOTE [type promotion],
+    promotion.py)."""
     return apply(ops.Cat, *_tensors("cat", tensors), dim=dim)
 
 

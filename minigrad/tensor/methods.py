@@ -22,7 +22,7 @@ from ..ops import IndexShapeError, ShapeError
 from ..backend.random import draw_categories
 from .modes import _on, _version_counter
 from .tape import Variable, _before_write, _values
-from .args import check_device, check_float, dim_alias, exact_number
+from .args import _compared, check_device, check_float, dim_alias, exact_number
 from .args import _array_of, _bool_array, _check_in_range, _index_key, _integer_index, _is_number, _shape
 
 # (values, indices), as torch.return_types: `values, indices = x.max(1)` and `x.max(1).values` both work
@@ -410,9 +410,9 @@ class Comparisons:
         if identity and not (isinstance(other, Variable) or _is_number(other) or backend.is_array(other)):
             return NotImplemented  # x == None (or a str, a list): Python's identity, False, as PyTorch's
         check_device(fn.__name__, self, other)
-        other = _values(other, fn.__name__) if isinstance(other, Variable) else other
+        mine, other = _compared(fn.__name__, self, other)  # in one dtype, as PyTorch's (NOTE [type promotion])
         try:
-            return self._new(backend.as_array(fn(_values(self, fn.__name__), other)))
+            return self._new(backend.as_array(fn(mine, other)))
         except ValueError:  # NumPy's "operands could not be broadcast together"
             raise ShapeError(f"{fn.__name__}: shapes {self.shape} and {getattr(other, 'shape', ())} do not broadcast: "
                              f"compared from the right, each pair of dims must be equal or one of them 1") from None
@@ -584,12 +584,9 @@ class InPlace:
     def _arith_(self, name, op_cls, other, alpha=1):
         if alpha != 1:
             other = other * alpha
-        a, b = self._operands(self, other, name, true_division=op_cls is ops.Div)
+        a, b = self._operands(self, other, name, true_division=op_cls is ops.Div, into=self)
         number = exact_number(op_cls, self, other)  # NOTE [a number beside 2-byte floats] (ops/pointwise.py)
         check_device(name, a, b)
-        if a.dtype != self.dtype:
-            raise RuntimeError(f"{name}: the result would be {a.dtype.name}, but this tensor is {self.dtype.name}: "
-                               f"an in-place op cannot change the dtype; write x = x ... or convert first")
 
         def numpy_write(array):
             try:
@@ -604,7 +601,8 @@ class InPlace:
                 ufunc(array, number["number"][1], out=array, dtype=np.float32, casting="unsafe")
             else:
                 ufunc(array, b._data, out=array)
-        return self._write(name, lambda: self._apply(op_cls, a, b, **number), (other,), numpy_write)
+        return self._write(name, lambda: self._apply(op_cls, a, b, **number).to(self.dtype),  # computed wider, rounded
+                           (other,), numpy_write if a.dtype == self.dtype else None)  # once into this dtype
 
     def add_(self, other, *, alpha=1):
         return self._arith_("add_", ops.Add, other, alpha)

@@ -23,6 +23,8 @@ from .modes import _on, _share_version, _version_counter
 from .tape import Variable, _check_real, _check_same_device_and_dtype, _placeholders, _values, backward, record
 from .args import FLOAT_DTYPES, _array_of, _bool_array, _index_key, _is_number, _shape, check_cuda_device, parse_to_args
 from .args import _number_array, dim_alias, exact_number
+from . import promotion
+from .promotion import result_type
 from .methods import Comparisons, Composed, InPlace
 from .names import Names
 
@@ -119,9 +121,10 @@ def _new(array, requires_grad=False):
 
 # ----------------------------------------------------------------------------- type promotion
 
-def _operands(a, b, op, true_division=False):
+def _operands(a, b, op, true_division=False, into=None):
     """The two operands of a binary op (a Tensor and a Tensor or number, either side) as tensors of one
-    dtype, by NOTE [type promotion]."""
+    dtype, torch.result_type's but for one refusal (NOTE [type promotion], promotion.py); `into`: the tensor an
+    in-place op writes, which that dtype must cast into, as torch.can_cast."""
     if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype \
             and (a._data.dtype.kind not in "biu" or not true_division):
         return a, b  # the common case, first
@@ -131,25 +134,26 @@ def _operands(a, b, op, true_division=False):
             raise TypeError(f"{op}: expected a Tensor or a Python number, got {type(x).__name__}; "
                             f"wrap arrays with mg.tensor(...){hint}")
     like = a if isinstance(a, Tensor) else b
-    dtypes = [x.dtype for x in (a, b) if isinstance(x, Tensor)]
-    floats = sorted({d.name for d in dtypes if backend.is_float(d)})
-    if len(floats) > 1 and _on.autocast is None:  # under autocast the op's inputs go to the widest (apply)
-        raise TypeError(f"{op}: inputs have different dtypes ({' and '.join(floats)}); minigrad does not "
-                        f"promote float32 to float64 silently: convert one with .to('{like.dtype.name}') first")
-    if len(floats) > 1:
+    floats = {x.dtype for x in (a, b) if isinstance(x, Tensor) and backend.is_float(x.dtype)}
+    if len(floats) > 1 and _on.autocast is not None:  # autocast casts an op's floats itself (apply), by one rule
         return a, b
-    if floats:
-        target = np.dtype(floats[0])
-    elif true_division or any(isinstance(x, (float, np.floating)) for x in (a, b)):
-        target = np.dtype("float32")  # PyTorch's default float dtype
-    elif len(dtypes) == 2:
-        target = np.result_type(*dtypes)
-    elif like.dtype == bool and isinstance(a if a is not like else b, (int, np.integer)) \
-            and not isinstance(a if a is not like else b, (bool, np.bool_)):
-        target = np.dtype("int64")
-    else:
-        target = like.dtype
+    target = result_type(op, (a, b))
+    if true_division and promotion.kind(target) < 2:
+        target = promotion.FLOAT32  # PyTorch's default float dtype
+    if into is not None and not promotion.can_cast(target, into.dtype):  # a float into an int tensor, an int into bool
+        raise RuntimeError(f"{op}: the result would be {target.name}, but this tensor is {into.dtype.name}: an "
+                           f"in-place op cannot change the dtype's kind; write x = x ... or convert first")
     return tuple(x.to(target) if isinstance(x, Tensor) else _new(_number_array(x, like._data, target)) for x in (a, b))
+
+
+def _one_dtype(op, tensors):
+    """cat's and stack's tensors in one dtype, torch.result_type's, 0-d ones joined as 1-d ones, as PyTorch's stack
+    joins them (NOTE [type promotion], promotion.py); under autocast mixed floats pass, as in _operands."""
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) == 1 or _on.autocast is not None and sum(backend.is_float(d) for d in dtypes) > 1:
+        return list(tensors)
+    target = result_type(op, tensors, all_dims=True)
+    return [t if t.dtype == target else t.to(target) for t in tensors]
 
 
 _NUMPY_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "true_divide": operator.truediv,
@@ -158,11 +162,6 @@ _NUMPY_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": o
                     "equal": operator.eq, "not_equal": operator.ne}
 
 
-# NOTE [type promotion]: PyTorch's rules, but one. A number takes the tensor's dtype, except a float
-# next to an integer or bool tensor: both become float32 (the default float dtype), as do integers
-# divided. An integer or bool tensor next to a float tensor takes the float's dtype; two integer or
-# bool tensors take the wider. float32 next to float64 is an error, not float64 as in PyTorch: a stray
-# float64 would double a model's memory unseen, and minigrad is about seeing memory.
 def _where(condition, input, other):
     """mg.where (factories.py), here for the in-place writes (fill_, copy_) too: one ops.Where of the values in one
     dtype by NOTE [type promotion]."""
@@ -448,13 +447,13 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
     def long(self):
         return self.to("int64")
 
-    # --- arithmetic (NOTE [type promotion])
+    # --- arithmetic (NOTE [type promotion], promotion.py)
     def _binary(self, op_cls, other, name, reflected=False):
         if op_cls is ops.Sub and bool in (self._data.dtype, getattr(other, "dtype", type(other))):  # as PyTorch
             raise TypeError("sub: subtracting a bool (tensor) is not supported, as in PyTorch; to invert a mask "
                             "write ~mask; for numbers convert it with .long() first")
         a, b = (other, self) if reflected else (self, other)  # exact_number: NOTE [a number beside 2-byte floats]
-        number = exact_number(op_cls, a, b) if op_cls.takes_number and not isinstance(other, Tensor) else {}
+        number = exact_number(op_cls, a, b) if op_cls.takes_number else {}
         return apply(op_cls, *_operands(a, b, name, true_division=op_cls is ops.Div), **number)
 
     def __add__(self, other):
