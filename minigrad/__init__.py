@@ -34,6 +34,8 @@ The floors, each file importing only the ones above it (the README's table; a te
     export.py       a Chrome trace (Perfetto) and an HTML memory timeline
     allocator.py    PyTorch's CUDA caching allocator, replayed: what a GPU would reserve for those bytes
   names.py        PyTorch's names: inference_mode, and the did-you-mean of a name minigrad does not have
+  autograd/       torch.autograd's names, mg.autograd
+    graph.py        saved_tensors_hooks (what a record keeps, and how it gets it back) and save_on_cpu
   functional.py   softmax, cross_entropy, nll_loss, layer_norm, ... (imported as mg.functional)
   nn/             modules with PyTorch's names
     module.py       Parameter, Module, Sequential, ModuleList, ModuleDict
@@ -71,7 +73,7 @@ The floors, each file importing only the ones above it (the README's table; a te
 """
 import numpy as _np
 
-from . import amp, functional, nn, optim, utils
+from . import amp, autograd, functional, nn, optim, utils
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .accumulate import accumulate, accumulation_step
 from .checkpoint import checkpoint, checkpoint_policies, checkpoint_sequential
@@ -96,7 +98,7 @@ __all__ = ["Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like
            "get_rng_state", "set_rng_state", "cuda_is_available", "default_device", "device", "functional", "nn", "optim",
            "float16", "bfloat16", "float32", "float64", "int32", "int64", "bool_", "profile", "checkpoint", "checkpoint_sequential", "accumulate", "accumulation_step",
            "checkpoint_policies", "from_numpy", "inference_mode", "is_inference_mode_enabled", "utils", "amp", "autocast",
-           "is_autocast_enabled", "get_autocast_dtype"]
+           "is_autocast_enabled", "get_autocast_dtype", "autograd"]
 
 _INSTEAD = {"compile": "minigrad has no compiler: call the model itself", "jit": "minigrad has no compiler (no jit)",
             "save": "save model.state_dict() (NumPy arrays) with numpy.savez or pickle; load_state_dict takes it back",
@@ -107,9 +109,7 @@ _INSTEAD = {"compile": "minigrad has no compiler: call the model itself", "jit":
             "as_tensor": "mg.tensor(data) copies; mg.from_numpy(array) shares the NumPy array's memory",
             "long": "the dtype is mg.int64", "bool": "the dtype is mg.bool_", "int": "the dtype is mg.int32",
             "float": "the dtype is mg.float32", "double": "the dtype is mg.float64", "half": "the dtype is mg.float16",
-            "Size": "a shape is a plain tuple",
-            "autograd": "minigrad has no autograd namespace: call loss.backward() and read each input's .grad "
-                        "(what torch.autograd.grad(loss, x) returns; zero the .grad first)"}
+            "Size": "a shape is a plain tuple"}
 
 
 def __getattr__(name):

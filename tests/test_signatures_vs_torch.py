@@ -26,6 +26,7 @@ import pytest
 
 import minigrad as mg
 import minigrad.functional as F
+import minigrad.autograd.graph as mg_graph
 import minigrad.utils.checkpoint as mg_checkpoint
 from minigrad import amp, nn, optim
 from minigrad.optim import lr_scheduler
@@ -33,6 +34,7 @@ from on_device import to_host
 
 # against a recent PyTorch (2.5 added sdpa's enable_gqa and is_autocast_enabled(device_type)); older ones skip
 torch = pytest.importorskip("torch", minversion="2.5")
+import torch.autograd.graph  # noqa: E402
 import torch.utils.checkpoint  # noqa: E402
 pytestmark = pytest.mark.torch
 
@@ -358,6 +360,8 @@ def pairs():
             add(f"lr_scheduler.{n}", obj, theirs, n)
     for n in mg_checkpoint.__all__:
         add(f"utils.checkpoint.{n}", getattr(mg_checkpoint, n), getattr(torch.utils.checkpoint, n), n)
+    for n in mg_graph.__all__:
+        add_class(f"autograd.graph.{n}", getattr(mg_graph, n), getattr(torch.autograd.graph, n, None))
     for n in amp.__all__:
         obj = getattr(amp, n)
         theirs = getattr(torch.amp, n, None) or getattr(torch, n, None)
@@ -443,8 +447,8 @@ def test_every_public_name_is_compared_or_listed():
     assert not no_twin, f"public names PyTorch does not have, not listed in NO_TWIN: {no_twin}"
     assert len(PAIRS) > 300
     # and no namespace goes unwalked: the packages and modules minigrad offers are the ones walked above
-    walked = {"functional", "nn", "optim", "utils", "amp", "init", "lr_scheduler", "checkpoint"}
-    for space in (mg, nn, optim, mg.utils, amp):
+    walked = {"functional", "nn", "optim", "utils", "amp", "init", "lr_scheduler", "checkpoint", "autograd", "graph"}
+    for space in (mg, nn, optim, mg.utils, amp, mg.autograd):
         modules = {n for n in space.__all__ if inspect.ismodule(getattr(space, n))}
         assert modules <= walked, f"{space.__name__} offers {sorted(modules - walked)}, which this file does not walk"
 

@@ -7,7 +7,8 @@
   reading path    the README's reading path names the files (and, in a file, the classes or functions)
                   that hold the tape, the Tensor's face and one op of each kind, in order, under 1,300
                   lines in all, the number the README states; no file of minigrad/ is over 700 lines
-  one choke point an op's `saved` is set only by Op.save_for_backward and the tape's keep/hand_over/release;
+  one choke point an op's `saved` is set only by Op.save_for_backward and the tape's keep/hand_over/release (and,
+                  under saved-tensor hooks, _run_tape's unpack; its `packed` only by keep/_run_tape);
                   inside keep_saved(False) every record keeps nothing
   tape state      no module assigns to another module's attributes; the tape's switches change only
                   through their context managers, and each has a public query
@@ -219,8 +220,10 @@ def assignments_to(attr):
 
 
 def test_only_the_choke_point_sets_what_a_record_keeps():
-    assert assignments_to("saved") == [("ops/base", "save_for_backward"), ("tensor/tape", "hand_over"),
-                                       ("tensor/tape", "keep"), ("tensor/tape", "release")]
+    assert assignments_to("saved") == [("ops/base", "save_for_backward"), ("tensor/tape", "_run_tape"),
+                                       ("tensor/tape", "hand_over"), ("tensor/tape", "keep"),
+                                       ("tensor/tape", "release")]
+    assert assignments_to("packed") == [("tensor/tape", "_run_tape"), ("tensor/tape", "keep")]
 
 
 def test_a_record_made_under_keep_saved_false_keeps_nothing():

@@ -45,6 +45,7 @@ class Op:
     versions = ()          # per kept array a tensor holds: (its version counter, count when kept, index, input)
     retained = None        # weakref to the output, when someone called retain_grad() on it
     saved_meta = ()        # (shape, dtype, device) of each array keep() dropped (inside a checkpoint's forward)
+    packed = None          # under saved_tensors_hooks, what pack returned instead (NOTE [saved tensors hooks])
 
     def save_for_backward(self, *arrays):
         """Name exactly the arrays that backward will read. The tape's `keep` (tensor/tape.py, NOTE [one

@@ -65,6 +65,32 @@ def _state_arrays(optimizer):
                 yield value
 
 
+# NOTE [what a pack hook keeps]: under saved_tensors_hooks (autograd/graph.py) a record holds what the pack hook
+# returned, not the arrays (NOTE [saved tensors hooks], autograd/graph.py), and the ledger counts what it finds in it:
+# an array, a tensor's array, and these inside tuples and lists, at any depth (save_on_cpu's (device, tensor)); any
+# other object counts nothing, as Python's objects never do (a holder that keeps nothing, as a hook checkpoint's, is
+# right so; one that hides arrays from the ledger is not seen). Each counts where it lives: as activations if it is on
+# the device the op ran on (what a plain record would keep; a pack that returns the tensor itself keeps the same bytes),
+# and in host memory, apart (prof.host_bytes()), if the op ran on the GPU and the array is on the host (save_on_cpu's
+# copy), so that the peak of 'activations' on 'cuda' falls by what was offloaded. The arrays that unpack makes for a
+# backward are that backward's, counted as any array made for it.
+def _kept_by_pack(record):
+    """([arrays on the op's device], [arrays on the host, for a GPU's op]) that a record's packed objects hold."""
+    found = []
+    stack = list(record.packed.objects)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Tensor):
+            x = x._data
+        if backend.is_array(x):
+            found.append(x)
+        elif isinstance(x, (tuple, list)):
+            stack.extend(x)
+    gpu = any(meta is not None and meta[2] == "cuda" for meta in record.packed.metas)
+    host = [a for a in found if gpu and backend.device_of(a) == "cpu"]
+    return [a for a in found if not (gpu and backend.device_of(a) == "cpu")], host
+
+
 class _Ledger:
     """The ledger's part of mg.profile (profiler/__init__.py puts the parts together): its hooks count what the
     tape reports; its queries answer what a learner asks. The hooks time themselves with the clocks' sums
@@ -90,6 +116,8 @@ class _Ledger:
         self._saved_dtypes = {}            # dtype name -> bytes saved for backward (summed over calls)
         self._cast_weights = {}            # id(owner) -> bytes of a parameter's cast copy while it lives (autocast)
         self._cast_now = self._cast_peak = 0
+        self._host = {}                    # id(owner) -> [nbytes, holders] of host buffers that GPU records keep
+        self._host_now = self._host_peak = 0  # (NOTE [what a pack hook keeps])
         self._events = []                  # [op name, phase, bytes per category after it]
         self._event_ns = []                # when each event was taken (NOTE [when, beside what])
         self._lifetimes = array("q")       # key, bytes as each buffer is born; key, -1 as it dies: the order a
@@ -214,19 +242,42 @@ class _Ledger:
 
     def _hold_saved(self, record):
         """Count a record's saved arrays as activations until its backward releases them (or it dies); returns
-        their buffers' keys."""
-        keys = [self._add(a, ACTIVATIONS) for a in record.saved if backend.is_array(a)]
+        their buffers' keys, and the arrays."""
+        if record.saved or record.packed is None:  # the common case first: one read (NOTE [per-op overhead], tensor)
+            arrays, host = [a for a in record.saved if backend.is_array(a)], ()
+        else:
+            arrays, host = _kept_by_pack(record)
+            host = [self._hold_host(a) for a in host]
+        keys = [self._add(a, ACTIVATIONS) for a in arrays]
         ref = weakref.ref(record, self._on_record_death)
-        self._refs[id(ref)] = (ref, (id(record), keys))
+        self._refs[id(ref)] = (ref, (id(record), keys, host))
         self._records[id(record)] = ref
-        return keys
+        return keys, arrays
 
     def _drop_saved(self, ref):
         """A record's saved arrays no longer count: it released them, or it died (`ref` is its weak reference)."""
-        _, (record_id, keys) = self._refs.pop(id(ref), (None, (None, ())))
+        _, (record_id, keys, host) = self._refs.pop(id(ref), (None, (None, (), ())))
         self._records.pop(record_id, None)
         for key in keys:
             self._remove(key, ACTIVATIONS)
+        for key in host:
+            entry = self._host[key]
+            entry[1] -= 1
+            if not entry[1]:
+                self._host_now -= entry[0]
+                del self._host[key]
+
+    def _hold_host(self, array):
+        """NOTE [what a pack hook keeps]: a buffer in host memory that a GPU's record keeps (save_on_cpu's copy),
+        counted apart from the device's categories while records hold it; returns its key."""
+        owner = backend.owner(array)
+        entry = self._host.get(id(owner))
+        if entry is None:
+            entry = self._host[id(owner)] = [owner.nbytes, 0]
+            self._host_now += owner.nbytes
+            self._host_peak = max(self._host_peak, self._host_now)
+        entry[1] += 1
+        return id(owner)
 
     _on_record_death = _bookkeeping(_drop_saved)  # the weak reference's callback
 
@@ -254,10 +305,10 @@ class _Ledger:
     def on_save(self, record):
         """A record keeps its saved arrays (tensor.keep): activations until on_release."""
         start, overhead = _now(), self._overhead_ns
-        keys = self._hold_saved(record)
+        keys, arrays = self._hold_saved(record)
         buffers, dtypes = self._buffers, self._saved_dtypes  # what activations_kept([record]) counts: its buffers
         kept, seen = 0, set()                                # that are activations, each once; and by dtype
-        for key, a in zip(keys, [a for a in record.saved if backend.is_array(a)]):
+        for key, a in zip(keys, arrays):
             entry = buffers[key]
             if entry[2] == ACTIVATIONS and key not in seen:
                 seen.add(key)
@@ -273,7 +324,7 @@ class _Ledger:
         ref = self._records.get(id(record))
         if ref is None:
             return
-        _, (_, keys) = self._refs[id(ref)]  # as _hold_saved stored them
+        _, (_, keys, _) = self._refs[id(ref)]  # as _hold_saved stored them
         for a in arrays:
             key = id(backend.owner(a))
             if key in keys:
@@ -409,7 +460,7 @@ class _Ledger:
         record keeps is still a parameter), each buffer once."""
         kept = {}
         for record in records:
-            for a in record.saved:
+            for a in (record.saved if record.saved or record.packed is None else _kept_by_pack(record)[0]):
                 if backend.is_array(a):
                     entry = self._buffers.get(id(backend.owner(a)))
                     if entry is not None and entry[2] == ACTIVATIONS:
@@ -462,6 +513,13 @@ class _Ledger:
         They are counted in the categories too: as activations while a record keeps them (the matmul that reads
         them), as transient while only autocast's cache holds them."""
         return self._cast_peak if peak else self._cast_now
+
+    def host_bytes(self, peak=True):
+        """Bytes in host memory that records of ops run on the GPU keep for backward, at their peak in the block (or
+        now, peak=False): what a pack hook moved there, as save_on_cpu does (NOTE [what a pack hook keeps]). They are
+        in no category, which count the device's memory; on the CPU, saved arrays are the device's, and count as
+        activations wherever a pack hook keeps them."""
+        return self._host_peak if peak else self._host_now
 
     def flops(self, phase=None, op=None):
         """FLOPs counted in `phase` ('forward', 'backward', 'recompute') for `op` (e.g. 'matmul'); None = all."""

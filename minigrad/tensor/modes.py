@@ -12,9 +12,9 @@ from .. import backend
 
 class _Switches:
     """Everything the tape's behaviour depends on, in one place. Only the context managers below set
-    the first six; `backward` sets `taken`; each has a public query. Slots: every op reads several of them
+    the first seven; `backward` sets `taken`; each has a public query. Slots: every op reads several of them
     (NOTE [per-op overhead], tensor.py), and a slot is read faster than an attribute looked up in a dict."""
-    __slots__ = ("grad_enabled", "keep_saved", "recomputing", "profiler", "cache", "autocast", "taken")
+    __slots__ = ("grad_enabled", "keep_saved", "recomputing", "profiler", "cache", "autocast", "saved_hooks", "taken")
 
     def __init__(self):
         self.grad_enabled = True  # record ops (no_grad turns it off)
@@ -24,6 +24,7 @@ class _Switches:
         self.cache = None         # a checkpoint's op cache, in its forward or its recompute: the tape asks it
         #                           (Cache below; checkpoint/policies.py sets it)
         self.autocast = None      # mg.autocast's policy: the tape asks it how to cast an op's inputs (Autocast below)
+        self.saved_hooks = None   # the innermost saved_tensors_hooks (autograd/graph.py): keep packs, _run_tape unpacks
         self.taken = None         # the running backward's gradient arrays that someone owns
         #                           (NOTE [who owns a gradient], tape.py: backward)
 
@@ -109,6 +110,13 @@ class autocasting(_Mode):
     """Let `policy` (an Autocast, below) cast every op's inputs, or None: no op's (mg.autocast enters this; a
     checkpoint's recompute enters its forward's policy again, so that it casts as the forward did)."""
     switch = "autocast"
+
+
+class packing(_Mode):
+    """Let `hooks` (a saved_tensors_hooks, autograd/graph.py, which enters this) pack what every record keeps and
+    unpack it for backward, or None: no hooks. One pair at a time: entered inside another, the innermost wins, as
+    PyTorch's (NOTE [saved tensors hooks], autograd/graph.py)."""
+    switch = "saved_hooks"
 
 
 class Listener:
@@ -245,6 +253,11 @@ def autocast_inputs(name, *inputs):
     """The tensors that a composed function `name` (cross_entropy, ...) runs on: as autocast's policy casts them
     (None and numbers pass as they are), or the inputs themselves outside autocast."""
     return inputs if _on.autocast is None else _on.autocast.inputs(name, inputs)
+
+
+def active_saved_tensors_hooks():
+    """The innermost saved_tensors_hooks (mg.autograd.graph) the code runs in, or None."""
+    return _on.saved_hooks
 
 
 def active_cache():

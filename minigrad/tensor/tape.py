@@ -93,6 +93,9 @@ def keep(record, inputs, out):
             record.saved = ()
             return
         record.saved = kept  # a selective checkpoint's policy picked this op (NOTE [selective checkpoint], checkpoint)
+    elif _on.saved_hooks is not None and not _on.recomputing:  # NOTE [saved tensors hooks] (autograd/graph.py): the
+        record.packed = _on.saved_hooks.pack(record.saved, inputs, out)  # record holds what pack returns, no array
+        record.saved = ()
     if _on.profiler is not None:
         _on.profiler.on_save(record)
 
@@ -234,10 +237,15 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
             raise RuntimeError(f"backward: trying to backward through the graph a second time: the arrays that "
                                f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
                                f"the first backward if you need a second one, or run the forward again.")
-        if op.saved_meta and not op.saved:
-            raise RuntimeError(f"backward: '{op.name}' was recorded inside a checkpoint's forward, which keeps "
-                               f"nothing for backward. A checkpointed function must return its tensors as they "
-                               f"are or in tuples, lists and dicts (checkpoint does not look inside other objects)")
+        if not op.saved:  # it saved nothing, or keeps it packed (saved-tensor hooks), or kept nothing (a checkpoint's)
+            if op.packed is not None:  # NOTE [saved tensors hooks] (autograd/graph.py): the arrays back, by unpack_hook
+                op.saved = op.packed.unpack(op.name)
+                if not retain_graph:
+                    op.packed = None  # the last backward that reads them has them: what pack returned goes now
+            elif op.saved_meta:
+                raise RuntimeError(f"backward: '{op.name}' was recorded inside a checkpoint's forward, which keeps "
+                                   f"nothing for backward. A checkpointed function must return its tensors as they "
+                                   f"are or in tuples, lists and dicts (checkpoint does not look inside other objects)")
         for vc, n, i, k in op.versions:  # NOTE [version counters]
             if vc.n != n:
                 raise _written_since(op, vc.n, n, i, k)
@@ -251,6 +259,8 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
             profiler.on_backward(op, g, input_grads, not retain_graph)
         if not retain_graph:
             release(op)
+        elif op.packed is not None:
+            op.saved = ()  # what pack returned stays, for the next backward to unpack again; these arrays go
         j = -1
         for nxt in op.next:  # with input_grads[j]: not zip (NOTE [per-op overhead]); an op returns one per input
             j += 1
