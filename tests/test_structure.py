@@ -303,16 +303,20 @@ def test_no_grad_as_a_decorator_nests_in_itself():
 
 
 def test_apply_asks_autocast_one_question_and_only_inside_a_region():
-    """NOTE [autocast asks first] (tensor/modes.py): autocast lives in amp/, on top of the tape; apply reads its switch
-    once per op and asks its policy one thing, declared once in tensor.Autocast; nothing else of the tape asks it
-    (type promotion only lets mixed floats through to apply, which casts them, where it would raise)."""
+    """NOTE [autocast asks first] (tensor/modes.py): autocast lives in amp/, on top of the tape, as an op mode (NOTE [op
+    modes]): apply and its plain path name it nowhere; its policy is asked one thing, declared once in
+    tensor.Autocast, by its own __op__; nothing else of the tape asks it (type promotion only lets mixed floats
+    through to apply, which casts them, where it would raise)."""
+    import inspect
+    import textwrap
     from minigrad.tensor import Autocast
-    tree = parse("tensor/tensor")
-    apply_def = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "apply")
-    reads = [n for n in ast.walk(apply_def) if isinstance(n, ast.Attribute) and n.attr == "autocast"]
-    assert len(reads) == 2  # `if _on.autocast is not None:` and the call on it
-    asked = {n.attr for n in ast.walk(apply_def) if isinstance(n, ast.Attribute)
-             and isinstance(n.value, ast.Attribute) and n.value.attr == "autocast"}
+    defs = {n.name: n for f in ("tensor/tensor", "tensor/modes") for n in parse(f).body if isinstance(n, ast.FunctionDef)}
+    for name in ("apply", "_chain", "_level", "_run"):
+        fn = defs[name]
+        assert not [n for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == "autocast"], name
+    op = ast.parse(textwrap.dedent(inspect.getsource(Autocast.__op__)))
+    asked = {n.attr for n in ast.walk(op) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+             and n.value.id == "self"}
     assert asked == {n for n in vars(Autocast) if not n.startswith("_")} == {"inputs"}
     for name in ("tensor/tape", "tensor/args", "tensor/methods", "tensor/factories"):
         assert "autocast" not in open(path_of(name), encoding="utf-8").read(), name

@@ -3,9 +3,9 @@ before it runs: the matrix products to a low precision (bfloat16 or float16), a 
 takes one dtype to the widest of its inputs. The weights stay float32 (the "master" copy): the casts are ordinary
 ops on the tape (ops.Cast), so the gradient comes back through them into each weight in float32.
 
-This module holds the whole policy: the lists, the casts and the cache of cast weights. The tape asks it one
-question per op, and only inside the region (NOTE [autocast asks first], tensor/modes.py); outside, apply reads one
-slot and goes on.
+This module holds the whole policy: the lists, the casts and the cache of cast weights. The seam it uses: its policy
+is an op mode (NOTE [op modes], tensor/modes.py), the first on the stack inside the region, which casts each op's
+inputs before the modes below and the op see them (NOTE [autocast asks first]); outside, it is not on the stack.
 
 Read next: grad_scaler.py, the loss scaling that float16's gradients need.
 """

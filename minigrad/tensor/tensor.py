@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import backend, ops
 from ..ops import ShapeError
-from .modes import _on, _share_version, _version_counter
+from .modes import _chain, _on, _share_version, _version_counter
 from .tape import Variable, _check_real, _check_same_device_and_dtype, _placeholders, _values, backward, record
 from .args import FLOAT_DTYPES, _array_of, _bool_array, _index_key, _is_number, _shape, check_cuda_device, parse_to_args
 from .args import _number_array, dim_alias, exact_number
@@ -37,8 +37,15 @@ from .names import Names
 # per item, 2.7% of a tiny model's step in instructions.
 def apply(op_cls, *inputs, **attrs):
     """Run one op on tensors and, when recording, keep it on the tape as the output's record."""
-    if _on.autocast is not None:  # NOTE [autocast asks first] (modes.py): the inputs, cast by autocast's lists
-        inputs = _on.autocast.inputs(op_cls.name, inputs, op_cls.same_dtype)
+    if _on.modes:  # NOTE [op modes] (modes.py): the first mode sees the op, and runs the rest of the stack
+        first, run = _on.chain or _chain(_run)
+        return first(op_cls, inputs, attrs, run)
+    return _run(op_cls, inputs, attrs)
+
+
+def _run(op_cls, inputs, attrs, noted=None):
+    """The op itself, and its record: what apply does with no mode active. `noted` hears of the op before its
+    record keeps anything (NOTE [op modes])."""
     op = op_cls()
     arrays = [t._data for t in inputs]
     if len(arrays) > 1 and op.same_dtype:
@@ -71,6 +78,8 @@ def apply(op_cls, *inputs, **attrs):
         _share_version(t, inputs)
     if _on.cache is not None:
         _on.cache.ran(op, op if recording else None, inputs, t, attrs)  # before keep(): its policy decides
+    if noted is not None:
+        noted(op, op if recording else None, inputs, t, attrs)
     if recording:
         record(op, inputs, t)
     if _on.profiler is not None:
