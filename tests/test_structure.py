@@ -256,15 +256,18 @@ def test_no_module_assigns_to_another_modules_attributes():
     offenders = []
     for name in files_on_disk() + packages_on_disk():
         tree = parse(name)
-        aliases = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1
-                   and not n.module for a in n.names}
+        aliases = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level >= 1
+                   and not n.module for a in n.names}  # from . import x, from .. import backend: modules
         aliases |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         for node in ast.walk(tree):
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, ast.AugAssign) else []
-            for t in targets:
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in aliases:
-                    offenders.append(f"{name}:{node.lineno} sets {t.value.id}.{t.attr}")
+            for t in targets:  # at any depth: module.attr = ..., module.sub.attr = ... (backend.pool._report once)
+                root = t.value if isinstance(t, ast.Attribute) else None
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id in aliases:
+                    offenders.append(f"{name}:{node.lineno} sets {ast.unparse(t)}")
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
                     and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
                 offenders.append(f"{name}:{node.lineno} setattr on module {node.args[0].id}")

@@ -87,12 +87,12 @@ class OpMode:
 
 
 _entered = []  # the OpModes entered with `with`, outermost first
-_MODE_SWITCHES = frozenset({"autocast"})  # the switches whose value is a feature's mode
+_MODE_SWITCHES = frozenset({"autocast", "profiler"})  # the switches whose value is a feature's mode
 
 
 def _restack():
     """Put the active modes in apply's order (NOTE [op modes]), as a mode is entered or left."""
-    _on.modes = tuple([m for m in (_on.autocast, *reversed(_entered)) if m is not None])
+    _on.modes = tuple([m for m in (_on.autocast, _on.profiler, *reversed(_entered)) if m is not None])
     _on.chain = None
 
 
@@ -177,11 +177,11 @@ class profiling(_Mode):
 
     def __enter__(self):
         super().__enter__()
-        backend.pool._report = self.value.on_new_array
+        backend.pool.report_new_arrays_to(self.value.on_new_array)
 
     def __exit__(self, *exc):
         super().__exit__(*exc)
-        backend.pool._report = None if _on.profiler is None else _on.profiler.on_new_array
+        backend.pool.report_new_arrays_to(None if _on.profiler is None else _on.profiler.on_new_array)
 
 
 class autocasting(_Mode):
@@ -190,13 +190,14 @@ class autocasting(_Mode):
     switch = "autocast"
 
 
-class Listener:
+class Listener(OpMode):
     """NOTE [what the tape reports]: every report the tape (and the optimizer and the collectives) makes to the
     listener of `with profiling(listener):`, in one place: each does nothing here, and mg.profile (profiler)
-    overrides them to keep its ledger of bytes, FLOPs and time. Where each is called (apply, _set_grad and _new in
-    tensor.py; keep, hand_over, _run_tape and release in tape.py), in the order of a step:
+    overrides them to keep its ledger of bytes, FLOPs and time. The listener is also an op mode (NOTE [op modes]),
+    after autocast's: its __op__ below makes the per-op reports. Where each is called (__op__ below; _set_grad and
+    _new in tensor.py; keep, hand_over, _run_tape and release in tape.py), in the order of a step:
 
-      apply         on_inputs (it also starts the op's clock) ... on_forward; stop_clock for an op a
+      __op__        on_inputs (it also starts the op's clock) ... on_forward; stop_clock for an op a
                     checkpoint's recompute replays without running it
       keep          on_save: a record keeps its saved arrays (activation memory)
       hand_over     on_hand_over: a checkpoint gives the outputs it kept to its recompute's records
@@ -208,8 +209,19 @@ class Listener:
       made          on_new_array: an array an op or a step makes (a temporary, new state), as it is made
       distributed   on_communication: bytes sent and received by a collective
 
-    The tape reads `_on.profiler` once per op and calls only when a listener is active: without one, none of
-    this runs."""
+    Only while a listener is active is it on the stack and read by the tape: without one, none of this runs."""
+
+    def __op__(self, op_cls, inputs, attrs, run):
+        """An op's reports: its inputs, then, once it ran and its record kept what it saved, the op; its clock runs
+        from one to the other (NOTE [self time], profiler), the modes below included (a checkpoint's cache)."""
+        profiler, ran = self, []
+        clock = profiler.on_inputs(inputs)
+        t = run(op_cls, inputs, attrs, lambda op, record, inputs, out, attrs: ran.append((op, inputs)))
+        if not ran:  # a mode below returned it unrun (a checkpoint's recompute): its time is the checkpoint's
+            profiler.stop_clock(clock)
+        else:
+            profiler.on_forward(ran[0][0], ran[0][1], t._data, clock)  # stops it first
+        return t
 
     def on_inputs(self, inputs):
         """An op is about to run on these tensors; returns the clock that on_forward stops."""

@@ -52,14 +52,10 @@ def _run(op_cls, inputs, attrs, noted=None):
         _check_same_device_and_dtype(op_cls.name, arrays)
     needs = tuple([t._requires_grad for t in inputs])  # NOTE [per-op overhead]
     recording = _on.grad_enabled and True in needs
-    if _on.profiler is not None:
-        clock = _on.profiler.on_inputs(inputs)  # and starts the op's clock: NOTE [self time] (profiler)
     op.needs_input_grad = needs if recording else (False,) * len(inputs)
     if _on.cache is not None:  # NOTE [the cache asks, the tape answers] (modes.py)
         t = _on.cache.replayed(op_cls, inputs, attrs)
         if t is not None:
-            if _on.profiler is not None:
-                _on.profiler.stop_clock(clock)  # not run: its time is the checkpoint's that replays it
             return t
     if _placeholders:  # NOTE [reads outside the tape]: an op that runs reads its inputs
         for a in arrays:
@@ -82,8 +78,6 @@ def _run(op_cls, inputs, attrs, noted=None):
         noted(op, op if recording else None, inputs, t, attrs)
     if recording:
         record(op, inputs, t)
-    if _on.profiler is not None:
-        _on.profiler.on_forward(op, inputs, out, clock)  # stops it first
     return t
 
 
