@@ -138,7 +138,7 @@ def test_apply_with_no_mode_is_the_record_and_nothing_else():
     import inspect
     trees = [ast.parse(inspect.getsource(importlib.import_module(f"minigrad.tensor.{m}"))) for m in ("tensor", "modes")]
     defs = {n.name: n for tree in trees for n in tree.body if isinstance(n, ast.FunctionDef)}
-    for name in ("apply", "_chain", "_level"):
+    for name in ("apply", "_chain", "_level", "_run"):
         fn = defs[name]
         words = {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)} | \
             {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}

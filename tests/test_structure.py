@@ -313,7 +313,8 @@ def test_apply_asks_autocast_one_question_and_only_inside_a_region():
     import inspect
     import textwrap
     from minigrad.tensor import Autocast
-    defs = {n.name: n for f in ("tensor/tensor", "tensor/modes") for n in parse(f).body if isinstance(n, ast.FunctionDef)}
+    defs = {n.name: n for f in ("tensor/tensor", "tensor/modes") for n in parse(f).body
+            if isinstance(n, ast.FunctionDef)}
     for name in ("apply", "_chain", "_level", "_run"):
         fn = defs[name]
         assert not [n for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == "autocast"], name

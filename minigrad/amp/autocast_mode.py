@@ -27,9 +27,10 @@ FLOAT16, FLOAT32, FLOAT64, BFLOAT16 = np.dtype("float16"), np.dtype("float32"), 
 #   float32 on CUDA: those losses and prod, and also softmax, log_softmax, layer_norm, exp, log, pow (x ** 2, and
 #       x ** y and 2 ** x: pow_tensor), sum, cumsum, softplus (rsqrt, ... are absent here). GELU is in neither float32 list.
 #       var and std are in neither: they give their input's dtype (computed in float32 inside, as PyTorch's).
-#       Two of CUDA's float32 list that minigrad does not follow, as only apply asks this policy (NOTE [autocast
-#       asks first]): norm (and F.normalize), a composition of Tensor's, gives float16 there (computed in float32,
-#       NOTE [float16's squares]), and `2 / x`, which is PyTorch's x.reciprocal() * 2, float16 (the same values).
+#       Two of CUDA's float32 list that minigrad does not follow, as the policy is asked only as an op mode, about
+#       ops (NOTE [autocast asks first]): norm (and F.normalize), a composition of Tensor's, gives float16 there
+#       (computed in float32, NOTE [float16's squares]), and `2 / x`, which is PyTorch's x.reciprocal() * 2,
+#       float16 (the same values).
 #   everything else: the input's dtype, and where an op takes one dtype for all its inputs (an add of a float32
 #       residual and a bfloat16 product, cat, where, ...), the widest of them, as PyTorch's type promotion does
 #       there (float16 with bfloat16: float32; a 0-d tensor does not widen one with dims). minigrad never promotes

@@ -15,7 +15,8 @@ class _Switches:
     """Everything the tape's behaviour depends on, in one place. Only the context managers below set
     the first six; `backward` sets `taken`; each has a public query. Slots: every op reads several of them
     (NOTE [per-op overhead], tensor.py), and a slot is read faster than an attribute looked up in a dict."""
-    __slots__ = ("grad_enabled", "keep_saved", "recomputing", "profiler", "cache", "autocast", "taken", "modes", "chain")
+    __slots__ = ("grad_enabled", "keep_saved", "recomputing", "profiler", "cache", "autocast", "taken", "modes",
+                 "chain")
 
     def __init__(self):
         self.grad_enabled = True  # record ops (no_grad turns it off)
@@ -60,12 +61,13 @@ class OpMode:
     (torch.utils._python_dispatch) sees each aten op: `with mode:` pushes it on the stack and pops it after.
     apply asks the first mode of the stack, `mode.__op__(op_cls, inputs, attrs, run)`, and that is all apply knows
     of them; `run(op_cls, inputs, attrs, noted=None)` runs the rest of the stack and then the op itself, and returns
-    the output tensor (as a TorchDispatchMode calls `func(*args, **kwargs)`). So a mode may run the op as it is (the default below), replace its inputs (autocast casts them),
-    return a result without running it (a checkpoint's recompute hands back what its forward kept), or note it (the
-    profiler). `noted(op, record, inputs, out, attrs)`, if a mode passes one, is called once the op has run, with
-    the op instance and its record (the op, or None if it records nothing), before the record keeps what the op
-    saved: where a mode sees the op itself (its FLOPs; what a checkpoint's policy keeps). A mode that returns
-    without calling run runs no op, and no `noted` hears of it: the profiler stops that op's clock unrun.
+    the output tensor (as a TorchDispatchMode calls `func(*args, **kwargs)`). So a mode may run the op as it is (the
+    default below), replace its inputs (autocast casts them), return a result without running it (a checkpoint's
+    recompute hands back what its forward kept), or note it (the profiler). `noted(op, record, inputs, out, attrs)`,
+    if a mode passes one, is called once the op has run, with the op instance and its record (the op, or None if it
+    records nothing), before the record keeps what the op saved: where a mode sees the op itself (its FLOPs; what a
+    checkpoint's policy keeps). A mode that returns without calling run runs no op, and no `noted` hears of it: the
+    profiler stops that op's clock unrun.
 
     The order: the features have fixed places, as PyTorch's dispatch keys do (Autocast before the Python modes):
     autocast's policy first (it casts the inputs every mode below sees), then the profiler's listener, then the
@@ -87,12 +89,12 @@ class OpMode:
 
 
 _entered = []  # the OpModes entered with `with`, outermost first
-_MODE_SWITCHES = frozenset({"autocast", "profiler"})  # the switches whose value is a feature's mode
+_MODE_SWITCHES = frozenset({"autocast", "profiler", "cache"})  # the switches whose value is a feature's mode
 
 
 def _restack():
     """Put the active modes in apply's order (NOTE [op modes]), as a mode is entered or left."""
-    _on.modes = tuple([m for m in (_on.autocast, _on.profiler, *reversed(_entered)) if m is not None])
+    _on.modes = tuple([m for m in (_on.autocast, _on.profiler, *reversed(_entered), _on.cache) if m is not None])
     _on.chain = None
 
 
@@ -263,22 +265,27 @@ class Listener(OpMode):
         """A collective op sent and received these many bytes; clock: start_clock's, taken as it began."""
 
 
-class Cache:
+class Cache(OpMode):
     """NOTE [the cache asks, the tape answers]: every question the tape asks a checkpoint's op cache, in one place.
     While a checkpoint runs its function (its forward, or its recompute in backward), `_on.cache` is its cache
-    (checkpoint/policies.py: OpCache, which overrides these; `caching` there sets the switch). Each default here
-    is what the tape does with no cache:
+    (checkpoint/policies.py: OpCache, which overrides these; `caching` there sets the switch), and the cache is the
+    last op mode, nearest the op (NOTE [op modes]). Each default here is what the tape does with no cache:
 
-      replayed(op_cls, inputs, attrs)   apply, before an op runs: a tensor to return without running it (the
+      replayed(op_cls, inputs, attrs)   __op__, before an op runs: a tensor to return without running it (the
                                         recompute hands back what the forward kept), or None: it runs
-      ran(op, record, inputs, out, attrs)   apply, after it ran: the forward notes each op, its inputs, its output
-                                        and its record (None if it does not record)
+      ran(op, record, inputs, out, attrs)   __op__'s `noted`, after it ran and before its record keeps anything:
+                                        the forward notes each op, its inputs, its output and its record (None if
+                                        it does not record), and its policy picks what keep keeps
       keeps(record, inputs)             keep, inside keep_saved(False): the arrays this record keeps anyway (its
                                         policy picked it), or None: it keeps nothing, as without a cache
       replaying                         whether this is the recompute (in-place writes repeat the forward's)
 
     Everything else goes the other way: the cache calls the tape (record, keep, hand_over, release, noting_reads)."""
     replaying = False
+
+    def __op__(self, op_cls, inputs, attrs, run):
+        t = self.replayed(op_cls, inputs, attrs)
+        return t if t is not None else run(op_cls, inputs, attrs, self.ran)
 
     def replayed(self, op_cls, inputs, attrs):
         return None
