@@ -104,19 +104,20 @@ def test_autocast_casts_before_every_mode_whichever_is_entered_first(outside):
     product in bfloat16, whether it is entered inside the autocast region or around it. minigrad's stack the same."""
     x, w = np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)
     log, tlog = [], []
+    mx, mw = mg.tensor(x), mg.tensor(w, requires_grad=True)
+    low = "bfloat16" if mx.device == "cpu" else "float16"  # autocast's default on the device ('cuda': the stand-in)
     t_ctx = [torch.autocast("cpu"), TorchLog("m", tlog)]
-    m_ctx = [mg.autocast("cpu"), Log("m", log)]
+    m_ctx = [mg.autocast(mx.device), Log("m", log)]
     if outside:
         t_ctx.reverse(), m_ctx.reverse()
     tx, tw = torch.tensor(x), torch.tensor(w, requires_grad=True)
     with t_ctx[0], t_ctx[1]:
         torch.nn.functional.linear(tx, tw)
-    mx, mw = mg.tensor(x), mg.tensor(w, requires_grad=True)
     with m_ctx[0], m_ctx[1]:
         mg.nn.functional.linear(mx, mw)
     assert [dt for _, name, dt in tlog if name in ("mm", "linear", "addmm", "t")][-1][:1] == ("bfloat16",)
     assert [name for _, name, _ in log] == ["cast", "cast", "linear"]
-    assert log[-1][2] == ("bfloat16", "bfloat16")
+    assert log[-1][2] == (low, low)
     assert sum(name == "_to_copy" for _, name, _ in tlog) == 2
 
 
@@ -146,3 +147,29 @@ def test_apply_with_no_mode_is_the_record_and_nothing_else():
     apply_def = defs["apply"]
     assert apply_def.end_lineno - apply_def.lineno + 1 <= 20
     assert mg.tensor([1.0]).exp().grad_fn is None and isinstance(ops.Exp(), ops.Op)
+
+
+def test_a_user_mode_beside_autocast_the_profiler_and_a_checkpoint_changes_no_gradient():
+    """A mode that only runs ops sits between the profiler and a checkpoint's cache (NOTE [op modes]): the same
+    gradients, bit for bit, and the same FLOPs, with it as without it; it sees the recompute's replayed ops too."""
+    def step(mode):
+        mg.manual_seed(0)
+        model = mg.nn.Sequential(mg.nn.Linear(8, 8), mg.nn.Tanh(), mg.nn.Linear(8, 8))
+        x = mg.randn(4, 8)
+        with mg.profile() as prof:
+            with mg.autocast("cpu"):
+                if mode is not None:
+                    mode.__enter__()
+                y = mg.checkpoint(model, x, policy=mg.checkpoint_policies.dots_saveable)
+            y.float().sum().backward()
+            if mode is not None:
+                mode.__exit__(None, None, None)
+        return [p.grad.numpy() for p in model.parameters()], prof.flops("forward"), prof.flops("recompute")
+
+    log = []
+    with_mode, without = step(Log("m", log)), step(None)
+    for a, b in zip(with_mode[0], without[0]):
+        np.testing.assert_array_equal(a, b)
+    assert with_mode[1:] == without[1:]
+    names = [name for _, name, _ in log]
+    assert names.count("linear") == 4 and "checkpoint" in names  # the forward's two, the recompute's two
