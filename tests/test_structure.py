@@ -256,15 +256,18 @@ def test_no_module_assigns_to_another_modules_attributes():
     offenders = []
     for name in files_on_disk() + packages_on_disk():
         tree = parse(name)
-        aliases = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1
-                   and not n.module for a in n.names}
+        aliases = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level >= 1
+                   and not n.module for a in n.names}  # from . import x, from .. import backend: modules
         aliases |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         for node in ast.walk(tree):
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, ast.AugAssign) else []
-            for t in targets:
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in aliases:
-                    offenders.append(f"{name}:{node.lineno} sets {t.value.id}.{t.attr}")
+            for t in targets:  # at any depth: module.attr = ..., module.sub.attr = ... (backend.pool._report once)
+                root = t.value if isinstance(t, ast.Attribute) else None
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id in aliases:
+                    offenders.append(f"{name}:{node.lineno} sets {ast.unparse(t)}")
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
                     and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
                 offenders.append(f"{name}:{node.lineno} setattr on module {node.args[0].id}")
@@ -303,16 +306,21 @@ def test_no_grad_as_a_decorator_nests_in_itself():
 
 
 def test_apply_asks_autocast_one_question_and_only_inside_a_region():
-    """NOTE [autocast asks first] (tensor/modes.py): autocast lives in amp/, on top of the tape; apply reads its switch
-    once per op and asks its policy one thing, declared once in tensor.Autocast; nothing else of the tape asks it
-    (type promotion only lets mixed floats through to apply, which casts them, where it would raise)."""
+    """NOTE [autocast asks first] (tensor/modes.py): autocast lives in amp/, on top of the tape, as an op mode (NOTE [op
+    modes]): apply and its plain path name it nowhere; its policy is asked one thing, declared once in
+    tensor.Autocast, by its own __op__; nothing else of the tape asks it (type promotion only lets mixed floats
+    through to apply, which casts them, where it would raise)."""
+    import inspect
+    import textwrap
     from minigrad.tensor import Autocast
-    tree = parse("tensor/tensor")
-    apply_def = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "apply")
-    reads = [n for n in ast.walk(apply_def) if isinstance(n, ast.Attribute) and n.attr == "autocast"]
-    assert len(reads) == 2  # `if _on.autocast is not None:` and the call on it
-    asked = {n.attr for n in ast.walk(apply_def) if isinstance(n, ast.Attribute)
-             and isinstance(n.value, ast.Attribute) and n.value.attr == "autocast"}
+    defs = {n.name: n for f in ("tensor/tensor", "tensor/modes") for n in parse(f).body
+            if isinstance(n, ast.FunctionDef)}
+    for name in ("apply", "_chain", "_level", "_run"):
+        fn = defs[name]
+        assert not [n for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == "autocast"], name
+    op = ast.parse(textwrap.dedent(inspect.getsource(Autocast.__op__)))
+    asked = {n.attr for n in ast.walk(op) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+             and n.value.id == "self"}
     assert asked == {n for n in vars(Autocast) if not n.startswith("_")} == {"inputs"}
     for name in ("tensor/tape", "tensor/args", "tensor/methods", "tensor/factories"):
         assert "autocast" not in open(path_of(name), encoding="utf-8").read(), name

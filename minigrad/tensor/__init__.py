@@ -3,10 +3,10 @@
 The reading path, to follow one saved array and one gradient:
 
   modes.py      the switches the tape's behaviour depends on (no_grad, keep_saved, recomputing, profiling,
-                autocasting) and their queries; the Listener, every report the tape makes (NOTE [what the tape
-                reports]); Cache, every question it asks a checkpoint (NOTE [the cache asks, the tape answers]);
-                Autocast, the one it asks mg.autocast (NOTE [autocast asks first]); the version counters of
-                tensors' storage (NOTE [version counters])
+                autocasting) and their queries; OpMode, the stack of modes apply consults (NOTE [op modes]); the
+                Listener, every report the tape makes (NOTE [what the tape reports]); Cache, every question it asks
+                a checkpoint (NOTE [the cache asks, the tape answers]); Autocast, the mode mg.autocast is (NOTE
+                [autocast asks first]); the version counters of tensors' storage (NOTE [version counters])
   tape.py       the records and the walk: record, keep, the one choke point for saved arrays (NOTE [one choke point]),
                 hand_over, release (NOTE [memory drains]); backward and _run_tape (NOTE [the tape]); who owns a
                 gradient array during a backward; the reads outside the tape (NOTE [reads outside the tape]).
@@ -35,7 +35,8 @@ package's `tensor` attribute: importlib.import_module("minigrad.tensor") is the 
 
 Read next: functional.py (softmax, cross_entropy, ...), then nn/ and optim/.
 """
-from .modes import (Autocast, Cache, Listener, active_autocast, active_cache, active_profiler, autocast_inputs,
+from .modes import (Autocast, Cache, Listener, OpMode, active_autocast, active_cache, active_modes, active_profiler,
+                    autocast_inputs,
                     autocasting, enable_grad, is_grad_enabled, is_keeping_saved, is_recomputing, keep_saved,
                     mark_written, no_grad, profiling, recomputing)
 from .tape import (Variable, backward, backward_within, hand_over, keep, mark, noting_reads, record, records_since,
@@ -49,7 +50,8 @@ from .factories import (arange, cat, empty, empty_like, eye, full, full_like, ma
 __all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
            "empty", "empty_like", "eye", "full_like", "rand_like", "randn_like", "multinomial", "arange", "cat",
            "stack", "where", "maximum", "minimum",
-           "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "autocasting", "Listener", "Cache",
+           "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "autocasting", "OpMode", "active_modes",
+           "Listener", "Cache",
            "Autocast", "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache",
            "active_autocast", "autocast_inputs", "mark_written",
            "Variable", "record", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
