@@ -47,7 +47,7 @@ import numbers
 import warnings
 from dataclasses import dataclass
 
-from . import backend, nn
+from . import backend, nn, ops
 from .tensor import Tensor
 
 
@@ -274,6 +274,10 @@ def _master_gradients(half):
 
 def accumulation_step(model, loss_fn, optimizer, inputs=None, targets=None, **kwargs):
     """optimizer.zero_grad(), accumulate(...), optimizer.step(): one step on the whole batch."""
+    if ops.LEARNED:  # the learner's accumulation loop, where it is written (NOTE [learner's pieces], ops/base.py)
+        mine = ops.learned("accumulation_step", model, loss_fn, optimizer, inputs, targets, **kwargs)
+        if mine is not NotImplemented:
+            return mine
     optimizer.zero_grad()
     result = accumulate(model, loss_fn, inputs, targets, **kwargs)
     optimizer.step()

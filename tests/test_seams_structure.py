@@ -46,9 +46,6 @@ PRIVATE_IMPORTS = {
         "a layer's shape arguments checked as the Tensor's factories check them; [seams] removes it (a public name)",
     ("learner", "tensor", "_written_since"):
         "the learner's walk refuses a saved array written in place, as the engine's; [seams] removes it",
-    ("learner", "optim", "_reported"):
-        "learner mode wraps its AdamW step as the engine's steps are wrapped; [seams] removes it (learner mode "
-        "reads pieces from a registry)",
     ("names", "tensor/names", "_INSTEAD"):
         "mg's advice for a missing name reuses the Tensor's table of advice; [seams] removes it (a public name)",
 }
@@ -65,15 +62,10 @@ MAGIC = {
         "every optimizer's step is wrapped so that mg.profile sees it, a new one's too "
         "(tests/test_profiler.py's Lion), as PyTorch's Optimizer wraps step (profile_hook_step); [seams] removes it "
         "when the ledger hears steps through a seam",
-    ("learner", "def _swap"):
-        "learner mode swaps methods, classes and functions of the engine for the learner's pieces; [seams] removes "
-        "it (the engine reads the pieces from a registry)",
-    ("learner", "setattr(obj, ...) in _swap"):
-        "the swap itself; [seams] removes it with _swap",
-    ("learner", "__closure__"):
-        "learner mode digs the engine's AdamW step out of its reporting wrapper; [seams] removes it (the registry)",
-    ("learner", "cell_contents"):
-        "the same dig; [seams] removes it (the registry)",
+    ("learner", "setattr(module, ...) in _replace"):
+        "learner mode puts its checkpoint and loss scaler's rule in place of the engine's, in the modules that call "
+        "them (NOTE [two pieces still replaced]): checkpoint/ and amp/ do not read ops.LEARNED yet; [seams] removes "
+        "it when segment.checkpoint and GradScaler.update ask `learned` as the other pieces' places do",
 }
 
 
