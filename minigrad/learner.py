@@ -61,7 +61,7 @@ import sys
 
 import numpy as np
 
-from . import backend, nn, ops, optim
+from . import backend, functional, nn, ops, optim
 from .backend.random import get_rng_state, set_rng_state
 from .checkpoint import chains as _chains
 from .checkpoint import segment as _segment
@@ -473,8 +473,9 @@ def _plug_accumulation(piece):
         acc = _accumulate_module  # the result as the engine's accumulate reports it, counted by its own helpers
 
         def summed(output, target):  # the engine's refusal of a loss_fn that averaged its micro-batch (its gradient
-            loss = loss_fn(output, target)  # would come out too small by the number of micro-batches)
-            acc._check_summed(loss, acc.count_items(target, ignore), target)
+            with functional.loss_items() as said:  # would come out too small by the number of micro-batches)
+                loss = loss_fn(output, target)
+            acc._check_summed(loss, acc.count_items(target, ignore), target, said=said)
             return loss
         loss = mine(model, summed, inputs, targets, size, ignore)
         optimizer.step()
