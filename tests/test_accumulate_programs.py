@@ -9,9 +9,10 @@ tests/test_accumulate.py pins down mg.accumulate case by case; here seeded rando
                forgotten now and then: the parameters and .grad are torch's running the same loop
   the count    the items accumulate divides by must be those the loss averages over (NOTE [a loss says what it
                averages], functional.py: the loss says them to the F.loss_items() block accumulate opens around
-               loss_fn, and leaves nothing on the tape's record): class probabilities (one item per row), class weights, a float target of
-               -100.0, a loss_fn that ignores another index; a causal LM's loss that shifts its labels, counted with
-               loss_shifts_labels=True as transformers' Trainer counts (Hugging Face's alignment test, ported)
+               loss_fn, and leaves nothing on the tape's record): class probabilities (one item per row), class
+               weights, a float target of -100.0, a loss_fn that ignores another index; a causal LM's loss that
+               shifts its labels, counted with loss_shifts_labels=True as transformers' Trainer counts (Hugging
+               Face's alignment test, ported)
   BatchNorm    in train mode with more than one micro-batch, accumulate says that the gradient is not the full
                batch's (a UserWarning); in eval mode, or in one micro-batch, it says nothing
 """
