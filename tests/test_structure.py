@@ -14,6 +14,7 @@
   reports         every report the tape makes to a listener is declared once, in tensor.Listener
 """
 import ast
+import importlib
 import os
 import re
 
@@ -252,26 +253,91 @@ def test_checkpoint_record_is_made_by_apply_and_keeps_only_its_inputs():
 
 # ----------------------------------------------------------------------------- tape state in plain sight
 
+# (file, what it assigns, as written): why it is there today. A ratchet (tests/test_seams_structure.py says how): the
+# test fails on a case not listed, and on a listed one that is gone.
+MODULE_ASSIGNMENTS = {}  # tensor/modes's backend.pool._report = ... went: profiling() calls pool.report_new_arrays_to
+
+
+def package_of(name):
+    """The package a file of minigrad/ sits in: 'tensor' for tensor/tape and for the tensor package itself, '' for a
+    module at the top (learner, accumulate) and for minigrad's own __init__."""
+    if name == "__init__":
+        return ""
+    if os.path.isdir(os.path.join(PACKAGE, *name.split("/"))):
+        return name
+    return "/".join(name.split("/")[:-1])
+
+
+def resolve_import(node, name):
+    """The minigrad file or package ('tensor/tape', 'tensor', '' for minigrad itself) that an ImportFrom in file
+    `name` reads from, or None where it reads from outside minigrad."""
+    if node.level:
+        here = package_of(name).split("/") if package_of(name) else []
+        if node.level - 1 > len(here):
+            return None
+        parts = here[:len(here) - node.level + 1] + (node.module.split(".") if node.module else [])
+    elif node.module and node.module.split(".")[0] == "minigrad":
+        parts = node.module.split(".")[1:]
+    else:
+        return None
+    return "/".join(parts)
+
+
+def module_aliases(tree, name):
+    """The names a file binds to modules: `import x`, `import x.y as z`, `from . import nn`, `from .. import backend`,
+    `from ..checkpoint import chains`, and `from numpy import random` (another library's module)."""
+    aliases = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {a.asname or a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            target = resolve_import(node, name)
+            for a in node.names:
+                if target is not None:
+                    if exists(f"{target}/{a.name}" if target else a.name):
+                        aliases.add(a.asname or a.name)
+                elif node.level == 0:
+                    try:
+                        module = importlib.import_module(node.module)
+                    except ImportError:
+                        continue
+                    if type(getattr(module, a.name, None)) is type(os):
+                        aliases.add(a.asname or a.name)
+    return aliases
+
+
+def root_name(node):
+    """`backend` of `backend.pool._report`; None where the chain starts with something other than a name."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def module_assignments(tree, name):
+    """{(file, what)} of every assignment to (or deletion of) an attribute of a module the file imported, at any
+    depth (`alias.attr`, `alias.sub.attr`, `alias.Class.attr`), and of every setattr/delattr on one."""
+    aliases, found = module_aliases(tree, name), set()
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            for sub in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                if isinstance(sub, ast.Attribute) and root_name(sub) in aliases:
+                    found.add((name, ast.unparse(sub)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
+                and node.args and root_name(node.args[0]) in aliases:
+            found.add((name, f"{node.func.id}({ast.unparse(node.args[0])}, ...)"))
+    return found
+
+
 def test_no_module_assigns_to_another_modules_attributes():
-    offenders = []
-    for name in files_on_disk() + packages_on_disk():
-        tree = parse(name)
-        aliases = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level >= 1
-                   and not n.module for a in n.names}  # from . import x, from .. import backend: modules
-        aliases |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        for node in ast.walk(tree):
-            targets = node.targets if isinstance(node, ast.Assign) else \
-                [node.target] if isinstance(node, ast.AugAssign) else []
-            for t in targets:  # at any depth: module.attr = ..., module.sub.attr = ... (backend.pool._report once)
-                root = t.value if isinstance(t, ast.Attribute) else None
-                while isinstance(root, ast.Attribute):
-                    root = root.value
-                if isinstance(root, ast.Name) and root.id in aliases:
-                    offenders.append(f"{name}:{node.lineno} sets {ast.unparse(t)}")
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
-                    and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
-                offenders.append(f"{name}:{node.lineno} setattr on module {node.args[0].id}")
-    assert not offenders, offenders
+    """At any depth: the check this replaced looked only at `alias.attr = ` with the alias from `from . import` or
+    `import`, and missed `backend.pool._report = ` (`from .. import backend`, two deep) in tensor/modes.py."""
+    found = set().union(*(module_assignments(parse(n), n) for n in files_on_disk() + packages_on_disk()))
+    found |= module_assignments(ast.parse(open(os.path.join(PACKAGE, "__init__.py")).read()), "__init__")
+    new, gone = sorted(found - set(MODULE_ASSIGNMENTS)), sorted(set(MODULE_ASSIGNMENTS) - found)
+    assert not new, f"modules assign another module's attributes: {new}; use a context manager or a registration"
+    assert not gone, f"these allowlisted assignments are gone: {gone}; strike them from MODULE_ASSIGNMENTS"
 
 
 def test_switches_are_context_managers_with_queries_and_restore_on_error():

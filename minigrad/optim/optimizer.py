@@ -19,12 +19,14 @@ Read next: profiler/ledger.py, the ledger that counts what these hold.
 """
 import copy
 import functools
+import inspect
 import math
 import numbers
 
 import numpy as np
 
 from .. import backend
+from ..ops import LEARNED, learned
 from ..tensor import Tensor, active_profiler, enable_grad, mark_written, zero_grads
 
 
@@ -50,7 +52,7 @@ def _reported(step):
         mark_written(p for p in self.params if p.grad is not None)
         self._opt_called = True  # PyTorch's flag: lr_scheduler warns when its first step comes before this one
         return loss
-    del wrapper.__wrapped__  # its signature is the wrapper's, step(closure=None), as PyTorch's
+    wrapper.__signature__ = inspect.signature(wrapper, follow_wrapped=False)  # step(closure=None), as PyTorch's
     return wrapper
 
 
@@ -547,6 +549,8 @@ class AdamW(Optimizer):
         _check_flag(where, "maximize", group["maximize"])
 
     def step(self):
+        if LEARNED and learned("AdamW.step", self) is not NotImplemented:  # NOTE [learner's pieces], ops/base.py
+            return
         for group in self.param_groups:
             lr, (b1, b2), eps, weight_decay = group["lr"], group["betas"], group["eps"], group["weight_decay"]
             for p in group["params"]:

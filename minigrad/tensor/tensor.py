@@ -390,6 +390,8 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
     # --- the tape
     def backward(self, gradient=None, retain_graph=False):
         """Add d(self)/d(leaf) into every leaf's .grad (accumulating, as in PyTorch)."""
+        if ops.LEARNED and ops.learned("Tensor.backward", self, gradient, retain_graph) is not NotImplemented:
+            return  # the learner's tape walk ran (NOTE [learner's pieces], ops/base.py)
         backward(self, gradient._data if isinstance(gradient, Tensor) else gradient, retain_graph)  # tape.py
 
     def detach(self):
