@@ -47,7 +47,8 @@ import numbers
 import warnings
 from dataclasses import dataclass
 
-from . import backend, nn
+from . import backend, nn, ops
+from .functional import loss_items, said_of
 from .tensor import Tensor
 
 
@@ -177,9 +178,11 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
         if count == 0 and normalize == "mean_of_means":
             continue
         output = model(mb[0])
-        summed = loss_fn(output, *mb[1:])
+        with loss_items() as said:  # what the loss says it sums over (NOTE [a loss says what it averages])
+            summed = loss_fn(output, *mb[1:])
         _check_summed(summed, count, mb[1], total_items is None or _counted, shifted=None if loss_shifts_labels
-                      else lambda: count_items(mb[1], ignore_index, mb[2] if len(mb) > 2 else None, True))
+                      else lambda: count_items(mb[1], ignore_index, mb[2] if len(mb) > 2 else None, True),
+                      said=said)
         # NOTE [normalising by items]: divide by the whole batch's count, not this micro-batch's
         scale = 1.0 / total if normalize == "items" else 1.0 / (count * means)
         (summed * scale).backward()
@@ -190,11 +193,12 @@ def accumulate(model, loss_fn, inputs=None, targets=None, *, micro_batch_size=No
     return AccumulationResult(loss_sum / total, total, len(micro_batches), grad_dtype)
 
 
-def _check_summed(loss, count, target, compare_items=True, shifted=None):
+def _check_summed(loss, count, target, compare_items=True, shifted=None, said=()):
     """Refuse a loss_fn that averaged its micro-batch: its last op divides by the micro-batch's item count
     (F.cross_entropy's mean) or takes a mean over that many elements (F.mse_loss's), or a minigrad loss says
     it is a mean. And (compare_items) one that says it sums over other items than `count` (NOTE [a loss says
-    what it averages], functional.py); shifted() is the count over target[..., 1:], named when it is the loss's."""
+    what it averages], functional.py: `said`, the list of the loss_items() block loss_fn ran in); shifted() is
+    the count over target[..., 1:], named when it is the loss's."""
     if not isinstance(loss, Tensor) or loss.numel() != 1:
         raise TypeError(f"accumulate: loss_fn must return a one-element Tensor (the summed loss of the "
                         f"micro-batch), got {type(loss).__name__}" + (f" of shape {loss.shape}" if isinstance(
@@ -208,7 +212,7 @@ def _check_summed(loss, count, target, compare_items=True, shifted=None):
         averaged = divisor.size == 1 and float(divisor) in (count, getattr(target, "numel", lambda: -1)())
     elif record is not None and record.name == "mean":  # a summed loss never ends in a mean over many
         averaged = math.prod(record.shape[a] for a in record.axes) > 1
-    name, reduction, items = getattr(record, "loss_items", (None, None, None))  # NOTE [a loss says what it averages]
+    name, reduction, items = said_of(loss, said)  # NOTE [a loss says what it averages]
     if reduction == "sum" and compare_items and items != count:
         if shifted is not None and len(getattr(target, "shape", ())) > 1 and items == shifted():
             raise ValueError(f"accumulate: loss_fn's {name}(reduction='sum') adds up {items:g} items, but accumulate "
@@ -274,6 +278,10 @@ def _master_gradients(half):
 
 def accumulation_step(model, loss_fn, optimizer, inputs=None, targets=None, **kwargs):
     """optimizer.zero_grad(), accumulate(...), optimizer.step(): one step on the whole batch."""
+    if ops.LEARNED:  # the learner's accumulation loop, where it is written (NOTE [learner's pieces], ops/base.py)
+        mine = ops.learned("accumulation_step", model, loss_fn, optimizer, inputs, targets, **kwargs)
+        if mine is not NotImplemented:
+            return mine
     optimizer.zero_grad()
     result = accumulate(model, loss_fn, inputs, targets, **kwargs)
     optimizer.step()

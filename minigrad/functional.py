@@ -5,8 +5,10 @@ of tensor ops (cross_entropy), so its backward comes from the tape.
 
 Read next: nn.py, the modules that hold parameters and call these.
 """
+import contextlib
 import numbers
 import warnings
+import weakref
 
 from . import backend, ops
 from .names import not_offered
@@ -306,13 +308,41 @@ def _reduced(losses, reduction, name):
     return _says_items(out, name, reduction, losses.numel())
 
 
+# NOTE [a loss says what it averages]: a reduced loss says (name, reduction, items), items being what the mean divides
+# by (or would: the items a sum adds up; the class weights' sum for a weighted cross_entropy), to whoever asks for it
+# with `loss_items()`: mg.accumulate opens one around each call of its loss_fn and compares what the loss it got back
+# said with the items it counted in the targets, so that a mean, or a sum over other items than it counted (rows of
+# class probabilities, weights), is refused instead of silently scaled wrong. Hugging Face's Trainer passes its count
+# the other way, num_items_in_batch into the model's loss; here the loss_fn is the user's, which passes nothing on,
+# so the loss says its count to the caller. It used to leave the count on the loss's record, a loss function's
+# note on the tape's object for accumulate.py to read back (#40 [seams]); now it goes, explicitly, to whoever opened
+# the block, and nothing is left on the tape.
+_asking = []  # the lists of the loss_items() blocks open now, innermost last
+
+
+@contextlib.contextmanager
+def loss_items():
+    """with F.loss_items() as said: each reduced loss made in the block appends (weakref to the loss, name,
+    reduction, items) to `said`, for the innermost block only (NOTE [a loss says what it averages])."""
+    said = []
+    _asking.append(said)
+    try:
+        yield said
+    finally:
+        _asking.pop()
+
+
+def said_of(loss, said):
+    """(name, reduction, items) that `loss` said in a loss_items() block's list `said`, or (None, None, None): a
+    loss that is not a reduced minigrad loss (a sum of two, a loss of the user's own) says nothing."""
+    return next(((name, reduction, items) for ref, name, reduction, items in said if ref() is loss),
+                (None, None, None))
+
+
 def _says_items(loss, name, reduction, items):
-    """NOTE [a loss says what it averages]: a reduced loss's record notes (name, reduction, items), items being what
-    the mean divides by (or would: the items a sum adds up; the class weights' sum for a weighted cross_entropy).
-    mg.accumulate compares it with the items it counted in the targets, so that a mean, or a sum over other items
-    than it counted (rows of class probabilities, weights), is refused instead of silently scaled wrong."""
-    if reduction != "none" and loss.grad_fn is not None and not backend.is_meta(loss.data):
-        loss.grad_fn.loss_items = (name, reduction, float(items))
+    """NOTE [a loss says what it averages]: tell the innermost loss_items() block what this loss reduces over."""
+    if _asking and reduction != "none" and loss.grad_fn is not None and not backend.is_meta(loss.data):
+        _asking[-1].append((weakref.ref(loss), name, reduction, float(items)))
     return loss
 
 

@@ -8,9 +8,11 @@ tests/test_accumulate.py pins down mg.accumulate case by case; here seeded rando
   PyTorch      windows of micro-batches with SGD (momentum, weight decay) steps between them, and zero_grad
                forgotten now and then: the parameters and .grad are torch's running the same loop
   the count    the items accumulate divides by must be those the loss averages over (NOTE [a loss says what it
-               averages], functional.py): class probabilities (one item per row), class weights, a float target of
-               -100.0, a loss_fn that ignores another index; a causal LM's loss that shifts its labels, counted with
-               loss_shifts_labels=True as transformers' Trainer counts (Hugging Face's alignment test, ported)
+               averages], functional.py: the loss says them to the F.loss_items() block accumulate opens around
+               loss_fn, and leaves nothing on the tape's record): class probabilities (one item per row), class
+               weights, a float target of -100.0, a loss_fn that ignores another index; a causal LM's loss that
+               shifts its labels, counted with loss_shifts_labels=True as transformers' Trainer counts (Hugging
+               Face's alignment test, ported)
   BatchNorm    in train mode with more than one micro-batch, accumulate says that the gradient is not the full
                batch's (a UserWarning); in eval mode, or in one micro-batch, it says nothing
 """
@@ -230,6 +232,42 @@ def test_a_loss_fn_that_ignores_another_index_is_refused():
     err, result = _full_and_accumulated(model, lambda: F.cross_entropy(model(x), y, ignore_index=0), pad0, x, y,
                                         steps=2, ignore_index=0)
     assert err < 1e-12 and result.items == 5
+
+
+def test_a_loss_says_its_items_to_the_block_that_asks_and_leaves_nothing_on_the_tape():
+    """NOTE [a loss says what it averages]: a reduced loss tells the innermost F.loss_items() block (name, reduction,
+    items); it used to leave them on its record (grad_fn.loss_items), a loss function's note on the tape's object
+    for accumulate.py to read back (#40 [seams])."""
+    out, y = mg.randn(4, 5, dtype="float64", requires_grad=True), mg.tensor(np.array([0, -100, 2, 3]))
+    w = mg.tensor(np.array([0.2, 1.0, 0.5, 2.0, 0.7]))
+    with F.loss_items() as outer:
+        a = F.cross_entropy(out, y, reduction="sum")
+        with F.loss_items() as inner:
+            b = F.cross_entropy(out, y, weight=w)
+            c = F.mse_loss(out, out.detach() * 2, reduction="sum")
+        d = a + b
+    assert F.said_of(a, outer) == ("cross_entropy", "sum", 3.0) and F.said_of(a, inner) == (None, None, None)
+    assert F.said_of(b, inner) == ("cross_entropy", "mean", pytest.approx(0.2 + 0.5 + 2.0))
+    assert F.said_of(c, inner) == ("mse_loss", "sum", 20.0)
+    assert F.said_of(d, outer) == (None, None, None)  # a sum of two losses says nothing, as its record said nothing
+    assert len(outer) == 1 and len(inner) == 2
+    e = F.cross_entropy(out, y, reduction="sum")  # no block open: said to no one
+    for loss in (a, b, c, d, e):
+        assert not hasattr(loss.grad_fn, "loss_items"), "nothing of the loss is left on the tape's record"
+
+
+def test_a_loss_fn_returning_more_than_the_loss_is_not_checked_as_the_loss():
+    """The loss accumulate compares is the one loss_fn returns: a weighted cross_entropy plus another term says
+    nothing (as when the count sat on the record: the sum's record had none), and is divided by accumulate's own
+    count, which is what it was before; the weighted cross_entropy alone is refused."""
+    model, x, y = mlp(), mg.randn(8, 6, dtype="float64"), mg.tensor(np.array([0, 1, 2, 3, 4, 1, 0, 2]))
+    w = mg.tensor(np.array([0.2, 1.0, 0.5, 2.0, 0.7]))
+    with pytest.raises(ValueError, match=r"adds up \d\.?\d* items, but accumulate counted 4"):
+        mg.accumulate(model, lambda o, t: F.cross_entropy(o, t, weight=w, reduction="sum"), x, y, steps=2)
+    model.zero_grad()
+    result = mg.accumulate(model, lambda o, t: F.cross_entropy(o, t, weight=w, reduction="sum") + 0 * o.sum(), x, y,
+                           steps=2)
+    assert result.items == 8
 
 
 def causal_lm_batch(rng, rows=8, T=6):

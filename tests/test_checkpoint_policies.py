@@ -486,9 +486,11 @@ def test_the_cache_switch_is_a_context_manager_with_a_query():
 
 def test_the_cache_answers_what_the_tape_asks_and_nothing_else():
     """NOTE [the cache asks, the tape answers]: the tape calls a checkpoint's cache only through tensor.Cache's
-    questions, and its defaults are what the tape does without one."""
+    questions, and its defaults are what the tape does without one. Two the tape asks through the switch (keep,
+    the in-place writes), two the cache's op mode asks, around each op (NOTE [op modes])."""
     import ast
     import inspect
+    import textwrap
     from minigrad.checkpoint.policies import OpCache
     from minigrad.tensor import Cache
     asked = set()
@@ -497,6 +499,14 @@ def test_the_cache_answers_what_the_tape_asks_and_nothing_else():
         for node in ast.walk(ast.parse(inspect.getsource(module))):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "cache":
                 asked.add(node.attr)  # _on.cache.<question>
+    assert asked == {"keeps", "replaying"}
+    for cls in (Cache, *OpCache.__mro__[:OpCache.__mro__.index(Cache)]):
+        if "__op__" in vars(cls):
+            tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__op__)))
+            mode_asks = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                         and isinstance(n.value, ast.Name) and n.value.id == "self"}
+            assert mode_asks == {"replayed", "ran"}, (cls, mode_asks)
+            asked |= mode_asks
     assert asked == {"replayed", "ran", "keeps", "replaying"}
     assert all(hasattr(Cache, name) for name in asked) and all(hasattr(OpCache, name) for name in asked)
     c = Cache()

@@ -136,12 +136,17 @@ def test_use_puts_back_everything_it_swapped():
     before = (ops.Softmax, ops.LogSoftmax, ops.nn.Softmax, ops.Tanh.__dict__["backward"], ops.unbroadcast,
               ops.pointwise.unbroadcast, ops.Matmul.__dict__["backward"], mg.Tensor.__dict__["backward"],
               mg.checkpoint, mg.accumulation_step, mg.optim.AdamW.__dict__["step"])
-    with learner.use(SOLUTIONS):
-        assert ops.Softmax is not before[0] and mg.Tensor.__dict__["backward"] is not before[7]
+    with learner.use(SOLUTIONS) as pieces:
+        # the pieces sit in the table the engine reads (NOTE [learner's pieces]), and no class of the engine changes
+        assert {"Softmax.forward", "Tensor.backward", "unbroadcast", "AdamW.step"} <= set(ops.LEARNED)
+        assert (ops.Softmax, ops.LogSoftmax, ops.nn.Softmax, ops.Tanh.__dict__["backward"], ops.unbroadcast,
+                ops.pointwise.unbroadcast, ops.Matmul.__dict__["backward"], mg.Tensor.__dict__["backward"]) == before[:8]
+        assert mg.optim.AdamW.__dict__["step"] is before[10]
+        assert all(p.yours for p in pieces if p.number != 7), learner.report(pieces)
     after = (ops.Softmax, ops.LogSoftmax, ops.nn.Softmax, ops.Tanh.__dict__["backward"], ops.unbroadcast,
              ops.pointwise.unbroadcast, ops.Matmul.__dict__["backward"], mg.Tensor.__dict__["backward"],
              mg.checkpoint, mg.accumulation_step, mg.optim.AdamW.__dict__["step"])
-    assert after == before and not learner._swapped and not learner._active
+    assert after == before and not learner._swapped and not learner._active and not ops.LEARNED
 
 
 def test_a_broken_piece_is_reported_and_left_out(tmp_path):

@@ -15,6 +15,7 @@
   reports         every report the tape makes to a listener is declared once, in tensor.Listener
 """
 import ast
+import importlib
 import os
 import re
 
@@ -255,23 +256,91 @@ def test_checkpoint_record_is_made_by_apply_and_keeps_only_its_inputs():
 
 # ----------------------------------------------------------------------------- tape state in plain sight
 
+# (file, what it assigns, as written): why it is there today. A ratchet (tests/test_seams_structure.py says how): the
+# test fails on a case not listed, and on a listed one that is gone.
+MODULE_ASSIGNMENTS = {}  # tensor/modes's backend.pool._report = ... went: profiling() calls pool.report_new_arrays_to
+
+
+def package_of(name):
+    """The package a file of minigrad/ sits in: 'tensor' for tensor/tape and for the tensor package itself, '' for a
+    module at the top (learner, accumulate) and for minigrad's own __init__."""
+    if name == "__init__":
+        return ""
+    if os.path.isdir(os.path.join(PACKAGE, *name.split("/"))):
+        return name
+    return "/".join(name.split("/")[:-1])
+
+
+def resolve_import(node, name):
+    """The minigrad file or package ('tensor/tape', 'tensor', '' for minigrad itself) that an ImportFrom in file
+    `name` reads from, or None where it reads from outside minigrad."""
+    if node.level:
+        here = package_of(name).split("/") if package_of(name) else []
+        if node.level - 1 > len(here):
+            return None
+        parts = here[:len(here) - node.level + 1] + (node.module.split(".") if node.module else [])
+    elif node.module and node.module.split(".")[0] == "minigrad":
+        parts = node.module.split(".")[1:]
+    else:
+        return None
+    return "/".join(parts)
+
+
+def module_aliases(tree, name):
+    """The names a file binds to modules: `import x`, `import x.y as z`, `from . import nn`, `from .. import backend`,
+    `from ..checkpoint import chains`, and `from numpy import random` (another library's module)."""
+    aliases = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {a.asname or a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            target = resolve_import(node, name)
+            for a in node.names:
+                if target is not None:
+                    if exists(f"{target}/{a.name}" if target else a.name):
+                        aliases.add(a.asname or a.name)
+                elif node.level == 0:
+                    try:
+                        module = importlib.import_module(node.module)
+                    except ImportError:
+                        continue
+                    if type(getattr(module, a.name, None)) is type(os):
+                        aliases.add(a.asname or a.name)
+    return aliases
+
+
+def root_name(node):
+    """`backend` of `backend.pool._report`; None where the chain starts with something other than a name."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def module_assignments(tree, name):
+    """{(file, what)} of every assignment to (or deletion of) an attribute of a module the file imported, at any
+    depth (`alias.attr`, `alias.sub.attr`, `alias.Class.attr`), and of every setattr/delattr on one."""
+    aliases, found = module_aliases(tree, name), set()
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            for sub in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                if isinstance(sub, ast.Attribute) and root_name(sub) in aliases:
+                    found.add((name, ast.unparse(sub)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
+                and node.args and root_name(node.args[0]) in aliases:
+            found.add((name, f"{node.func.id}({ast.unparse(node.args[0])}, ...)"))
+    return found
+
+
 def test_no_module_assigns_to_another_modules_attributes():
-    offenders = []
-    for name in files_on_disk() + packages_on_disk():
-        tree = parse(name)
-        aliases = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1
-                   and not n.module for a in n.names}
-        aliases |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        for node in ast.walk(tree):
-            targets = node.targets if isinstance(node, ast.Assign) else \
-                [node.target] if isinstance(node, ast.AugAssign) else []
-            for t in targets:
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in aliases:
-                    offenders.append(f"{name}:{node.lineno} sets {t.value.id}.{t.attr}")
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
-                    and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
-                offenders.append(f"{name}:{node.lineno} setattr on module {node.args[0].id}")
-    assert not offenders, offenders
+    """At any depth: the check this replaced looked only at `alias.attr = ` with the alias from `from . import` or
+    `import`, and missed `backend.pool._report = ` (`from .. import backend`, two deep) in tensor/modes.py."""
+    found = set().union(*(module_assignments(parse(n), n) for n in files_on_disk() + packages_on_disk()))
+    found |= module_assignments(ast.parse(open(os.path.join(PACKAGE, "__init__.py")).read()), "__init__")
+    new, gone = sorted(found - set(MODULE_ASSIGNMENTS)), sorted(set(MODULE_ASSIGNMENTS) - found)
+    assert not new, f"modules assign another module's attributes: {new}; use a context manager or a registration"
+    assert not gone, f"these allowlisted assignments are gone: {gone}; strike them from MODULE_ASSIGNMENTS"
 
 
 def test_switches_are_context_managers_with_queries_and_restore_on_error():
@@ -306,16 +375,21 @@ def test_no_grad_as_a_decorator_nests_in_itself():
 
 
 def test_apply_asks_autocast_one_question_and_only_inside_a_region():
-    """NOTE [autocast asks first] (tensor/modes.py): autocast lives in amp/, on top of the tape; apply reads its switch
-    once per op and asks its policy one thing, declared once in tensor.Autocast; nothing else of the tape asks it
-    (type promotion only lets mixed floats through to apply, which casts them, where it would raise)."""
+    """NOTE [autocast asks first] (tensor/modes.py): autocast lives in amp/, on top of the tape, as an op mode (NOTE [op
+    modes]): apply and its plain path name it nowhere; its policy is asked one thing, declared once in
+    tensor.Autocast, by its own __op__; nothing else of the tape asks it (type promotion only lets mixed floats
+    through to apply, which casts them, where it would raise)."""
+    import inspect
+    import textwrap
     from minigrad.tensor import Autocast
-    tree = parse("tensor/tensor")
-    apply_def = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "apply")
-    reads = [n for n in ast.walk(apply_def) if isinstance(n, ast.Attribute) and n.attr == "autocast"]
-    assert len(reads) == 2  # `if _on.autocast is not None:` and the call on it
-    asked = {n.attr for n in ast.walk(apply_def) if isinstance(n, ast.Attribute)
-             and isinstance(n.value, ast.Attribute) and n.value.attr == "autocast"}
+    defs = {n.name: n for f in ("tensor/tensor", "tensor/modes") for n in parse(f).body
+            if isinstance(n, ast.FunctionDef)}
+    for name in ("apply", "_chain", "_level", "_run"):
+        fn = defs[name]
+        assert not [n for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == "autocast"], name
+    op = ast.parse(textwrap.dedent(inspect.getsource(Autocast.__op__)))
+    asked = {n.attr for n in ast.walk(op) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+             and n.value.id == "self"}
     assert asked == {n for n in vars(Autocast) if not n.startswith("_")} == {"inputs"}
     for name in ("tensor/tape", "tensor/args", "tensor/methods", "tensor/factories"):
         assert "autocast" not in open(path_of(name), encoding="utf-8").read(), name

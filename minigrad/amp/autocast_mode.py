@@ -3,9 +3,9 @@ before it runs: the matrix products to a low precision (bfloat16 or float16), a 
 takes one dtype to the widest of its inputs. The weights stay float32 (the "master" copy): the casts are ordinary
 ops on the tape (ops.Cast), so the gradient comes back through them into each weight in float32.
 
-This module holds the whole policy: the lists, the casts and the cache of cast weights. The tape asks it one
-question per op, and only inside the region (NOTE [autocast asks first], tensor/modes.py); outside, apply reads one
-slot and goes on.
+This module holds the whole policy: the lists, the casts and the cache of cast weights. The seam it uses: its policy
+is an op mode (NOTE [op modes], tensor/modes.py), the first on the stack inside the region, which casts each op's
+inputs before the modes below and the op see them (NOTE [autocast asks first]); outside, it is not on the stack.
 
 Read next: grad_scaler.py, the loss scaling that float16's gradients need.
 """
@@ -27,9 +27,10 @@ FLOAT16, FLOAT32, FLOAT64, BFLOAT16 = np.dtype("float16"), np.dtype("float32"), 
 #   float32 on CUDA: those losses and prod, and also softmax, log_softmax, layer_norm, exp, log, pow (x ** 2, and
 #       x ** y and 2 ** x: pow_tensor), sum, cumsum, softplus (rsqrt, ... are absent here). GELU is in neither float32 list.
 #       var and std are in neither: they give their input's dtype (computed in float32 inside, as PyTorch's).
-#       Two of CUDA's float32 list that minigrad does not follow, as only apply asks this policy (NOTE [autocast
-#       asks first]): norm (and F.normalize), a composition of Tensor's, gives float16 there (computed in float32,
-#       NOTE [float16's squares]), and `2 / x`, which is PyTorch's x.reciprocal() * 2, float16 (the same values).
+#       Two of CUDA's float32 list that minigrad does not follow, as the policy is asked only as an op mode, about
+#       ops (NOTE [autocast asks first]): norm (and F.normalize), a composition of Tensor's, gives float16 there
+#       (computed in float32, NOTE [float16's squares]), and `2 / x`, which is PyTorch's x.reciprocal() * 2,
+#       float16 (the same values).
 #   everything else: the input's dtype, and where an op takes one dtype for all its inputs (an add of a float32
 #       residual and a bfloat16 product, cat, where, ...), the widest of them, as PyTorch's type promotion does
 #       there (float16 with bfloat16: float32; a 0-d tensor does not widen one with dims). minigrad never promotes

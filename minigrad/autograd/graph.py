@@ -14,9 +14,7 @@ the ledger counts where it lives (NOTE [what a pack hook keeps], profiler/ledger
 Read next: functional.py; checkpoint/, which keeps nothing in its forward and recomputes, the other way to trade.
 """
 from .. import backend
-from ..tensor import Tensor, no_grad, packing
-from ..tensor import _wrap  # a tensor around an array, told to no one: the ledger counts the array where the tape
-# reports it (NOTE [an old array, a new tensor], profiler/ledger.py)
+from ..tensor import Tensor, no_grad, packing, wrap
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu"]
 
@@ -70,7 +68,7 @@ class saved_tensors_hooks:
                     metas.append(None)
                     continue
                 t = out if a is out._data else next((x for x in inputs if x._data is a), None)
-                packed.append(self.pack_hook(_wrap(a) if t is None else t))
+                packed.append(self.pack_hook(wrap(a) if t is None else t))
                 metas.append((a.shape, a.dtype, backend.device_of(a)))
         return _Packed(self.unpack_hook, tuple(packed), tuple(metas))
 
@@ -133,13 +131,13 @@ class save_on_cpu(saved_tensors_hooks):
             device = tensor.device
             if device != "cuda":
                 return device, tensor
-            return device, _wrap(backend.to_device(tensor._data, "cpu"))
+            return device, wrap(backend.to_device(tensor._data, "cpu"))
 
         def unpack_from_cpu(packed):
             device, tensor = packed
             if tensor.device == device:
                 return tensor
-            return _wrap(backend.made(backend.to_device(tensor._data, device)))
+            return wrap(backend.made(backend.to_device(tensor._data, device)))
 
         super().__init__(pack_to_cpu, unpack_from_cpu)
         self.pin_memory = pin_memory

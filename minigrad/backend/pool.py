@@ -93,9 +93,16 @@ _FREE = _calibrate()
 # an optimizer's step does (NOTE [a step's temporaries], optim/optimizer.py). What is left out: arrays of a row's
 # size (a softmax's row maxima), NumPy's own buffers, and blocks of a fixed size that one device's way to a result
 # needs and another's does not (special.py's normal CDF on the host), which tests/test_ledger_vs_allocator.py
-# bounds. The ops sit below the tape, so the tape's `profiling` (tensor/modes.py) puts the profile's hook here while
-# one is active.
+# bounds. The ops sit below the tape, so the tape's `profiling` (tensor/modes.py) registers the profile's hook here
+# (report_new_arrays_to) while one is active.
 _report = None  # the active profile's on_new_array, or None
+
+
+def report_new_arrays_to(hook):
+    """From now on `made` tells hook(array, False) of every array it sees; None: no one. The tape's `profiling`
+    (tensor/modes.py) registers the active profile's on_new_array here as it starts, and takes it back as it ends."""
+    global _report
+    _report = hook
 
 
 def made(array):

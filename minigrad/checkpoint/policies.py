@@ -7,9 +7,11 @@ save_anything_except_core_attention) decide op by op (NOTE [selective checkpoint
 checkpoint's forward (segment.py) notes for its recompute: the ops in order, which of them the policy keeps,
 the writes the tape does not record (NOTE [writes the tape does not record]) and which ops need not run again
 because backward never reads what only running them makes (NOTE [recompute what backward reads]); the
-recompute takes the ops back from it in the same order. The tape asks it three questions, tensor.Cache's
-(NOTE [the cache asks, the tape answers], tensor/modes.py), while `caching(cache)` is on; it answers them with
-the tape's own functions (record, keep, release).
+recompute takes the ops back from it in the same order. The seam it uses: while `caching(cache)` is on, the cache
+is the last op mode (NOTE [op modes], tensor/modes.py), which sees each op before it runs (`replayed`) and, through
+its `noted`, after it ran and before its record keeps anything (`ran`); keep asks it one more question (`keeps`):
+tensor.Cache's (NOTE [the cache asks, the tape answers]). It answers with the tape's own functions (record, keep,
+release).
 
 Read next: chains.py, checkpointing a chain of functions.
 """
@@ -156,7 +158,21 @@ class caching(_Mode):
     switch = "cache"
 
 
-class NestedReads(Cache):
+class _CheckpointCache(Cache):
+    """A checkpoint's cache as an op mode (NOTE [op modes]): Cache's, and an op that runs reads its inputs, which
+    must not be placeholders that a recompute running now handed out (NOTE [reads outside the tape])."""
+
+    def __op__(self, op_cls, inputs, attrs, run):
+        t = self.replayed(op_cls, inputs, attrs)
+        if t is not None:
+            return t
+        if _placeholders:
+            for x in inputs:
+                _check_real(x._data, op_cls.name, op=True)
+        return run(op_cls, inputs, attrs, self.ran)
+
+
+class NestedReads(_CheckpointCache):
     """The cache of a checkpoint whose forward runs inside another's forward, which keeps nothing: that one
     recomputes this one whole, so its ops are not noted and keep nothing (the defaults). But what they read may be
     the outer's values (its argument; a tensor taken by closure; with no record made, nothing else tells), and the
@@ -183,11 +199,11 @@ class StopRecompute(Exception):
     would swallow it, and the next op raises it again."""
 
 
-class OpCache(Cache):
+class OpCache(_CheckpointCache):
     """What a checkpoint's forward notes for its recompute (NOTE [selective checkpoint], NOTE [recompute
     what backward reads]).
 
-    The forward shows it every op (`ran`, from tensor.apply) and tensor.keep asks which records keep anyway
+    The forward shows it every op (`ran`, from its op mode) and tensor.keep asks which records keep anyway
     (`keeps`); `seal` ends the forward: it decides which ops run again and gives the outputs to remember,
     which the Checkpoint record saves. The recompute (`start`) asks for the ops back in order (`replayed`):
     an op that does not run again becomes a new record, made from the forward's, and its output is returned."""
@@ -410,7 +426,7 @@ class OpCache(Cache):
         self.twins, self._n, self._same = [None] * len(self.ends), 0, True
 
     def replayed(self, op_cls, inputs, attrs):
-        """The recompute runs op_cls on inputs (tensor.apply asks): None if it runs again; else the new record's
+        """The recompute runs op_cls on inputs (its op mode asks): None if it runs again; else the new record's
         output tensor, the op not run."""
         if not self.replaying:
             return None

@@ -6,7 +6,8 @@ below, the backend package (its random.py, special.py), never another kind):
 
   base.py       Op, the class every op is (save_for_backward, needs_input_grad, the FLOP rule: NOTE [FLOP
                 convention]); ShapeError and IndexShapeError; the helpers ops of several kinds share (unbroadcast,
-                normalize_dims, keepdim_shape, broadcast_shapes); flops_table, what docs/ledger.md shows
+                normalize_dims, keepdim_shape, broadcast_shapes); flops_table, what docs/ledger.md shows; LEARNED and
+                learned, the table of the learner's pieces the engine reads (NOTE [learner's pieces])
   pointwise.py  elementwise ops: Add, Sub, Mul, Div, Pow (and power), PowTensor, Clamp, ClampTensor, Maximum,
                 Minimum, Neg; Exp, Log, Sqrt, Sin, Cos, Tanh, Sigmoid, Abs, Sign, Round, Relu,
                 Gelu; Cast, Clone, ToDevice;
@@ -25,8 +26,8 @@ objects as before the split. (cross_entropy and embedding have no op of their ow
 
 Read first: base.py, then one op of each kind (Add, Sum, Linear, Softmax); then tensor.py, which runs them.
 """
-from .base import (IndexShapeError, Op, ShapeError, broadcast_shapes, flops_table, keepdim_shape, normalize_dim,
-                   normalize_dims, refuse_bool, unbroadcast)
+from .base import (LEARNED, IndexShapeError, Op, ShapeError, broadcast_shapes, flops_table, keepdim_shape, learned,
+                   normalize_dim, normalize_dims, refuse_bool, unbroadcast)
 from .pointwise import (Abs, Add, Cast, Clamp, ClampTensor, Clone, Cos, Div, Exp, Gelu, Log, MaskedFill, Maximum,
                         Minimum, Mul, Neg, Pow, PowTensor, Relu, Round, Sigmoid, Sign, Sin, Sqrt, Sub, Tanh, ToDevice,
                         Where, power)
@@ -37,7 +38,7 @@ from .nn import (BinaryCrossEntropyWithLogits, Dropout, LayerNorm, LogSoftmax, S
                  Softplus, draw_keep)
 
 __all__ = ["IndexShapeError", "Op", "ShapeError", "broadcast_shapes", "flops_table", "keepdim_shape", "normalize_dim",
-           "normalize_dims", "refuse_bool", "unbroadcast",
+           "normalize_dims", "refuse_bool", "unbroadcast", "LEARNED", "learned",
            "Abs", "Add", "Cast", "Clamp", "ClampTensor", "Clone", "Cos", "Div", "Exp", "Gelu", "Log", "MaskedFill",
            "Maximum", "Minimum", "Mul", "Neg", "Pow", "PowTensor", "Relu", "Round", "Sigmoid", "Sign", "Sin", "Sqrt",
            "Sub", "Tanh", "ToDevice", "Where", "power",

@@ -14,7 +14,7 @@ from ..backend import (accumulator, broadcast_to, device_of, empty_like, in_floa
                        pooled, reduce_sum, sum_leading, sum_rows, to_device, widen, xp_for, xp_of)
 from ..backend.random import generator, get_rng_state
 from ..backend.special import sigmoid
-from .base import Op, keepdim_shape, normalize_dim, unbroadcast
+from .base import LEARNED, Op, keepdim_shape, learned, normalize_dim, unbroadcast
 
 
 def _max(x, axis):
@@ -47,6 +47,8 @@ class Softmax(Op):
     flops_per_element = (5, (4,))  # max, -, exp, sum, /;  g*y, sum, y*s, -
 
     def forward(self, x, dim, keep_input=False):
+        if LEARNED and (mine := learned("Softmax.forward", self, x, dim, keep_input)) is not NotImplemented:
+            return mine  # NOTE [learner's pieces]
         self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
         y = in_float32(self._softmax, self.axis, x)  # NOTE [a 2-byte softmax]
         self.save_for_backward(*((y, x) if keep_input else (y,)))  # x: kept, never read (older software held it)
@@ -58,6 +60,8 @@ class Softmax(Op):
         return xp_of(y).divide(y, _sum(y, self.axis), out=y)
 
     def backward(self, g):
+        if LEARNED and (mine := learned("Softmax.backward", self, g)) is not NotImplemented:  # NOTE [learner's pieces]
+            return mine
         return (in_float32(self._grad, self.axis, self.saved[0], g),)
 
     def _grad(self, y, g):
@@ -72,6 +76,8 @@ class LogSoftmax(Op):
     flops_per_element = (5, (4,))  # max, -, exp, sum, -;  exp, sum, *, -
 
     def forward(self, x, dim):
+        if LEARNED and (mine := learned("LogSoftmax.forward", self, x, dim)) is not NotImplemented:
+            return mine  # NOTE [learner's pieces]
         self.axis = normalize_dim(self.name, dim, x.ndim, x.shape)
         y = in_float32(self._log_softmax, self.axis, x)  # NOTE [a 2-byte softmax]
         self.save_for_backward(y)
@@ -85,6 +91,8 @@ class LogSoftmax(Op):
         return y
 
     def backward(self, g):
+        if LEARNED and (mine := learned("LogSoftmax.backward", self, g)) is not NotImplemented:
+            return mine  # NOTE [learner's pieces]
         return (in_float32(self._grad, self.axis, self.saved[0], g),)
 
     def _grad(self, y, g):

@@ -19,12 +19,14 @@ Read next: profiler/ledger.py, the ledger that counts what these hold.
 """
 import copy
 import functools
+import inspect
 import math
 import numbers
 
 import numpy as np
 
 from .. import backend
+from ..ops import LEARNED, learned
 from ..tensor import Tensor, active_profiler, enable_grad, mark_written, zero_grads
 
 
@@ -50,7 +52,7 @@ def _reported(step):
         mark_written(p for p in self.params if p.grad is not None)
         self._opt_called = True  # PyTorch's flag: lr_scheduler warns when its first step comes before this one
         return loss
-    del wrapper.__wrapped__  # its signature is the wrapper's, step(closure=None), as PyTorch's
+    wrapper.__signature__ = inspect.signature(wrapper, follow_wrapped=False)  # step(closure=None), as PyTorch's
     return wrapper
 
 
@@ -332,7 +334,8 @@ def _adam_update(g, m, v, b1, b2, eps, step_size, sqrt_bias2, v_max=None):
 # step a 2-byte parameter through float32 copies, one PyTorch operation at a time, each rounded once (_rounded) where
 # PyTorch's tensor keeps its result: the for-loop's numbers, bit for bit (tests/test_optim_parity.py). Before, after
 # 5 steps of 4,000 bfloat16 elements, 60 to 600 of them differed from PyTorch's (AdamW's weight decay factor
-# 1 - lr wd = 0.999 became 1.0 in bfloat16: no decay at all).
+# 1 - lr wd = 0.999 became 1.0 in bfloat16: no decay at all). The float32 copies are a block's at a time (_blocks),
+# never a whole parameter's.
 def _low_precision(p):
     return backend.accumulator(p._data.dtype) is not None
 
@@ -353,19 +356,40 @@ def _alpha(value, dtype):
     return np.float32(np.asarray(np.float32(value)).astype(dtype))
 
 
+_BLOCK = 1 << 16  # elements per block: 256 KiB a float32 copy (as backend/rows.py's in_float32)
+
+
+def _blocks(array):
+    """Index expressions that cut `array` into blocks of whole rows of about _BLOCK elements: a 2-byte step computes
+    in float32 one block at a time, so that its float32 copies hold a block, not a whole parameter (PyTorch's kernels
+    keep none: a float16 BERT-large's SGD step held 375 MB of them, three copies of the word embeddings, more than its
+    backward's peak), the numbers the same, element by element."""
+    if array.ndim == 0 or array.size <= _BLOCK:
+        return [...]
+    step = max(1, _BLOCK * array.shape[0] // array.size)
+    return [slice(start, start + step) for start in range(0, array.shape[0], step)]
+
+
 def _sgd_low_precision(opt, p, group):
-    """SGD's for-loop step (torch.optim.sgd._single_tensor_sgd) of a 2-byte parameter, for optimizer opt: NOTE [a
-    2-byte step rounds as PyTorch's]."""
+    """SGD's for-loop step (torch.optim.sgd._single_tensor_sgd) of a 2-byte parameter, for optimizer opt, a block at
+    a time: NOTE [a 2-byte step rounds as PyTorch's]."""
+    first = group["momentum"] and "momentum_buffer" not in opt.state.get(p, {})
+    buf = opt._state_buffer(p, "momentum_buffer") if group["momentum"] else None
+    g = _gradient(p, group["maximize"])
+    for rows in _blocks(p._data):
+        _sgd_block(p._data[rows], g[rows], None if buf is None else buf[rows], first, group)
+
+
+def _sgd_block(w2, g, buf, first, group):
+    """One block of _sgd_low_precision: parameter w2, gradient g, momentum buffer buf (None without momentum)."""
     lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-    weight_decay, nesterov, dtype = group["weight_decay"], group["nesterov"], p._data.dtype
-    g = _wide(_gradient(p, group["maximize"]))
+    weight_decay, nesterov, dtype = group["weight_decay"], group["nesterov"], w2.dtype
+    g = _wide(g)
     if weight_decay:
-        decayed = _wide(p._data)
+        decayed = _wide(w2)
         decayed *= _alpha(weight_decay, dtype)
         g = _rounded(decayed + g, dtype)                     # grad.add(param, alpha=weight_decay)
     if momentum:
-        first = "momentum_buffer" not in opt.state.get(p, {})
-        buf = opt._state_buffer(p, "momentum_buffer")
         if first:
             buf[...] = g                                     # clone
             b = g
@@ -379,16 +403,22 @@ def _sgd_low_precision(opt, p, group):
             g = _rounded(ahead, dtype)                       # grad.add(buf, alpha=momentum)
         else:
             g = b
-    w = _wide(p._data)
+    w = _wide(w2)
     w += _transient(g * _alpha(-lr, dtype))
-    p._data[...] = _rounded(w, dtype)                        # param.add_(grad, alpha=-lr)
+    w2[...] = _rounded(w, dtype)                             # param.add_(grad, alpha=-lr)
 
 
-def _adamw_low_precision(p, g, m, v, v_max, lr, b1, b2, eps, weight_decay, step):
+def _adamw_low_precision(p, g, m, v, v_max, *numbers):
     """AdamW's for-loop step (torch.optim.adam._single_tensor_adam, decoupled) of a 2-byte parameter, with 2-byte
-    moments m, v (and v_max, amsgrad's): NOTE [a 2-byte step rounds as PyTorch's]."""
-    dtype, xp = p._data.dtype, backend.xp_of(v)
-    w = _wide(p._data)
+    moments m, v (and v_max, amsgrad's), a block at a time (_blocks): NOTE [a 2-byte step rounds as PyTorch's]."""
+    for rows in _blocks(p._data):
+        _adamw_block(p._data[rows], g[rows], m[rows], v[rows], None if v_max is None else v_max[rows], *numbers)
+
+
+def _adamw_block(w2, g, m, v, v_max, lr, b1, b2, eps, weight_decay, step):
+    """One block of _adamw_low_precision: parameter w2."""
+    dtype, xp = w2.dtype, backend.xp_of(v)
+    w = _wide(w2)
     w *= np.float32(1 - lr * weight_decay)
     _rounded(w, dtype)                                       # param.mul_(1 - lr * weight_decay)
     g, m32 = _wide(g), _wide(m)
@@ -417,7 +447,7 @@ def _adamw_low_precision(p, g, m, v, v_max, lr, b1, b2, eps, weight_decay, step)
     update = _transient(_wide(m) * np.float32(-(lr / (1 - b1 ** step))))
     update /= denom
     w += update
-    p._data[...] = _rounded(w, dtype)                        # param.addcdiv_(exp_avg, denom, value=-step_size)
+    w2[...] = _rounded(w, dtype)                             # param.addcdiv_(exp_avg, denom, value=-step_size)
 
 
 # NOTE [PyTorch's implementation switches]: torch.optim's foreach=, fused=, differentiable= and capturable= choose how
@@ -519,6 +549,8 @@ class AdamW(Optimizer):
         _check_flag(where, "maximize", group["maximize"])
 
     def step(self):
+        if LEARNED and learned("AdamW.step", self) is not NotImplemented:  # NOTE [learner's pieces], ops/base.py
+            return
         for group in self.param_groups:
             lr, (b1, b2), eps, weight_decay = group["lr"], group["betas"], group["eps"], group["weight_decay"]
             for p in group["params"]:

@@ -12,7 +12,8 @@ block runs.
               bookkeeping (NOTE [self time]); prof.seconds("backward", op="matmul")
   ledger.py   bytes by category (parameters, optimizer, gradients, activations, transient: NOTE [one buffer,
               one category], [what a profile counts]) and FLOPs by phase, counted in the hooks that the tape
-              calls (tensor.Listener: on_save, on_release, ...); prof.peak_bytes(), prof.flops(), prof.calls()
+              calls (tensor.Listener: on_save, on_release, ...; the per-op ones, on_inputs and on_forward, from
+              the Listener's op mode, NOTE [op modes]); prof.peak_bytes(), prof.flops(), prof.calls()
   report.py   what prints them: prof.table(), prof.timeline(), format_bytes, format_flops, format_seconds; the
               colours every plot draws the categories and phases in (CATEGORY_COLORS, PHASE_COLORS)
   export.py   what opens elsewhere: prof.export_chrome_trace() for Perfetto and chrome://tracing (ops as spans by

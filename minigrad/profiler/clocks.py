@@ -21,11 +21,11 @@ TIMED_PHASES = PHASES + ("step",)  # time also counts optimizer steps, by optimi
 _now = time.perf_counter_ns  # the clock (NOTE [self time]); a module global, one look-up fewer per read
 
 
-# NOTE [self time]: an op's clock runs while the tape works on it: in `apply`, from the end of on_inputs to the
-# start of on_forward (its forward, wrapping the output, `keep`); in `_run_tape`, for one record's turn (its
-# version checks, its backward, the release of what it saved, and handing its gradients on: the sums into other
-# records' gradients and into leaves' .grad); an optimizer's whole step. Its total (PyTorch's 'CPU total')
-# includes the ops that ran inside it: a checkpoint's backward runs its segment's recompute and that recompute's
+# NOTE [self time]: an op's clock runs while the tape works on it: in its op mode (tensor.Listener.__op__), from the
+# end of on_inputs to the start of on_forward (its forward, wrapping the output, `keep`); in `_run_tape`, for one
+# record's turn (its version checks, its backward, the release of what it saved, and handing its gradients on: the
+# sums into other records' gradients and into leaves' .grad); an optimizer's whole step. Its total (PyTorch's 'CPU
+# total') includes the ops that ran inside it: a checkpoint's backward runs its segment's recompute and that recompute's
 # backward. Its self time (PyTorch's 'Self CPU') leaves them out. Neither counts the profiler's own bookkeeping:
 # each hook the tape calls times itself, as the profiler's overhead (_bookkeeping; inline in the hooks that run
 # for every op, where the wrapper's call would cost more than the two reads of the clock). So the self times of

@@ -3,12 +3,13 @@
 The reading path, to follow one saved array and one gradient:
 
   modes.py      the switches the tape's behaviour depends on (no_grad, keep_saved, recomputing, profiling,
-                autocasting, packing) and their queries; the Listener, every report the tape makes (NOTE [what the tape
-                reports]); Cache, every question it asks a checkpoint (NOTE [the cache asks, the tape answers]);
-                Autocast, the one it asks mg.autocast (NOTE [autocast asks first]); the version counters of
-                tensors' storage (NOTE [version counters])
+                autocasting, packing) and their queries; OpMode, the stack of modes apply consults (NOTE [op modes]);
+                the Listener, every report the tape makes (NOTE [what the tape reports]); Cache, every question it
+                asks a checkpoint (NOTE [the cache asks, the tape answers]); Autocast, the mode mg.autocast is (NOTE
+                [autocast asks first]); the version counters of tensors' storage (NOTE [version counters])
   tape.py       the records and the walk: record, keep, the one choke point for saved arrays (NOTE [one choke point]),
-                the saved-tensor hooks it calls (pack in keep, unpack in _run_tape: NOTE [saved tensors hooks], autograd/graph.py),
+                the saved-tensor hooks it calls (pack in keep, unpack in _run_tape: NOTE [saved tensors hooks],
+                autograd/graph.py),
                 hand_over, release (NOTE [memory drains]); backward and _run_tape (NOTE [the tape]); who owns a
                 gradient array during a backward; the reads outside the tape (NOTE [reads outside the tape]).
                 It reads a tensor only through `Variable`, the protocol the Tensor keeps
@@ -36,13 +37,17 @@ package's `tensor` attribute: importlib.import_module("minigrad.tensor") is the 
 
 Read next: functional.py (softmax, cross_entropy, ...), then nn/ and optim/.
 """
-from .modes import (Autocast, Cache, Listener, active_autocast, active_cache, active_profiler,
-                    active_saved_tensors_hooks, autocast_inputs, autocasting, enable_grad, is_grad_enabled,
-                    is_keeping_saved, is_recomputing, keep_saved, mark_written, no_grad, packing, profiling, recomputing)
+from .modes import (Autocast, Cache, Listener, OpMode, active_autocast, active_cache, active_modes, active_profiler,
+                    active_saved_tensors_hooks, autocast_inputs,
+                    autocasting, enable_grad, is_grad_enabled, is_keeping_saved, is_recomputing, keep_saved,
+                    mark_written, no_grad, packing, profiling, recomputing)
 from .tape import (Variable, backward, backward_within, hand_over, keep, mark, noting_reads, record, records_since,
                    release, zero_grads)
 from .args import DTYPES, FLOAT_DTYPES, check_cuda_device, check_device, check_float, normalize_dtype, parse_to_args
 from .tensor import Tensor, apply
+from .tensor import _wrap as wrap  # a tensor around an array that no listener is told of: the ledger counts the array
+# where the tape reported it (NOTE [an old array, a new tensor], profiler/ledger.py); saved-tensor hooks (autograd/)
+# hand arrays to their pack and unpack hooks as tensors so
 from .factories import from_numpy
 from .factories import (arange, cat, empty, empty_like, eye, full, full_like, maximum, minimum, multinomial, ones,
                         ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor, where, zeros, zeros_like)
@@ -50,12 +55,13 @@ from .factories import (arange, cat, empty, empty_like, eye, full, full_like, ma
 __all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
            "empty", "empty_like", "eye", "full_like", "rand_like", "randn_like", "multinomial", "arange", "cat",
            "stack", "where", "maximum", "minimum",
-           "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "autocasting", "packing", "Listener", "Cache",
+           "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "autocasting", "packing", "OpMode",
+           "active_modes", "Listener", "Cache",
            "Autocast", "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache",
            "active_autocast", "active_saved_tensors_hooks", "autocast_inputs", "mark_written",
            "Variable", "record", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
            "zero_grads", "noting_reads", "DTYPES", "FLOAT_DTYPES", "check_cuda_device", "check_device", "check_float",
-           "normalize_dtype", "parse_to_args"]
+           "normalize_dtype", "parse_to_args", "wrap"]
 
 # The tape's private parts that the floors above it use, named here so that each is seen: checkpoint (the cache's
 # answers: a tensor around an array the ledger already counts, the read guards, version counters, a switch of its

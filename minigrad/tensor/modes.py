@@ -1,5 +1,6 @@
-"""The tape's state: the switches its behaviour depends on, the listener it reports to, and the version counter
-of each tensor's storage. Nothing here records or runs an op; tape.py and tensor.py read these.
+"""The tape's state: the switches its behaviour depends on, the op modes `apply` consults (NOTE [op modes]), the
+listener it reports to, and the version counter of each tensor's storage. Nothing here records or runs an op; tape.py
+and tensor.py read these.
 
 Read next: tape.py, the records and the backward walk.
 """
@@ -14,7 +15,8 @@ class _Switches:
     """Everything the tape's behaviour depends on, in one place. Only the context managers below set
     the first seven; `backward` sets `taken`; each has a public query. Slots: every op reads several of them
     (NOTE [per-op overhead], tensor.py), and a slot is read faster than an attribute looked up in a dict."""
-    __slots__ = ("grad_enabled", "keep_saved", "recomputing", "profiler", "cache", "autocast", "saved_hooks", "taken")
+    __slots__ = ("grad_enabled", "keep_saved", "recomputing", "profiler", "cache", "autocast", "saved_hooks", "taken",
+                 "modes", "chain")
 
     def __init__(self):
         self.grad_enabled = True  # record ops (no_grad turns it off)
@@ -27,6 +29,8 @@ class _Switches:
         self.saved_hooks = None   # the innermost saved_tensors_hooks (autograd/graph.py): keep packs, _run_tape unpacks
         self.taken = None         # the running backward's gradient arrays that someone owns
         #                           (NOTE [who owns a gradient], tape.py: backward)
+        self.modes = ()           # the op modes apply consults, in order (NOTE [op modes]); () for none
+        self.chain = None         # how apply calls them: _chain's, until the stack changes
 
 
 _on = _Switches()
@@ -43,10 +47,87 @@ class _Mode(contextlib.ContextDecorator):
     def __enter__(self):
         self.prev.append(getattr(_on, self.switch))
         setattr(_on, self.switch, self.value)
+        if self.switch in _MODE_SWITCHES:
+            _restack()
         return self
 
     def __exit__(self, *exc):
         setattr(_on, self.switch, self.prev.pop())
+        if self.switch in _MODE_SWITCHES:
+            _restack()
+
+
+class OpMode:
+    """NOTE [op modes]: a mode sees every op that `apply` runs while it is active, as PyTorch's TorchDispatchMode
+    (torch.utils._python_dispatch) sees each aten op: `with mode:` pushes it on the stack and pops it after.
+    apply asks the first mode of the stack, `mode.__op__(op_cls, inputs, attrs, run)`, and that is all apply knows
+    of them; `run(op_cls, inputs, attrs, noted=None)` runs the rest of the stack and then the op itself, and returns
+    the output tensor (as a TorchDispatchMode calls `func(*args, **kwargs)`). So a mode may run the op as it is (the
+    default below), replace its inputs (autocast casts them), return a result without running it (a checkpoint's
+    recompute hands back what its forward kept), or note it (the profiler). `noted(op, record, inputs, out, attrs)`,
+    if a mode passes one, is called once the op has run, with the op instance and its record (the op, or None if it
+    records nothing), before the record keeps what the op saved: where a mode sees the op itself (its FLOPs; what a
+    checkpoint's policy keeps). A mode that returns without calling run runs no op, and no `noted` hears of it: the
+    profiler stops that op's clock unrun.
+
+    The order: the features have fixed places, as PyTorch's dispatch keys do (Autocast before the Python modes):
+    autocast's policy first (it casts the inputs every mode below sees), then the profiler's listener, then the
+    modes a user enters (the innermost `with` first, as PyTorch's), then a checkpoint's cache, nearest the op.
+    Unlike TorchDispatchMode a mode is not popped while its __op__ runs: an op it applies (autocast's casts) passes
+    the whole stack, as every op does. Without an active mode the stack is empty, and apply reads one slot."""
+
+    def __op__(self, op_cls, inputs, attrs, run):
+        return run(op_cls, inputs, attrs)
+
+    def __enter__(self):
+        _entered.append(self)
+        _restack()
+        return self
+
+    def __exit__(self, *exc):
+        _entered.pop()  # `with` blocks end innermost first
+        _restack()
+
+
+_entered = []  # the OpModes entered with `with`, outermost first
+_MODE_SWITCHES = frozenset({"autocast", "profiler", "cache"})  # the switches whose value is a feature's mode
+
+
+def _restack():
+    """Put the active modes in apply's order (NOTE [op modes]), as a mode is entered or left."""
+    _on.modes = tuple([m for m in (_on.autocast, _on.profiler, *reversed(_entered), _on.cache) if m is not None])
+    _on.chain = None
+
+
+def _chain(plain):
+    """(the first mode's __op__, the `run` it is handed), built once for each stack: each `run` calls the next mode's
+    __op__, and the last one is `plain`, the op and its record (tensor.py: _run). NOTE [per-op overhead], tensor.py:
+    a mode costs an op one call, of its __op__, and no closure made per op unless a mode above passed a `noted`."""
+    run = plain
+    for mode in reversed(_on.modes[1:]):
+        run = _level(mode.__op__, run)
+    _on.chain = (_on.modes[0].__op__, run)
+    return _on.chain
+
+
+def _level(op, below):
+    def run(op_cls, inputs, attrs, noted=None):
+        if noted is None:
+            return op(op_cls, inputs, attrs, below)
+        return op(op_cls, inputs, attrs, lambda op_cls, inputs, attrs, also=None:  # tell both the op that runs
+                  below(op_cls, inputs, attrs, noted if also is None else _both(noted, also)))
+    return run
+
+
+def _both(first, second):
+    """Two modes' `noted`, each told of the op."""
+    return lambda *ran: (first(*ran), second(*ran))
+
+
+def active_modes():
+    """The op modes apply consults now, in order (NOTE [op modes]), as torch's _get_current_dispatch_mode_stack()
+    (innermost last there; first here: the order they see an op in)."""
+    return _on.modes
 
 
 class _GradMode(_Mode):
@@ -99,11 +180,11 @@ class profiling(_Mode):
 
     def __enter__(self):
         super().__enter__()
-        backend.pool._report = self.value.on_new_array
+        backend.pool.report_new_arrays_to(self.value.on_new_array)
 
     def __exit__(self, *exc):
         super().__exit__(*exc)
-        backend.pool._report = None if _on.profiler is None else _on.profiler.on_new_array
+        backend.pool.report_new_arrays_to(None if _on.profiler is None else _on.profiler.on_new_array)
 
 
 class autocasting(_Mode):
@@ -119,13 +200,14 @@ class packing(_Mode):
     switch = "saved_hooks"
 
 
-class Listener:
+class Listener(OpMode):
     """NOTE [what the tape reports]: every report the tape (and the optimizer and the collectives) makes to the
     listener of `with profiling(listener):`, in one place: each does nothing here, and mg.profile (profiler)
-    overrides them to keep its ledger of bytes, FLOPs and time. Where each is called (apply, _set_grad and _new in
-    tensor.py; keep, hand_over, _run_tape and release in tape.py), in the order of a step:
+    overrides them to keep its ledger of bytes, FLOPs and time. The listener is also an op mode (NOTE [op modes]),
+    after autocast's: its __op__ below makes the per-op reports. Where each is called (__op__ below; _set_grad and
+    _new in tensor.py; keep, hand_over, _run_tape and release in tape.py), in the order of a step:
 
-      apply         on_inputs (it also starts the op's clock) ... on_forward; stop_clock for an op a
+      __op__        on_inputs (it also starts the op's clock) ... on_forward; stop_clock for an op a
                     checkpoint's recompute replays without running it
       keep          on_save: a record keeps its saved arrays (activation memory)
       hand_over     on_hand_over: a checkpoint gives the outputs it kept to its recompute's records
@@ -137,8 +219,19 @@ class Listener:
       made          on_new_array: an array an op or a step makes (a temporary, new state), as it is made
       distributed   on_communication: bytes sent and received by a collective
 
-    The tape reads `_on.profiler` once per op and calls only when a listener is active: without one, none of
-    this runs."""
+    Only while a listener is active is it on the stack and read by the tape: without one, none of this runs."""
+
+    def __op__(self, op_cls, inputs, attrs, run):
+        """An op's reports: its inputs, then, once it ran and its record kept what it saved, the op; its clock runs
+        from one to the other (NOTE [self time], profiler), the modes below included (a checkpoint's cache)."""
+        profiler, ran = self, []
+        clock = profiler.on_inputs(inputs)
+        t = run(op_cls, inputs, attrs, lambda op, record, inputs, out, attrs: ran.append((op, inputs)))
+        if not ran:  # a mode below returned it unrun (a checkpoint's recompute): its time is the checkpoint's
+            profiler.stop_clock(clock)
+        else:
+            profiler.on_forward(ran[0][0], ran[0][1], t._data, clock)  # stops it first
+        return t
 
     def on_inputs(self, inputs):
         """An op is about to run on these tensors; returns the clock that on_forward stops."""
@@ -180,22 +273,27 @@ class Listener:
         """A collective op sent and received these many bytes; clock: start_clock's, taken as it began."""
 
 
-class Cache:
+class Cache(OpMode):
     """NOTE [the cache asks, the tape answers]: every question the tape asks a checkpoint's op cache, in one place.
     While a checkpoint runs its function (its forward, or its recompute in backward), `_on.cache` is its cache
-    (checkpoint/policies.py: OpCache, which overrides these; `caching` there sets the switch). Each default here
-    is what the tape does with no cache:
+    (checkpoint/policies.py: OpCache, which overrides these; `caching` there sets the switch), and the cache is the
+    last op mode, nearest the op (NOTE [op modes]). Each default here is what the tape does with no cache:
 
-      replayed(op_cls, inputs, attrs)   apply, before an op runs: a tensor to return without running it (the
+      replayed(op_cls, inputs, attrs)   __op__, before an op runs: a tensor to return without running it (the
                                         recompute hands back what the forward kept), or None: it runs
-      ran(op, record, inputs, out, attrs)   apply, after it ran: the forward notes each op, its inputs, its output
-                                        and its record (None if it does not record)
+      ran(op, record, inputs, out, attrs)   __op__'s `noted`, after it ran and before its record keeps anything:
+                                        the forward notes each op, its inputs, its output and its record (None if
+                                        it does not record), and its policy picks what keep keeps
       keeps(record, inputs)             keep, inside keep_saved(False): the arrays this record keeps anyway (its
                                         policy picked it), or None: it keeps nothing, as without a cache
       replaying                         whether this is the recompute (in-place writes repeat the forward's)
 
     Everything else goes the other way: the cache calls the tape (record, keep, hand_over, release, noting_reads)."""
     replaying = False
+
+    def __op__(self, op_cls, inputs, attrs, run):
+        t = self.replayed(op_cls, inputs, attrs)
+        return t if t is not None else run(op_cls, inputs, attrs, self.ran)
 
     def replayed(self, op_cls, inputs, attrs):
         return None
@@ -207,22 +305,25 @@ class Cache:
         return None
 
 
-class Autocast:
-    """NOTE [autocast asks first]: the one question the tape asks an autocast policy, in one place. Inside
-    `with mg.autocast(...)`, `_on.autocast` is its policy (amp/autocast_mode.py, which overrides this; `autocasting`
-    sets the switch); outside, None, and apply reads that one slot per op and asks nothing:
+class Autocast(OpMode):
+    """NOTE [autocast asks first]: the one question an autocast policy answers, in one place. Inside
+    `with mg.autocast(...)`, `_on.autocast` is its policy (amp/autocast_mode.py, which overrides `inputs`;
+    `autocasting` sets the switch), and the policy is the first op mode (NOTE [op modes]): it sees each op before
+    any other mode, and runs it on what it answers; outside, it is not on the stack and asks nothing:
 
-      inputs(name, inputs, same_dtype)   apply, before anything else: the tensors op `name` runs on, cast as the
-                                         policy's lists say (to the low precision, to float32, or each float to
-                                         the widest of them where the op takes one dtype: same_dtype), or
-                                         `inputs` themselves. A composed function that PyTorch casts as a whole
-                                         (cross_entropy, mse_loss, ...) asks the same, through autocast_inputs
+      inputs(name, inputs, same_dtype)   the tensors op `name` runs on, cast as the policy's lists say (to the low
+                                         precision, to float32, or each float to the widest of them where the op
+                                         takes one dtype: same_dtype), or `inputs` themselves. A composed function
+                                         that PyTorch casts as a whole (cross_entropy, mse_loss, ...) asks the
+                                         same, through autocast_inputs
 
-    A cast is an ordinary op (ops.Cast, by Tensor.to), recorded on the tape: the gradient goes back through it
-    into a float32 weight, in float32. Outside a region the question costs the slot's read, about 14 ns per op on
-    CPython 3.11 (2026-12-02). A step of 4 x (Linear(16, 16), Tanh) at batch 1 (about 105 us) ran 940.9 thousand
-    instructions before autocast and 940.8 thousand with only these two lines added (callgrind, PYTHONHASHSEED=0);
-    timed interleaved in one process, the whole of autocast's changes moved it by less than the runs' noise."""
+    A cast is an ordinary op (ops.Cast, by Tensor.to), recorded on the tape, and it passes the whole stack (this
+    mode too, which lets it be: a cast has one input): the gradient goes back through it into a float32 weight, in
+    float32, and the modes below (the profiler, a checkpoint's cache) see it as any op. Outside a region autocast
+    costs apply nothing (before it was a mode, it was one slot's read, about 14 ns per op on CPython 3.11)."""
+
+    def __op__(self, op_cls, inputs, attrs, run):
+        return run(op_cls, self.inputs(op_cls.name, inputs, op_cls.same_dtype), attrs)
 
     def inputs(self, name, inputs, same_dtype=True):
         return inputs

@@ -316,8 +316,8 @@ def _check_same_device_and_dtype(name, arrays):
 # outside the ops goes through `_values`: in a checkpoint's forward it tells the checkpoints running (`_noting`,
 # innermost last) that this array is read, and their recompute makes it for real; in a recompute, if the array is
 # a placeholder after all (the function read something else the second time), it raises, naming the op and the
-# fix. `_placeholders` holds what the recomputes running now handed out without running, by id; `apply` refuses to
-# run an op on one. Both are empty outside checkpoints: two falsy checks per read.
+# fix. `_placeholders` holds what the recomputes running now handed out without running, by id; a checkpoint's cache,
+# an op mode (policies.py), refuses to run an op on one. Both are empty outside checkpoints: two falsy checks per read.
 _noting = []
 _placeholders = {}
 

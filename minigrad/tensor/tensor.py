@@ -19,8 +19,8 @@ import numpy as np
 
 from .. import backend, ops
 from ..ops import ShapeError
-from .modes import _on, _share_version, _version_counter
-from .tape import Variable, _check_real, _check_same_device_and_dtype, _placeholders, _values, backward, record
+from .modes import _chain, _on, _share_version, _version_counter
+from .tape import Variable, _check_same_device_and_dtype, _values, backward, record
 from .args import FLOAT_DTYPES, _array_of, _bool_array, _index_key, _is_number, _shape, check_cuda_device, parse_to_args
 from .args import _number_array, dim_alias, exact_number
 from . import promotion
@@ -37,26 +37,22 @@ from .names import Names
 # per item, 2.7% of a tiny model's step in instructions.
 def apply(op_cls, *inputs, **attrs):
     """Run one op on tensors and, when recording, keep it on the tape as the output's record."""
-    if _on.autocast is not None:  # NOTE [autocast asks first] (modes.py): the inputs, cast by autocast's lists
-        inputs = _on.autocast.inputs(op_cls.name, inputs, op_cls.same_dtype)
+    if _on.modes:  # NOTE [op modes] (modes.py): the first mode sees the op, and runs the rest of the stack
+        first, run = _on.chain or _chain(_run)
+        return first(op_cls, inputs, attrs, run)
+    return _run(op_cls, inputs, attrs)
+
+
+def _run(op_cls, inputs, attrs, noted=None):
+    """The op itself, and its record: what apply does with no mode active. `noted` hears of the op before its
+    record keeps anything (NOTE [op modes])."""
     op = op_cls()
     arrays = [t._data for t in inputs]
     if len(arrays) > 1 and op.same_dtype:
         _check_same_device_and_dtype(op_cls.name, arrays)
     needs = tuple([t._requires_grad for t in inputs])  # NOTE [per-op overhead]
     recording = _on.grad_enabled and True in needs
-    if _on.profiler is not None:
-        clock = _on.profiler.on_inputs(inputs)  # and starts the op's clock: NOTE [self time] (profiler)
     op.needs_input_grad = needs if recording else (False,) * len(inputs)
-    if _on.cache is not None:  # NOTE [the cache asks, the tape answers] (modes.py)
-        t = _on.cache.replayed(op_cls, inputs, attrs)
-        if t is not None:
-            if _on.profiler is not None:
-                _on.profiler.stop_clock(clock)  # not run: its time is the checkpoint's that replays it
-            return t
-    if _placeholders:  # NOTE [reads outside the tape]: an op that runs reads its inputs
-        for a in arrays:
-            _check_real(a, op_cls.name, op=True)
     try:
         out = op.forward(*arrays, **attrs)
     except (ValueError, IndexError, TypeError) as e:
@@ -69,12 +65,10 @@ def apply(op_cls, *inputs, **attrs):
     t._data, t._requires_grad, t._grad, t._ctx, t._vc = out, recording, None, None, None
     if op.returns_view and out.base is not None:  # a view of its input shares the input's version counter
         _share_version(t, inputs)
-    if _on.cache is not None:
-        _on.cache.ran(op, op if recording else None, inputs, t, attrs)  # before keep(): its policy decides
+    if noted is not None:  # NOTE [op modes]: before keep(), which a checkpoint's policy decides
+        noted(op, op if recording else None, inputs, t, attrs)
     if recording:
         record(op, inputs, t)
-    if _on.profiler is not None:
-        _on.profiler.on_forward(op, inputs, out, clock)  # stops it first
     return t
 
 
@@ -135,7 +129,7 @@ def _operands(a, b, op, true_division=False, into=None):
                             f"wrap arrays with mg.tensor(...){hint}")
     like = a if isinstance(a, Tensor) else b
     floats = {x.dtype for x in (a, b) if isinstance(x, Tensor) and backend.is_float(x.dtype)}
-    if len(floats) > 1 and _on.autocast is not None:  # autocast casts an op's floats itself (apply), by one rule
+    if len(floats) > 1 and _on.autocast is not None:  # autocast casts an op's floats itself (its op mode), by one rule
         return a, b
     target = result_type(op, (a, b))
     if true_division and promotion.kind(target) < 2:
@@ -396,6 +390,8 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
     # --- the tape
     def backward(self, gradient=None, retain_graph=False):
         """Add d(self)/d(leaf) into every leaf's .grad (accumulating, as in PyTorch)."""
+        if ops.LEARNED and ops.learned("Tensor.backward", self, gradient, retain_graph) is not NotImplemented:
+            return  # the learner's tape walk ran (NOTE [learner's pieces], ops/base.py)
         backward(self, gradient._data if isinstance(gradient, Tensor) else gradient, retain_graph)  # tape.py
 
     def detach(self):
