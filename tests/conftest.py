@@ -26,7 +26,8 @@ def _seed_and_a_clean_tape():
     assert is_keeping_saved() and not is_recomputing() and mg.is_grad_enabled(), "a test left the tape's switches set"
     assert active_profiler() is None, "a test left a profile active"
     tape = importlib.import_module("minigrad.tensor")  # the module (mg.tensor is the function)
-    assert not tape._noting and not tape._placeholders, "a test left a checkpoint's read guards set"
+    selective = importlib.import_module("minigrad.checkpoint.policies")  # NOTE [placeholders]
+    assert not tape._watchers and not selective._placeholders, "a test left a checkpoint's read guards set"
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """Checkpointing random small programs: gradients bit-identical to the plain run's, or a clear error.
 
-NOTE [reads outside the tape] and NOTE [writes the tape does not record] (tensor.py, checkpoint/policies.py): a
-checkpoint's recompute skips the ops whose outputs backward does not read and hands back what a policy kept,
-so anything the recompute does not run must never be visible outside the tape. The programs here are made to
+NOTE [reads outside the tape] (tensor/tape.py), NOTE [placeholders] and NOTE [writes the tape does not record]
+(checkpoint/policies.py): a checkpoint's recompute skips the ops whose outputs backward does not read and hands
+back what a policy kept, so anything the recompute does not run must never be visible outside the tape. The programs here are made to
 break that: they read values between ops (comparisons, masks, where, masked_fill, boolean indexing, .item()
 for control flow, max, norm), write in place inside and outside the tape (recorded, under no_grad, through
 detach, through a view, into the checkpoint's argument, into its output after it returned), draw dropout masks,
@@ -24,6 +24,7 @@ from minigrad import functional as F
 from minigrad.checkpoint import set_checkpoint_early_stop
 
 tape = importlib.import_module("minigrad.tensor")  # the module (mg.tensor is the function)
+selective = importlib.import_module("minigrad.checkpoint.policies")  # the module of NOTE [placeholders]
 
 B, D = 3, 4
 THRESHOLDS = (-0.5, 0.0, 0.3, 1.0)
@@ -156,7 +157,7 @@ def gradients(program, ckpt, policy, inner_policies, early_stop, check, two_outp
     except (RuntimeError, ValueError, IndexError) as e:
         return e
     finally:
-        assert not tape._noting and not tape._placeholders, "a checkpoint left its read guards set"
+        assert not tape._watchers and not selective._placeholders, "a checkpoint left its read guards set"
     return [t.grad.numpy().copy() if t.grad is not None else None for t in [x] + weights]
 
 
@@ -250,4 +251,4 @@ def test_a_read_the_recompute_would_not_make_again_raises_not_a_placeholder(poli
     with pytest.raises(RuntimeError, match="did not run 'matmul'.*set_checkpoint_early_stop") as e:
         (y * y).sum().backward()
     assert "sneaky" in str(e.value)
-    assert not tape._placeholders
+    assert not selective._placeholders

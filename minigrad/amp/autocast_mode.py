@@ -12,7 +12,7 @@ Read next: grad_scaler.py, the loss scaling that float16's gradients need.
 import numpy as np
 
 from .. import backend, ops
-from ..tensor import Autocast, Tensor, _placeholders, active_autocast, apply, autocasting, normalize_dtype
+from ..tensor import Autocast, Tensor, active_autocast, active_cache, apply, autocasting, normalize_dtype
 from ..tensor.promotion import result_type
 
 FLOAT16, FLOAT32, FLOAT64, BFLOAT16 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64"), backend.BFLOAT16
@@ -122,8 +122,10 @@ class _Policy(Autocast):
         if hit is not None and hit[0] is t and hit[1] == t._version and hit[2] == dtype:
             return apply(ops.Cast, t, dtype=dtype, cached=hit[3])
         copy = t.to(dtype)
-        if id(copy._data) not in _placeholders:  # a recompute that skipped this cast (no op it runs reads it) hands out
-            # a placeholder: not one for a later use to read (NOTE [reads outside the tape]); that use casts again
+        cache = active_cache()
+        if cache is None or not cache.placeholder(copy._data):  # a recompute that skipped this cast (no op it runs
+            # reads it) hands out a placeholder: not one for a later use to read (NOTE [placeholders], checkpoint/
+            # policies.py); that use casts again
             _cache[id(t)] = (t, t._version, dtype, copy._data)  # holding t: its id cannot be reused while cached
         return copy
 

@@ -17,7 +17,7 @@ import numbers
 
 from ..profiler import profile
 from ..schedules import Chain, Rerun, check_segments, segment_bounds
-from ..tensor import Tensor, mark, noting_reads, records_since
+from ..tensor import Tensor, mark, records_since, watching_reads
 from .policies import OpCache, caching, nothing_saveable
 from .segment import _check_options, _check_policy, checkpoint
 
@@ -130,7 +130,7 @@ def measure_chain(functions, input):
             start, flops_before = mark(), prof.flops("forward")
             cache = OpCache(nothing_saveable, getattr(f, "__name__", type(f).__name__), count_flops=True)
             cache.note_input(x._data)
-            with caching(cache), noting_reads(cache):
+            with caching(cache), watching_reads(cache):
                 y = f(x)
             kept = prof.activations_kept(records_since(y, start))  # a saved weight stays a parameter
             sizes.append(x._data.nbytes)

@@ -20,7 +20,7 @@ import weakref
 
 from .. import backend
 from ..backend.random import get_rng_state, set_rng_state
-from ..tensor import Cache, _Mode, _check_real, _placeholders, _version_counter, _wrap, record, release
+from ..tensor import Cache, _Mode, _version_counter, _wrap, record, release
 
 
 # NOTE [selective checkpoint]: a policy decides, op by op, what a checkpoint keeps rather than recomputes:
@@ -36,7 +36,7 @@ from ..tensor import Cache, _Mode, _check_real, _placeholders, _version_counter,
 # An op that records nothing (its inputs need no gradient: the causal mask's triu) always runs again, and
 # a nested checkpoint's record is never kept: it recomputes its own insides. A cost of keeping it simple:
 # remembered outputs are freed when the checkpoint's backward ends, with its inputs, not op by op. A value
-# read outside the ops (w > 0, .item()) counts as a read (NOTE [reads outside the tape], tensor.py).
+# read outside the ops (w > 0, .item()) counts as a read (NOTE [reads outside the tape], tensor/tape.py).
 #
 # NOTE [writes the tape does not record]: whatever the recompute hands back (a kept op's output, a remembered
 # one) must be what the op made. A write under no_grad, through detach() or a view changes the array in place
@@ -84,6 +84,48 @@ from ..tensor import Cache, _Mode, _check_real, _placeholders, _version_counter,
 # that runs again, the inputs a replayed op saves, a read outside the ops. A tensor made inside is made again, with
 # another counter: never refused.
 # A nested checkpoint's ops, in the outer's forward and the outer's recompute, are the outer's reads too.
+#
+# NOTE [placeholders]: a recompute skips the ops whose outputs backward does not read (NOTE [recompute what backward
+# reads]) and hands out a NaN placeholder for each; no read may see one. A function's reads outside the ops are the
+# same both times (its forward told its cache each one, `read_outside`, as a watcher of NOTE [reads outside the
+# tape], tensor/tape.py), so the recompute makes for real what they read; but if the function reads something else
+# the second time, it must fail, naming the op and the fix. `_placeholders` holds what the recomputes running now
+# handed out without running, by id; `refusing_placeholders`, a watcher on during every recompute, refuses a read
+# outside the ops of one, and the cache, an op mode, an op that would run on one. Empty outside recomputes.
+_placeholders = {}
+
+
+def _check_real(a, who, op=False):
+    hit = _placeholders.get(id(a))
+    if hit is not None and hit[0] is a:
+        cache = hit[2]
+        if op and cache.diverged and cache.checks:
+            return  # it ran other ops than its forward: its determinism check says what changed (checkpoint)
+        if cache.diverged:
+            raise RuntimeError(f"{who}: a checkpoint's recompute of '{cache.who}' in backward ran other ops than its "
+                               f"forward, and this reads the output of '{hit[1]}', which it did not run: a "
+                               f"checkpointed function must compute the same thing twice (determinism_check='none' "
+                               f"skips the check that says what changed)")
+        raise RuntimeError(f"{who}: a checkpoint's recompute of '{cache.who}' did not run '{hit[1]}' (backward does not "
+                           f"need its output) and this reads that output's values: the function read values outside "
+                           f"minigrad's ops that its forward did not read (its reads must be the same both times). "
+                           f"Read them the same way in both runs, or recompute every op: `from minigrad.checkpoint import "
+                           f"set_checkpoint_early_stop` and wrap the checkpoint in "
+                           f"`with set_checkpoint_early_stop(False):`")
+
+
+class _RefusingPlaceholders:
+    """The watcher of reads outside the ops that is on during every recompute (NOTE [placeholders])."""
+
+    def read_outside(self, array, t, who):
+        if _placeholders:
+            _check_real(array, who)
+
+    def before_write(self, t):
+        pass
+
+
+refusing_placeholders = _RefusingPlaceholders()
 
 def nothing_saveable(op_name, input_shapes, output_shape):
     """Save nothing: recompute the whole function in backward (checkpoint's default)."""
@@ -160,7 +202,7 @@ class caching(_Mode):
 
 class _CheckpointCache(Cache):
     """A checkpoint's cache as an op mode (NOTE [op modes]): Cache's, and an op that runs reads its inputs, which
-    must not be placeholders that a recompute running now handed out (NOTE [reads outside the tape])."""
+    must not be placeholders that a recompute running now handed out (NOTE [placeholders])."""
 
     def __op__(self, op_cls, inputs, attrs, run):
         t = self.replayed(op_cls, inputs, attrs)
@@ -481,7 +523,7 @@ class OpCache(_CheckpointCache):
             out = self.remembered[e.slot]
         elif e.kept and e.own_out is not None:
             out = record.saved[e.own_out]  # its record kept its output
-        else:  # nothing in the recompute reads it: a placeholder, which no read may see (NOTE [reads outside the tape])
+        else:  # nothing in the recompute reads it: a placeholder, which no read may see (NOTE [placeholders])
             shape, dtype, xp = e.meta
             out = xp.broadcast_to(xp.full((), float("nan"), dtype=dtype), shape)
             self._placeholders.append(out)

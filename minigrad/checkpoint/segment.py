@@ -28,10 +28,11 @@ from .. import backend, ops
 from ..amp.autocast_mode import cast_region
 from ..backend.random import get_rng_state, set_rng_state
 from ..tensor import (Tensor, active_autocast, active_cache, apply, backward_within, enable_grad,
-                      hand_over, is_grad_enabled, is_keeping_saved, keep_saved, mark, noting_reads, records_since,
-                      recomputing)
+                      hand_over, is_grad_enabled, is_keeping_saved, keep_saved, mark, records_since, recomputing,
+                      watching_reads)
 from ..tensor import _version_counter, _wrap  # NOTE [version counters], NOTE [an old array, a new tensor]
-from .policies import NestedReads, OpCache, StopRecompute, caching, checkpoint_policies, nothing_saveable
+from .policies import (NestedReads, OpCache, StopRecompute, caching, checkpoint_policies, nothing_saveable,
+                       refusing_placeholders)
 
 DETERMINISM_CHECKS = ("default", "values", "none")
 _NOT_IMPLEMENTED = ("context_fn", "debug")  # options of PyTorch's checkpoint that minigrad lacks
@@ -183,7 +184,8 @@ class Checkpoint(ops.Op):
         if self.rng_state is not None:
             set_rng_state(self.rng_state)  # dropout draws the same masks again
         try:
-            with enable_grad(), keep_saved(True), recomputing(), caching(cache), noting_reads(cache), \
+            with enable_grad(), keep_saved(True), recomputing(), caching(cache), watching_reads(cache), \
+                    watching_reads(refusing_placeholders), \
                     cast_region(self.autocast):  # casts a weight once, as the forward did (NOTE [the weight-cast cache])
                 start = mark()
                 args, kwargs = _map(lambda v: inputs[v.i] if isinstance(v, _Input) else v, self.nest)
@@ -402,7 +404,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     before = [(t._data, t._ctx) for t in inputs]  # what the Checkpoint record will keep and point at
     start = mark()
     # NOTE [checkpoint]: the segment's records are made, but keep nothing (but what a policy saves)
-    with keep_saved(False), caching(cache or (outer and NestedReads(outer))), noting_reads(cache):
+    with keep_saved(False), caching(cache or (outer and NestedReads(outer))), watching_reads(cache):
         result = function(*args, **kwargs)
     _check_arguments_kept(who, inputs, before)
     outputs = _made_inside(result, start)

@@ -41,8 +41,8 @@ from .modes import (Autocast, Cache, Listener, OpMode, active_autocast, active_c
                     active_saved_tensors_hooks, autocast_inputs,
                     autocasting, enable_grad, is_grad_enabled, is_keeping_saved, is_recomputing, keep_saved,
                     mark_written, no_grad, packing, profiling, recomputing)
-from .tape import (Variable, backward, backward_within, hand_over, keep, mark, noting_reads, record, records_since,
-                   release, zero_grads)
+from .tape import (Variable, backward, backward_within, hand_over, keep, mark, record, records_since,
+                   release, watching_reads, zero_grads)
 from .args import DTYPES, FLOAT_DTYPES, check_cuda_device, check_device, check_float, normalize_dtype, parse_to_args
 from .tensor import Tensor, apply
 from .tensor import _wrap as wrap  # a tensor around an array that no listener is told of: the ledger counts the array
@@ -60,12 +60,12 @@ __all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "
            "Autocast", "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache",
            "active_autocast", "active_saved_tensors_hooks", "autocast_inputs", "mark_written",
            "Variable", "record", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
-           "zero_grads", "noting_reads", "DTYPES", "FLOAT_DTYPES", "check_cuda_device", "check_device", "check_float",
+           "zero_grads", "watching_reads", "DTYPES", "FLOAT_DTYPES", "check_cuda_device", "check_device", "check_float",
            "normalize_dtype", "parse_to_args", "wrap"]
 
 # The tape's private parts that the floors above it use, named here so that each is seen: checkpoint (the cache's
-# answers: a tensor around an array the ledger already counts, the read guards, version counters, a switch of its
-# own) and the tests (the switches themselves).
+# answers: a tensor around an array the ledger already counts, version counters, a switch of its own) and the tests
+# (the switches themselves, the watchers of reads outside the tape).
 from .modes import _Mode, _on, _version_counter, _written_since  # noqa: E402,F401 NOTE [version counters]
-from .tape import _check_real, _noting, _placeholders  # noqa: E402,F401 NOTE [reads outside the tape]
+from .tape import _watchers  # noqa: E402,F401 NOTE [reads outside the tape]: the tests ask that none is left on
 from .tensor import _wrap  # noqa: E402,F401

@@ -287,8 +287,10 @@ class Cache(OpMode):
       keeps(record, inputs)             keep, inside keep_saved(False): the arrays this record keeps anyway (its
                                         policy picked it), or None: it keeps nothing, as without a cache
       replaying                         whether this is the recompute (in-place writes repeat the forward's)
+      placeholder(array)                whether the recompute handed `array` out for an op it did not run (NOTE
+                                        [placeholders], checkpoint/policies.py): autocast's weight-cast cache asks
 
-    Everything else goes the other way: the cache calls the tape (record, keep, hand_over, release, noting_reads)."""
+    Everything else goes the other way: the cache calls the tape (record, keep, hand_over, release, watching_reads)."""
     replaying = False
 
     def __op__(self, op_cls, inputs, attrs, run):
@@ -303,6 +305,9 @@ class Cache(OpMode):
 
     def keeps(self, record, inputs):
         return None
+
+    def placeholder(self, array):
+        return False
 
 
 class Autocast(OpMode):

@@ -311,67 +311,42 @@ def _check_same_device_and_dtype(name, arrays):
 
 # NOTE [reads outside the tape]: the tape sees what ops read, but Python code also reads values outside any op: a
 # comparison (w > 0, for a mask), .item(), .numpy(), an index's values, an in-place write the tape does not record.
-# A checkpoint's recompute skips the ops whose outputs backward does not read (NOTE [recompute what backward
-# reads], checkpoint) and hands out a NaN placeholder for each; such a read must never see one. So every read
-# outside the ops goes through `_values`: in a checkpoint's forward it tells the checkpoints running (`_noting`,
-# innermost last) that this array is read, and their recompute makes it for real; in a recompute, if the array is
-# a placeholder after all (the function read something else the second time), it raises, naming the op and the
-# fix. `_placeholders` holds what the recomputes running now handed out without running, by id; a checkpoint's cache,
-# an op mode (policies.py), refuses to run an op on one. Both are empty outside checkpoints: two falsy checks per read.
-_noting = []
-_placeholders = {}
+# Every such read goes through `_values`, and every such write through `_before_write`, which tell the watchers on
+# now (`watching_reads`, innermost last) first: a checkpoint's forward must know what its function reads outside the
+# ops, and its recompute must not hand such a read a value it did not compute (checkpoint/policies.py). A watcher
+# has `read_outside(array, tensor, who)` and `before_write(tensor)`; with none on (outside checkpoints) a read costs
+# one empty loop.
+_watchers = []
 
 
 def _values(t, who):
     """t's array, for a read outside the ops by `who` (NOTE [reads outside the tape])."""
     a = t._data
-    for cache in _noting:
-        cache.read_outside(a, t, who)
-    if _placeholders:
-        _check_real(a, who)
+    for w in _watchers:
+        w.read_outside(a, t, who)
     return a
 
 
 def _before_write(t, who):
-    """t's array is about to be written in place by code the tape does not record: a read of the old values, and
-    the checkpoints running copy what their recompute must hand back as the op made it (NOTE [reads outside the
-    tape]; NOTE [writes the tape does not record], checkpoint/policies.py)."""
+    """t's array is about to be written in place by code the tape does not record: a read of the old values, then
+    the watchers are told of the write (NOTE [reads outside the tape])."""
     a = _values(t, who)
-    for cache in _noting:
-        cache.before_write(t)
+    for w in _watchers:
+        w.before_write(t)
     return a
 
 
-def _check_real(a, who, op=False):
-    hit = _placeholders.get(id(a))
-    if hit is not None and hit[0] is a:
-        cache = hit[2]
-        if op and cache.diverged and cache.checks:
-            return  # it ran other ops than its forward: its determinism check says what changed (checkpoint)
-        if cache.diverged:
-            raise RuntimeError(f"{who}: a checkpoint's recompute of '{cache.who}' in backward ran other ops than its "
-                               f"forward, and this reads the output of '{hit[1]}', which it did not run: a "
-                               f"checkpointed function must compute the same thing twice (determinism_check='none' "
-                               f"skips the check that says what changed)")
-        raise RuntimeError(f"{who}: a checkpoint's recompute of '{cache.who}' did not run '{hit[1]}' (backward does not "
-                           f"need its output) and this reads that output's values: the function read values outside "
-                           f"minigrad's ops that its forward did not read (its reads must be the same both times). "
-                           f"Read them the same way in both runs, or recompute every op: `from minigrad.checkpoint import "
-                           f"set_checkpoint_early_stop` and wrap the checkpoint in "
-                           f"`with set_checkpoint_early_stop(False):`")
+class watching_reads:
+    """`with watching_reads(watcher):` the reads and writes outside the ops are told to `watcher` (None: to none)
+    as well (NOTE [reads outside the tape])."""
 
-
-class noting_reads:
-    """`with noting_reads(cache):` a checkpoint's forward: reads outside the ops are told to the cache
-    (NOTE [reads outside the tape])."""
-
-    def __init__(self, cache):
-        self.cache = cache
+    def __init__(self, watcher):
+        self.watcher = watcher
 
     def __enter__(self):
-        if self.cache is not None:
-            _noting.append(self.cache)
+        if self.watcher is not None:
+            _watchers.append(self.watcher)
 
     def __exit__(self, *exc):
-        if self.cache is not None:
-            _noting.remove(self.cache)
+        if self.watcher is not None:
+            _watchers.remove(self.watcher)
