@@ -215,7 +215,9 @@ def test_the_learners_walk_refuses_a_saved_array_written_in_place_and_frees_what
 
 
 def test_the_command_runs_a_lesson_on_the_learners_pieces(tmp_path):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")  # it runs in tmp_path: a relative PYTHONPATH (the stand-in's,
+    # run by hand) would name another folder there, so its entries are made absolute, as tests/mpi_harness.py does
+    env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)
     r = subprocess.run([sys.executable, "-m", "minigrad", "lesson", "1", "--learner", SOLUTIONS, "--quick"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
