@@ -48,12 +48,10 @@ generated programs too (tests/test_learner.py).
 
 This module sits on top of everything. It changes no class of the engine: it puts each piece in the table the engine
 reads (ops.LEARNED, NOTE [learner's pieces] in ops/base.py), and takes it out again when `use` ends; a piece returns
-NotImplemented for a call its exercise does not cover, and the engine's own runs. Two pieces, the checkpoint and the
-loss scaler's rule, are still put in place of the engine's functions, and back: NOTE [two pieces still replaced].
+NotImplemented for a call its exercise does not cover, and the engine's own runs.
 """
 import atexit
 import contextlib
-import functools
 import importlib
 import importlib.util
 import os
@@ -63,17 +61,13 @@ import numpy as np
 
 from . import backend, functional, nn, ops, optim
 from .backend.random import get_rng_state, set_rng_state
-from .checkpoint import chains as _chains
-from .checkpoint import segment as _segment
 from .ops import base as _base
 from .tensor import Tensor, active_profiler, is_recomputing, release
 from .tensor import tensor as _tensor_factory
 from .tensor import _written_since  # NOTE [version counters]: the check the engine's walk makes first
 
-# mg.checkpoint and mg.accumulate are the functions; these are the modules of those names
-_checkpoint_package, _accumulate_module = (importlib.import_module(f"minigrad.{name}")
-                                           for name in ("checkpoint", "accumulate"))
-_grad_scaler = importlib.import_module("minigrad.amp.grad_scaler")  # GradScaler.update calls its amp_update_scale
+# mg.accumulate is the function; this is the module of that name
+_accumulate_module = importlib.import_module("minigrad.accumulate")
 
 PIECES = {  # exercise number: what it gives the engine
     1: "elementwise backwards (exp, tanh, log, pow)",
@@ -103,7 +97,6 @@ class Piece:
 
 _active = []    # the Pieces of the use() now in force (one at a time)
 _filled = []    # the names this use() put in ops.LEARNED, to take out again
-_swapped = []   # (module, name, what was there) to put back: NOTE [two pieces still replaced]
 
 
 def _load(folder, only=None):
@@ -125,15 +118,6 @@ def _fill(name, piece):
         raise RuntimeError(f"learner mode: the engine's table holds a piece for {name!r} already")
     ops.LEARNED[name] = piece
     _filled.append(name)
-
-
-# NOTE [two pieces still replaced]: the checkpoint (exercises 7, 8) and the loss scaler's rule (14) are read by
-# checkpoint/ and amp/grad_scaler.py, which do not ask the table yet (#40 [seams] rebuilds both): there, and only
-# there, learner mode still puts its function in place of the engine's in the modules that call it, and back. The
-# test of the seams (tests/test_seams_structure.py) lists this as the one case left.
-def _replace(module, name, value):
-    _swapped.append((module, name, getattr(module, name)))
-    setattr(module, name, value)
 
 
 # ----------------------------------------------------------------------------- the probes: is a piece written?
@@ -437,21 +421,18 @@ class _Replayed(nn.Module):
 
 
 def _plug_checkpoint(piece):
-    engine, mine = _checkpoint_package.checkpoint, piece.module.my_checkpoint
+    mine = piece.module.my_checkpoint
 
-    @functools.wraps(engine)
-    def checkpoint(function, *args, **kwargs):
-        # exercises 7 and 8: one module on one tensor; any option, several arguments, a function: the engine's own
-        simple = (isinstance(function, nn.Module) and len(args) == 1 and isinstance(args[0], Tensor)
-                  and not kwargs.keys() - {"use_reentrant"} and not is_recomputing())
-        if not simple:
+    def checkpoint(function, args, plain):
+        # exercises 7 and 8: one module on one tensor; an option, several arguments, a function: the engine's own
+        # (segment.checkpoint asks; `plain`: no option but use_reentrant, and no keyword argument for the function)
+        if not (plain and isinstance(function, nn.Module) and len(args) == 1 and isinstance(args[0], Tensor)
+                and not is_recomputing()):
             piece.fell_back += 1
-            return engine(function, *args, **kwargs)
+            return NotImplemented
         piece.ran += 1
         return mine(_Replayed(function) if piece.number == 7 else function, args[0])
-    for module in (sys.modules["minigrad"], _checkpoint_package, _chains, _segment):  # NOTE [two pieces still
-        if getattr(module, "checkpoint", None) is engine:                            # replaced]
-            _replace(module, "checkpoint", checkpoint)
+    _fill("checkpoint", checkpoint)
 
 
 def _plug_accumulation(piece):
@@ -522,7 +503,7 @@ def _plug_scaler(piece):
         new_scale, tracker = mine(np.float32(scale), int(growth_tracker), bool(found_inf), growth_factor,
                                   backoff_factor, growth_interval)
         return np.float32(new_scale), int(tracker)
-    _replace(_grad_scaler, "amp_update_scale", amp_update_scale)  # NOTE [two pieces still replaced]
+    _fill("amp_update_scale", amp_update_scale)
 
 
 _PLUGS = {1: _plug_elementwise, 2: _plug_unbroadcast, 3: _plug_matmul, 4: _plug_tape, 5: _plug_softmax,
@@ -558,12 +539,9 @@ def enable(folder="exercises", only=None):
 
 
 def disable():
-    """Take the learner's pieces out of the engine's table (and put back the two still replaced)."""
+    """Take the learner's pieces out of the engine's table."""
     while _filled:
         del ops.LEARNED[_filled.pop()]
-    while _swapped:
-        module, name, value = _swapped.pop()
-        setattr(module, name, value)
     _active.clear()
 
 

@@ -57,10 +57,6 @@ MAGIC = {
         "every optimizer's step is wrapped so that mg.profile sees it, a new one's too "
         "(tests/test_profiler.py's Lion), as PyTorch's Optimizer wraps step (profile_hook_step); [seams] removes it "
         "when the ledger hears steps through a seam",
-    ("learner", "setattr(module, ...) in _replace"):
-        "learner mode puts its checkpoint and loss scaler's rule in place of the engine's, in the modules that call "
-        "them (NOTE [two pieces still replaced]): checkpoint/ and amp/ do not read ops.LEARNED yet; [seams] removes "
-        "it when segment.checkpoint and GradScaler.update ask `learned` as the other pieces' places do",
 }
 
 

@@ -11,7 +11,7 @@ bit (tests/test_amp.py). Read next: nothing: this is a leaf of the floors.
 """
 import numpy as np
 
-from .. import backend
+from .. import backend, ops
 from ..tensor import Tensor, mark_written
 
 _READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
@@ -135,9 +135,11 @@ class GradScaler:
             found = [s["found_inf"] for s in self._per_optimizer.values() if s["stage"] != _READY]
             if not found:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            self._scale, self._growth_tracker = amp_update_scale(
-                self._scale, self._growth_tracker, bool(sum(found)), self._growth_factor, self._backoff_factor,
-                self._growth_interval)
+            args = (self._scale, self._growth_tracker, bool(sum(found)), self._growth_factor, self._backoff_factor,
+                    self._growth_interval)
+            new = ops.learned("amp_update_scale", *args) if ops.LEARNED else NotImplemented  # exercise 14's rule,
+            # where you wrote it (NOTE [learner's pieces], ops/base.py)
+            self._scale, self._growth_tracker = amp_update_scale(*args) if new is NotImplemented else new
         self._per_optimizer = {}
 
     def _state(self, optimizer):

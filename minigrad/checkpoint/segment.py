@@ -377,6 +377,11 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     recompute to its end, as set_checkpoint_early_stop(False) does; inside that block the block's setting wins
     (PyTorch's rule).
     """
+    if ops.LEARNED:  # exercises 7 and 8: yours, for a call its contract covers (NOTE [learner's pieces], ops/base.py)
+        plain = not kwargs and (preserve_rng_state, determinism_check, policy, early_stop) == (True, "default", None, True)
+        mine = ops.learned("checkpoint", function, args, plain)
+        if mine is not NotImplemented:
+            return mine
     _check_options("checkpoint", use_reentrant, determinism_check)
     _check_policy("checkpoint", policy)
     if not callable(function):

@@ -30,10 +30,11 @@ from ..backend import reduce_sum
 # NOTE [learner's pieces]: learner mode (learner.py) runs the engine on the pieces a learner wrote in the exercises.
 # The engine reads them from this table, as JAX's engine reads a primitive's rules from its tables
 # (ad.primitive_jvps[p]): each place a piece may stand in (Exp's, Tanh's, Log's, Pow's and Matmul's backward,
-# unbroadcast, Softmax and LogSoftmax, the tape walk, AdamW's step, the accumulation loop) asks `learned` first
-# while the table holds anything. learner.use fills the table and empties it again; no class or module of the engine
-# changes. A piece returns NotImplemented for a call its exercise does not cover, and the engine's own runs on.
-# With learner mode off the table is empty, and each place pays one test of a dict's truth.
+# unbroadcast, Softmax and LogSoftmax, the tape walk, AdamW's step, the accumulation loop, the checkpoint, the loss
+# scaler's rule) asks `learned` first while the table holds anything. learner.use fills the table and empties it
+# again; no class or module of the engine changes. A piece returns NotImplemented for a call its exercise does not
+# cover, and the engine's own runs on. With learner mode off the table is empty, and each place pays one test of a
+# dict's truth.
 LEARNED = {}  # name ('Tanh.backward', 'unbroadcast', ...) -> the learner's piece
 
 
