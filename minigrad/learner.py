@@ -48,7 +48,7 @@ generated programs too (tests/test_learner.py).
 
 This module sits on top of everything. It changes no class of the engine: it puts each piece in the table the engine
 reads (ops.LEARNED, NOTE [learner's pieces] in ops/base.py), and takes it out again when `use` ends; a piece returns
-NotImplemented for a call its exercise does not cover, and the engine's own runs.
+NotImplemented for a call its exercise does not cover, and the engine's own runs. That table is the seam it uses.
 """
 import atexit
 import contextlib

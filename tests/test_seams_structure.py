@@ -200,3 +200,26 @@ def test_the_magic_check_catches_each_trick():
     assert found == {"cls.step = in __init_subclass__", "def _swap", "setattr(obj, ...) in _swap", "__closure__",
                      "cell_contents", "sys.getrefcount", "a record's .loss_items set"}
     assert "a record's .loss_items set" not in {what for _, what in magic(ast.parse(source), "tensor/tensor")}
+
+
+# ----------------------------------------------------------------------------- the picture
+
+# each feature's module, and the seam its docstring names (README's "Where each idea lives" draws them)
+FEATURE_SEAMS = {
+    "amp/autocast_mode": "op mode",
+    "profiler": "op mode",
+    "checkpoint/segment": "op mode",
+    "checkpoint/policies": "op mode",
+    "autograd/graph": "saved_tensors_hooks",
+    "learner": "LEARNED",
+}
+
+
+def test_each_features_module_says_which_seam_it_uses():
+    for name, seam in FEATURE_SEAMS.items():
+        doc = " ".join((ast.get_docstring(ast.parse(open(path_of(name), encoding="utf-8").read())) or "").split())
+        assert "seam" in doc and seam in doc, f"minigrad/{name}'s docstring should say which seam it uses ({seam})"
+    readme = open(os.path.join(os.path.dirname(PACKAGE), "README.md"), encoding="utf-8").read()
+    picture = readme.split("## Where each idea lives")[1].split("### The reading path")[0]
+    for word in ("apply", "keep", "_run_tape", "release", "pack", "unpack", "Listener", "watching_reads", "LEARNED"):
+        assert word in picture, f"the README's picture of the seams does not show {word}"

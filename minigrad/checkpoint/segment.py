@@ -17,6 +17,12 @@ With a policy, and to run again only what backward reads, the forward shows each
 (policies.py: NOTE [selective checkpoint], NOTE [recompute what backward reads]), which the Checkpoint
 record hands to its recompute.
 
+The seams it uses: its OpCache is the last op mode (NOTE [op modes], tensor/modes.py), and its forward and
+recompute watch the reads outside the tape (`watching_reads`, NOTE [reads outside the tape], tensor/tape.py). Not
+yet on a seam, still in the core beside them: `keep_saved(False)`, which keep asks, `hand_over`, and
+`backward_within`, whose `start` stops _run_tape at the segment's inputs (issue [seams] puts them on saved-tensor
+hooks, as PyTorch's non-reentrant checkpoint is a pack and an unpack hook).
+
 Read next: policies.py, what the forward notes for the recompute, op by op; then chains.py.
 """
 import contextlib

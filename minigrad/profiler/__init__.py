@@ -22,6 +22,9 @@ block runs.
               births and deaths; prof.caching_allocator().max_memory_reserved()
 This file puts the parts together and opens and closes the block. The package sits above the tape, which reports
 to it, and below nn and optim, which it counts without importing them (NOTE [marks, not imports], ledger.py).
+The seams it uses: the profile is a tensor.Listener, entered by `profiling`: an op mode (NOTE [op modes]) for each
+op's inputs, clock and FLOPs, and the listener the tape reports its saved arrays, releases and gradients to (NOTE
+[what the tape reports]); the arrays ops make come through backend.pool.report_new_arrays_to.
 
 Read next: clocks.py, ledger.py, report.py, export.py; then schedules.py and checkpoint/, which trade these bytes for
 recompute FLOPs.
