@@ -19,6 +19,7 @@ import ast
 import os
 
 from test_structure import PACKAGE, exists, files_on_disk, module_assignments, package_of, packages_on_disk, path_of
+from test_structure import section
 from test_structure import resolve_import as _resolve, root_name as _root
 
 # ----------------------------------------------------------------------------- the allowlists (the ratchets)
@@ -217,9 +218,8 @@ FEATURE_SEAMS = {
 
 def test_each_features_module_says_which_seam_it_uses():
     for name, seam in FEATURE_SEAMS.items():
-        doc = " ".join((ast.get_docstring(ast.parse(open(path_of(name), encoding="utf-8").read())) or "").split())
+        doc = " ".join((ast.get_docstring(parse(name)) or "").split())
         assert "seam" in doc and seam in doc, f"minigrad/{name}'s docstring should say which seam it uses ({seam})"
-    readme = open(os.path.join(os.path.dirname(PACKAGE), "README.md"), encoding="utf-8").read()
-    picture = readme.split("## Where each idea lives")[1].split("### The reading path")[0]
+    picture = section("Where each idea lives").split("### The reading path")[0]
     for word in ("apply", "keep", "_run_tape", "release", "pack", "unpack", "Listener", "watching_reads", "LEARNED"):
         assert word in picture, f"the README's picture of the seams does not show {word}"

@@ -127,6 +127,7 @@ class _RefusingPlaceholders:
 
 refusing_placeholders = _RefusingPlaceholders()
 
+
 def nothing_saveable(op_name, input_shapes, output_shape):
     """Save nothing: recompute the whole function in backward (checkpoint's default)."""
     return False
