@@ -313,8 +313,8 @@ def _records(root):
         if id(r) in seen:
             continue
         seen.add(id(r))
-        if r.released or r.recomputes or r.retained is not None or r.name in ("checkpoint", "checkpoint_output") \
-                or (r.saved_meta and not r.saved) or r.packed is not None:  # made in a checkpoint's forward, or
+        if r.released or r.runs_once or r.retained is not None or r.name in ("checkpoint", "checkpoint_output") \
+                or r.packed is not None:  # made in a checkpoint's forward (keep_saved(False)'s pair), or
             return None  # under saved-tensor hooks (which the engine's walk unpacks): the engine's walk says what to do
         found.append(r)
         for n in r.next:

@@ -292,6 +292,35 @@ def test_hooks_around_a_checkpoint_see_its_inputs_only_as_pytorchs_do():
 
 
 @pytest.mark.parametrize("policy", [None, "dots_saveable"])
+def test_a_pair_entered_inside_a_checkpointed_function_leaves_the_checkpoints_pair_on(policy):
+    """The checkpoint's own pairs (keep_saved(False) in its forward, keep_saved(True) in its recompute) stay the
+    innermost: a pair that the function enters packs nothing in either (NOTE [saved tensors hooks]); the gradients
+    and the memory are those of the checkpoint without it. (In PyTorch the inner pair would win in the forward, and
+    keep what the checkpoint drops.)"""
+    log = []
+
+    def block(x, w):
+        with saved_tensors_hooks(lambda t: log.append("pack") or t, lambda t: log.append("unpack") or t):
+            return _chain(x, w)
+
+    results = []
+    for function in (block, _chain):
+        x = mg.tensor(STEPS["x"], dtype=mg.float64, requires_grad=True)
+        w = mg.tensor(STEPS["w"], dtype=mg.float64, requires_grad=True)
+        with mg.profile() as prof:
+            y = mg.checkpoint(function, x, w, policy=policy and getattr(mg.checkpoint_policies, policy)).sum()
+            y.backward()
+        results.append((x.grad.numpy(), w.grad.numpy(), prof.peak_bytes("activations"), prof.peak_bytes()))
+    assert log == []
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    x = mg.tensor(STEPS["x"], dtype=mg.float64, requires_grad=True)
+    with saved_tensors_hooks(lambda t: log.append("pack") or t, lambda t: t):  # outside any checkpoint it packs
+        _chain(x, x)
+    assert log
+
+
+@pytest.mark.parametrize("policy", [None, "dots_saveable"])
 def test_a_checkpoint_under_hooks_gives_the_plain_gradients_bit_for_bit(policy):
     """Its record packs its inputs (and, with a policy, the outputs it remembers), and unpacks them in backward."""
     mg.manual_seed(0)

@@ -31,9 +31,9 @@ PACKAGE = os.path.join(ROOT, "minigrad")
 READING_PATH_BUDGET = 1300  # the promise: the engine a reader reads in under 1,300 lines
 # What the reading path counts today, a ratchet that only goes down. The path went over the promise while #40
 # [seams] is half done: the seams are in (the op modes that apply calls, OpMode/_chain/_level/_run, now counted;
-# saved-tensor hooks in keep and _run_tape) but checkpointing still runs through the core beside them (keep_saved,
-# saved_meta and the cache's `keeps` in keep, hand_over, backward_within and the `start`/`leaving` of _run_tape),
-# with #39's fixes on top. It comes back under the promise when a checkpoint is a pair of saved-tensor hooks.
+# saved-tensor hooks in keep and _run_tape; a checkpoint's forward keeps nothing through a pair of them) but
+# checkpointing still runs through the core beside them (hand_over, backward_within and the `start`/`leaving` of
+# _run_tape), with #39's fixes on top. It comes back under the promise when a checkpoint is a pair of saved-tensor hooks.
 READING_PATH_NOW = 1356
 FILE_BUDGET = 700
 

@@ -14,7 +14,7 @@ the ledger counts where it lives (NOTE [what a pack hook keeps], profiler/ledger
 Read next: functional.py; checkpoint/, which keeps nothing in its forward and recomputes, the other way to trade.
 """
 from .. import backend
-from ..tensor import Tensor, no_grad, packing, wrap
+from ..tensor import Tensor, active_saved_tensors_hooks, no_grad, packing, wrap
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu"]
 
@@ -27,10 +27,15 @@ __all__ = ["saved_tensors_hooks", "save_on_cpu"]
 # array; just before the record's backward, the tape's _run_tape calls unpack_hook once per saved array, in the order
 # they were saved, and each time a backward runs (retain_graph: again); a backward that frees the graph drops what pack
 # returned as it unpacks, and release the arrays after the op's backward. Both hooks run under no_grad, as PyTorch's do.
-# Nothing is packed where a record keeps nothing (no_grad, no input needing a gradient) nor inside a checkpoint's
-# forward, whose records keep nothing: PyTorch's non-reentrant checkpoint packs those with its own pair, innermost,
-# which the user's pair never sees either, and runs its recompute under a pair of its own too; minigrad's keep packs
-# nothing while a checkpoint recomputes (is_recomputing()): those records are run and freed at once. The Checkpoint
+# Nothing is packed where a record keeps nothing (no_grad, no input needing a gradient). A checkpoint's forward packs
+# with a pair of its own, innermost, whose pack keeps no array (keep_saved(False), tensor/modes.py), so the user's pair
+# outside never sees those records, as with PyTorch's non-reentrant checkpoint; its recompute packs with another,
+# whose pack keeps every array as it is (keep_saved(True)): those records are run and freed at once, as PyTorch's
+# recompute packs under a pair of its own. Both stay innermost: a pair that the checkpointed function enters leaves
+# them on (in PyTorch it would win in the forward and keep what the checkpoint drops, and minigrad's checkpoint
+# recomputes the function anyway: the memory it saves would be lost twice over). The tape calls any pair the same way:
+# `pack(record, inputs, out)` returns (the arrays the record still keeps as they are, what it holds packed, or None);
+# the packed object's `unpack(op name)` gives the arrays back. The Checkpoint
 # record keeps the segment's inputs, which the user's pair packs, as PyTorch's packs the inputs its checkpoint saves
 # (and the outputs a selective policy remembers, which PyTorch keeps in its caching mode's storage instead). Unlike
 # PyTorch, which leaves a pair's saved tensors to the hooks, backward still checks the version counters (NOTE [version
@@ -50,19 +55,22 @@ class saved_tensors_hooks:
                                 f"({hook!r}); write saved_tensors_hooks(pack_hook, unpack_hook) with two functions, "
                                 f"e.g. pack_hook=lambda t: t.detach(), unpack_hook=lambda t: t")
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
-        self._mode = packing(self)
+        self._entered = []  # a stack: the same pair may be entered again inside itself
 
     def __enter__(self):
-        self._mode.__enter__()
+        on = active_saved_tensors_hooks()  # inside a checkpoint's function, its pair stays on (NOTE [saved tensors hooks])
+        self._entered.append(packing(on if getattr(on, "stays_innermost", False) else self))
+        self._entered[-1].__enter__()
 
     def __exit__(self, *exc):
-        self._mode.__exit__(*exc)
+        self._entered.pop().__exit__(*exc)
 
-    def pack(self, saved, inputs, out):
-        """What a record holds instead of `saved`, the arrays its op saved (tensor/tape.py's keep asks): a _Packed."""
+    def pack(self, record, inputs, out):
+        """What `record` keeps instead of the arrays its op saved (tensor/tape.py's keep asks): no array, and a
+        _Packed."""
         packed, metas = [], []
         with no_grad():
-            for a in saved:
+            for a in record.saved:
                 if not backend.is_array(a):  # None: an array its backward will not need
                     packed.append(a)
                     metas.append(None)
@@ -70,7 +78,7 @@ class saved_tensors_hooks:
                 t = out if a is out._data else next((x for x in inputs if x._data is a), None)
                 packed.append(self.pack_hook(wrap(a) if t is None else t))
                 metas.append((a.shape, a.dtype, backend.device_of(a)))
-        return _Packed(self.unpack_hook, tuple(packed), tuple(metas))
+        return (), _Packed(self.unpack_hook, tuple(packed), tuple(metas))
 
 
 class _Packed:

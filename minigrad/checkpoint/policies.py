@@ -558,7 +558,7 @@ class OpCache(_CheckpointCache):
 # saved arrays are what the forward's record kept (if the policy kept it), with the inputs it saved taken from this
 # run. The forward's record hands its arrays over and is released: no moment counts them twice or not at all. No
 # FLOPs: the op did not run.
-_TAPE_FIELDS = ("saved", "next", "seq", "released", "versions", "retained", "saved_meta")
+_TAPE_FIELDS = ("saved", "next", "seq", "released", "versions", "retained", "packed")
 
 
 def _replay(op_cls, inputs, attrs, forward, saved, refill, out):

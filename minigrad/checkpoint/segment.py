@@ -3,8 +3,8 @@
     y = mg.checkpoint(block, x)
     y = mg.checkpoint(block, x, policy=mg.checkpoint_policies.dots_saveable)
 
-NOTE [checkpoint]: the forward runs `function` with recording on but keeping nothing (`keep_saved(False)`:
-the tape's choke point drops each record's saved arrays and notes only their shapes, dtypes and devices),
+NOTE [checkpoint]: the forward runs `function` with recording on but keeping nothing (`keep_saved(False)`,
+a pair of saved-tensor hooks whose pack keeps no array and notes each one's shape, dtype and device),
 which tells us which tensors needing gradients it reached: its inputs and the parameters it uses. One
 record, made by `apply` like any op's, replaces all of it: it saves only the inputs (and the RNG state).
 Its backward re-runs `function` under `recomputing()` (FLOPs tagged 'recompute' in mg.profile), keeping
@@ -17,11 +17,13 @@ With a policy, and to run again only what backward reads, the forward shows each
 (policies.py: NOTE [selective checkpoint], NOTE [recompute what backward reads]), which the Checkpoint
 record hands to its recompute.
 
-The seams it uses: its OpCache is the last op mode (NOTE [op modes], tensor/modes.py), and its forward and
-recompute watch the reads outside the tape (`watching_reads`, NOTE [reads outside the tape], tensor/tape.py). Not
-yet on a seam, still in the core beside them: `keep_saved(False)`, which keep asks, `hand_over`, and
-`backward_within`, whose `start` stops _run_tape at the segment's inputs (issue [seams] puts them on saved-tensor
-hooks, as PyTorch's non-reentrant checkpoint is a pack and an unpack hook).
+The seams it uses: its forward keeps nothing through a pair of saved-tensor hooks (keep_saved(False), the
+innermost pair: NOTE [saved tensors hooks], autograd/graph.py), and its recompute keeps everything under none
+(keep_saved(True)); its OpCache is the last op mode (NOTE [op modes], tensor/modes.py); its forward and recompute
+watch the reads outside the tape (`watching_reads`, NOTE [reads outside the tape], tensor/tape.py). Not yet on a
+seam, still in the core beside them: `hand_over`, and `backward_within`, whose `start` stops _run_tape at the
+segment's inputs (PyTorch's non-reentrant checkpoint keeps the forward's records, each with an empty holder that
+its unpack hook fills by recomputing, and needs neither: issue [seams]).
 
 Read next: policies.py, what the forward notes for the recompute, op by op; then chains.py.
 """
@@ -105,7 +107,8 @@ def _saved_by(records):
     dropped it inside a checkpoint's forward), in the order they were made."""
     found = []
     for r in sorted(records, key=lambda r: r.seq):
-        metas = r.saved_meta or tuple(_meta(a) for a in r.saved if backend.is_array(a))
+        metas = tuple(m for m in r.packed.metas if m is not None) if r.packed is not None else \
+            tuple(_meta(a) for a in r.saved if backend.is_array(a))
         if isinstance(r, Checkpoint):  # its inputs; the outputs its policy remembers are none in a forward that
             metas = metas[:r.n_inputs]  # keeps nothing (a checkpoint inside another's forward)
         found.extend((r.name, m) for m in metas)
@@ -146,7 +149,7 @@ class Checkpoint(ops.Op):
     outputs] for several)."""
     name = "checkpoint"
     same_dtype = False  # token ids and float weights go in together
-    recomputes = True   # with no tensor argument it saves nothing, but a second backward must still be refused
+    runs_once = True    # with no tensor argument it saves nothing, but a second backward must still be refused
     counts_flops = False  # the segment's own ops count their forward FLOPs as they run, the recompute's theirs
 
     def forward(self, *arrays, out, function, nest, n_inputs, rng_state, determinism_check, outputs, saved, cache,
@@ -415,7 +418,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     before = [(t._data, t._ctx) for t in inputs]  # what the Checkpoint record will keep and point at
     start = mark()
     # NOTE [checkpoint]: the segment's records are made, but keep nothing (but what a policy saves)
-    with keep_saved(False), caching(cache or (outer and NestedReads(outer))), watching_reads(cache):
+    with keep_saved(False, cache), caching(cache or (outer and NestedReads(outer))), watching_reads(cache):
         result = function(*args, **kwargs)
     _check_arguments_kept(who, inputs, before)
     outputs = _made_inside(result, start)

@@ -51,8 +51,8 @@ class Op:
     returns_view = False   # its output may be a view of an input (reshape, transpose, a slice)
     takes_number = ()      # the sides where, beside a 2-byte float, it takes a Python number as written (NOTE [a
     #                        number beside 2-byte floats], pointwise.py)
-    recomputes = False     # its backward makes again what it did not save (a checkpoint): it runs once, as one
-    #                        that saved arrays (NOTE [memory drains], tensor/tape.py)
+    runs_once = False      # its backward runs once, as one that saved arrays does (NOTE [memory drains],
+    #                        tensor/tape.py), even where it saved none: a checkpoint's makes again what it did not save
     needs_input_grad = ()  # one bool per input, set by the tape before forward runs
     saved = ()             # what save_for_backward named, while the record keeps it
     # set by the tape (tensor/tape.py) when the op is recorded:
@@ -61,8 +61,8 @@ class Op:
     released = False       # True once backward has freed `saved` (unless retain_graph)
     versions = ()          # per kept array a tensor holds: (its version counter, count when kept, index, input)
     retained = None        # weakref to the output, when someone called retain_grad() on it
-    saved_meta = ()        # (shape, dtype, device) of each array keep() dropped (inside a checkpoint's forward)
-    packed = None          # under saved_tensors_hooks, what pack returned instead (NOTE [saved tensors hooks])
+    packed = None          # under a pair of saved-tensor hooks, what its pack returned (NOTE [saved tensors hooks]):
+    #                        the user's (autograd/graph.py), or keep_saved(False)'s inside a checkpoint's forward
 
     def save_for_backward(self, *arrays):
         """Name exactly the arrays that backward will read. The tape's `keep` (tensor/tape.py, NOTE [one

@@ -13,20 +13,20 @@ from .. import backend
 
 class _Switches:
     """Everything the tape's behaviour depends on, in one place. Only the context managers below set
-    the first seven; `backward` sets `taken`; each has a public query. Slots: every op reads several of them
+    the first six; `backward` sets `taken`; each has a public query. Slots: every op reads several of them
     (NOTE [per-op overhead], tensor.py), and a slot is read faster than an attribute looked up in a dict."""
-    __slots__ = ("grad_enabled", "keep_saved", "recomputing", "profiler", "cache", "autocast", "saved_hooks", "taken",
-                 "modes", "chain")
+    __slots__ = ("grad_enabled", "recomputing", "profiler", "cache", "autocast", "saved_hooks", "taken", "modes",
+                 "chain")
 
     def __init__(self):
         self.grad_enabled = True  # record ops (no_grad turns it off)
-        self.keep_saved = True    # records keep what their ops saved (checkpoint's forward turns it off)
         self.recomputing = False  # a checkpoint is re-running its forward during backward
         self.profiler = None      # the active mg.profile: the tape reports to it
         self.cache = None         # a checkpoint's op cache, in its forward or its recompute: the tape asks it
         #                           (Cache below; checkpoint/policies.py sets it)
         self.autocast = None      # mg.autocast's policy: the tape asks it how to cast an op's inputs (Autocast below)
-        self.saved_hooks = None   # the innermost saved_tensors_hooks (autograd/graph.py): keep packs, _run_tape unpacks
+        self.saved_hooks = None   # the innermost pair of saved-tensor hooks: keep packs, _run_tape unpacks (the user's,
+        #                           autograd/graph.py; keep_saved(False)'s, below: a checkpoint's forward)
         self.taken = None         # the running backward's gradient arrays that someone owns
         #                           (NOTE [who owns a gradient], tape.py: backward)
         self.modes = ()           # the op modes apply consults, in order (NOTE [op modes]); () for none
@@ -158,12 +158,6 @@ class enable_grad(_GradMode):
         super().__init__(True)
 
 
-class keep_saved(_Mode):
-    """keep_saved(False): records are made, but keep none of the arrays their ops saved. A checkpoint's
-    forward runs this way: it learns which tensors the segment reaches and keeps nothing."""
-    switch = "keep_saved"
-
-
 class recomputing(_Mode):
     """A checkpoint re-running its forward during backward (the profiler counts its FLOPs as
     'recompute'; BatchNorm does not update its running statistics a second time)."""
@@ -198,6 +192,62 @@ class packing(_Mode):
     unpack it for backward, or None: no hooks. One pair at a time: entered inside another, the innermost wins, as
     PyTorch's (NOTE [saved tensors hooks], autograd/graph.py)."""
     switch = "saved_hooks"
+
+
+class keep_saved(packing):
+    """keep_saved(False): records are made, but keep none of the arrays their ops saved. A checkpoint's forward runs
+    this way: it learns which tensors the segment reaches and keeps nothing. keep_saved(True): records keep their
+    arrays as they are, whatever pair is on outside (a checkpoint's recompute, whose records run and are freed at
+    once). Each is a pair of saved-tensor hooks (NOTE [saved tensors hooks], autograd/graph.py) that stays the
+    innermost: a pair entered inside it (by the checkpointed function) leaves it on. `cache`, a checkpoint's OpCache,
+    may keep some records' arrays anyway (its policy picked them: NOTE [selective checkpoint], checkpoint/policies.py)."""
+
+    def __init__(self, keep, cache=None):
+        super().__init__(_KEEPING_ALL if keep else KeepingNothing(cache))
+
+
+class _KeepingAll:
+    """The saved-tensor hooks of keep_saved(True): the record keeps its arrays as they are."""
+    stays_innermost = True
+
+    def pack(self, record, inputs, out):
+        return record.saved, None
+
+
+_KEEPING_ALL = _KeepingAll()
+
+
+class KeepingNothing:
+    """The saved-tensor hooks of keep_saved(False). `pack`, asked by keep, returns what the record keeps as arrays
+    (nothing, or what `cache.keeps` picked) and what it holds packed: a _Dropped, each array's (shape, dtype, device)
+    and no array, whose `unpack` refuses, naming the fix."""
+    stays_innermost = True
+
+    def __init__(self, cache=None):
+        self.cache = cache
+
+    def pack(self, record, inputs, out):
+        kept = None if self.cache is None else self.cache.keeps(record, inputs)
+        metas = tuple((a.shape, a.dtype, backend.device_of(a)) if backend.is_array(a) else None for a in record.saved)
+        return (() if kept is None else kept), _Dropped(metas)
+
+
+class _Dropped:
+    """What a record made inside keep_saved(False) holds packed: no array (`objects`, for the ledger, is empty) and
+    each saved array's (shape, dtype, device), None where the op saved None (`metas`): a checkpoint's recompute must
+    save the same (determinism_check)."""
+    __slots__ = ("metas",)
+    objects = ()
+
+    def __init__(self, metas):
+        self.metas = metas
+
+    def unpack(self, op):
+        if any(m is not None for m in self.metas):
+            raise RuntimeError(f"backward: '{op}' was recorded inside a checkpoint's forward, which keeps nothing for "
+                               f"backward. A checkpointed function must return its tensors as they are or in tuples, "
+                               f"lists and dicts (checkpoint does not look inside other objects)")
+        return ()
 
 
 class Listener(OpMode):
@@ -284,8 +334,8 @@ class Cache(OpMode):
       ran(op, record, inputs, out, attrs)   __op__'s `noted`, after it ran and before its record keeps anything:
                                         the forward notes each op, its inputs, its output and its record (None if
                                         it does not record), and its policy picks what keep keeps
-      keeps(record, inputs)             keep, inside keep_saved(False): the arrays this record keeps anyway (its
-                                        policy picked it), or None: it keeps nothing, as without a cache
+      keeps(record, inputs)             keep_saved(False, cache)'s pack hook: the arrays this record keeps anyway
+                                        (its policy picked it), or None: it keeps nothing, as without a cache
       replaying                         whether this is the recompute (in-place writes repeat the forward's)
       placeholder(array)                whether the recompute handed `array` out for an op it did not run (NOTE
                                         [placeholders], checkpoint/policies.py): autocast's weight-cast cache asks
@@ -339,7 +389,8 @@ def is_grad_enabled():
 
 
 def is_keeping_saved():
-    return _on.keep_saved
+    """False inside keep_saved(False) (a checkpoint's forward): records keep nothing."""
+    return type(_on.saved_hooks) is not KeepingNothing
 
 
 def is_recomputing():

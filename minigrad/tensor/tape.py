@@ -57,10 +57,11 @@ def record(op, inputs, out):
 def keep(record, inputs, out):
     """NOTE [one choke point]: every array a record keeps for its backward passes through here.
 
-    The op's forward named what its backward will read (ops.Op.save_for_backward); this decides
-    whether the record keeps it (not inside a checkpoint's forward, which recomputes it later),
-    notes the version of each kept array that a tensor holds (NOTE [version counters]), and tells
-    the profiler, which counts it as activation memory until `release`."""
+    The op's forward named what its backward will read (ops.Op.save_for_backward); this notes the
+    version of each saved array that a tensor holds (NOTE [version counters]), hands the arrays to
+    the innermost pair of saved-tensor hooks, if one is on (the record then holds what it packs:
+    a user's pair, or keep_saved(False)'s, which keeps nothing, inside a checkpoint's forward), and
+    tells the profiler, which counts what the record keeps as activation memory until `release`."""
     if not record.saved:
         return
     versions = []
@@ -85,17 +86,8 @@ def keep(record, inputs, out):
         versions.append((vc, vc.n, i, k))
     if versions:
         record.versions = versions  # inside a checkpoint's forward too: its record checks them (checkpoint)
-    if not _on.keep_saved:
-        # what it would have kept, by metadata only: a checkpoint's recompute must keep the same
-        record.saved_meta = tuple((a.shape, a.dtype, backend.device_of(a)) for a in record.saved if backend.is_array(a))
-        kept = None if _on.cache is None else _on.cache.keeps(record, inputs)  # NOTE [the cache asks, the tape answers]
-        if kept is None:
-            record.saved = ()
-            return
-        record.saved = kept  # a selective checkpoint's policy picked this op (NOTE [selective checkpoint], checkpoint)
-    elif _on.saved_hooks is not None and not _on.recomputing:  # NOTE [saved tensors hooks] (autograd/graph.py): the
-        record.packed = _on.saved_hooks.pack(record.saved, inputs, out)  # record holds what pack returns, no array
-        record.saved = ()
+    if _on.saved_hooks is not None:  # NOTE [saved tensors hooks] (autograd/graph.py): the innermost pair's pack says
+        record.saved, record.packed = _on.saved_hooks.pack(record, inputs, out)  # what stays arrays, what is packed
     if _on.profiler is not None:
         _on.profiler.on_save(record)
 
@@ -116,7 +108,7 @@ def release(record):
     memory falls during backward as it rose during forward."""
     if _on.profiler is not None:
         _on.profiler.on_release(record)  # first: while the arrays still exist
-    record.released = bool(record.saved) or record.recomputes  # a record that kept nothing can run again
+    record.released = bool(record.saved) or record.runs_once  # a record that kept nothing can run again
     record.saved = ()
 
 
@@ -237,15 +229,10 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
             raise RuntimeError(f"backward: trying to backward through the graph a second time: the arrays that "
                                f"'{op.name}' saved were freed by the first backward. Pass retain_graph=True to "
                                f"the first backward if you need a second one, or run the forward again.")
-        if not op.saved:  # it saved nothing, or keeps it packed (saved-tensor hooks), or kept nothing (a checkpoint's)
-            if op.packed is not None:  # NOTE [saved tensors hooks] (autograd/graph.py): the arrays back, by unpack_hook
-                op.saved = op.packed.unpack(op.name)
-                if not retain_graph:
-                    op.packed = None  # the last backward that reads them has them: what pack returned goes now
-            elif op.saved_meta:
-                raise RuntimeError(f"backward: '{op.name}' was recorded inside a checkpoint's forward, which keeps "
-                                   f"nothing for backward. A checkpointed function must return its tensors as they "
-                                   f"are or in tuples, lists and dicts (checkpoint does not look inside other objects)")
+        if not op.saved and op.packed is not None:  # NOTE [saved tensors hooks] (autograd/graph.py): the arrays
+            op.saved = op.packed.unpack(op.name)  # back, by the pair's unpack
+            if not retain_graph:
+                op.packed = None  # the last backward that reads them has them: what pack returned goes now
         for vc, n, i, k in op.versions:  # NOTE [version counters]
             if vc.n != n:
                 raise _written_since(op, vc.n, n, i, k)
