@@ -6,8 +6,9 @@ tensor itself). Records point only at records and leaves, never at intermediate 
 array lives only as long as the user holds it or an op saved it: saved arrays are exactly the activation memory.
 
 Follow one saved array: an op's forward names it (`Op.save_for_backward`); `apply` (tensor.py) hands the record
-to `keep`, the one choke point that keeps or drops it and tells the profiler; `_run_tape` reads it in the op's
-backward and then `release` frees it. Follow one gradient: `backward` starts it at the root, `_run_tape` hands each
+to `keep`, the one choke point, which keeps it (or hands it to the pack of a pair of saved-tensor hooks: the
+user's, or a checkpoint's that keeps nothing) and tells the profiler; `_run_tape` reads it in the op's backward
+(unpacked first, if it was packed) and then `release` frees it. Follow one gradient: `backward` starts it at the root, `_run_tape` hands each
 record's input gradients on to the records that made its inputs, and a leaf sums its own into .grad
 (`Tensor._accumulate`, tensor.py). This file does not import the Tensor: it reads a tensor through the few
 fields that `Variable` lists, and tells a leaf its gradient by calling its `_accumulate`.
