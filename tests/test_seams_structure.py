@@ -38,8 +38,6 @@ PRIVATE_IMPORTS = {
         "an old array in a new tensor (NOTE [an old array, a new tensor]); [seams] removes it (checkpoint as hooks)",
     ("nn/module", "tensor", "_version_counter"):
         "a Parameter of a tensor shares its storage's version counter; [seams] removes it (the modes helper)",
-    ("nn/layers", "tensor/args", "_shape"):
-        "a layer's shape arguments checked as the Tensor's factories check them; [seams] removes it (a public name)",
     ("learner", "tensor", "_written_since"):
         "the learner's walk refuses a saved array written in place, as the engine's; [seams] removes it",
     ("names", "tensor/names", "_INSTEAD"):

@@ -23,7 +23,8 @@ Then, beside the path:
 
   promotion.py  type promotion: the dtype an op computes its operands in, PyTorch's rule but for one refusal
                 (NOTE [type promotion])
-  args.py       what a user passes, checked: dtypes, .to()'s arguments, a new tensor's data, index keys, masks
+  args.py       what a user passes, checked: dtypes, .to()'s arguments, a new tensor's data and sizes, index keys,
+                masks
   methods.py    the methods composed of others (var, norm, topk, split, gather, ...), the comparisons, and the
                 in-place writes (NOTE [in-place]), as classes the Tensor inherits
   names.py      PyTorch's other names for them (x.add, x.mm, x.t(), x.new_zeros, x.nbytes, ...), and what a name
@@ -43,7 +44,8 @@ from .modes import (Autocast, Cache, Listener, OpMode, active_autocast, active_c
                     mark_written, no_grad, packing, profiling, recomputing)
 from .tape import (Variable, backward, backward_within, hand_over, keep, mark, record, records_since,
                    release, watching_reads, zero_grads)
-from .args import DTYPES, FLOAT_DTYPES, check_cuda_device, check_device, check_float, normalize_dtype, parse_to_args
+from .args import (DTYPES, FLOAT_DTYPES, check_cuda_device, check_device, check_float, check_sizes, normalize_dtype,
+                   parse_to_args)
 from .tensor import Tensor, apply
 from .tensor import _wrap as wrap  # a tensor around an array that no listener is told of: the ledger counts the array
 # where the tape reported it (NOTE [an old array, a new tensor], profiler/ledger.py); saved-tensor hooks (autograd/)
@@ -61,7 +63,7 @@ __all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "
            "active_autocast", "active_saved_tensors_hooks", "autocast_inputs", "mark_written",
            "Variable", "record", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
            "zero_grads", "watching_reads", "DTYPES", "FLOAT_DTYPES", "check_cuda_device", "check_device", "check_float",
-           "normalize_dtype", "parse_to_args", "wrap"]
+           "check_sizes", "normalize_dtype", "parse_to_args", "wrap"]
 
 # The tape's private parts that the floors above it use, named here so that each is seen: checkpoint (the cache's
 # answers: a tensor around an array the ledger already counts, version counters, a switch of its own) and the tests

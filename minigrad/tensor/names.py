@@ -12,7 +12,7 @@ import operator
 
 from .. import backend
 from ..ops import ShapeError
-from .args import _array_of, _shape, normalize_dtype
+from .args import _array_of, _shape, check_sizes, normalize_dtype
 
 
 def nearest(name, offered):
@@ -182,7 +182,7 @@ class Names:
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         device = self.device if device is None else backend.normalize_device(device)
         dtype = self.dtype if dtype is None else normalize_dtype(dtype)
-        return self._new(backend.xp_for(device).full(_shape((size,), "new_full"), fill_value, dtype=dtype),
+        return self._new(backend.xp_for(device).full(check_sizes("new_full", (size,)), fill_value, dtype=dtype),
                          requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
