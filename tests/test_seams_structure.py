@@ -38,10 +38,6 @@ PRIVATE_IMPORTS = {
         "an old array in a new tensor (NOTE [an old array, a new tensor]); [seams] removes it (checkpoint as hooks)",
     ("nn/module", "tensor", "_version_counter"):
         "a Parameter of a tensor shares its storage's version counter; [seams] removes it (the modes helper)",
-    ("learner", "tensor", "_written_since"):
-        "the learner's walk refuses a saved array written in place, as the engine's; [seams] removes it",
-    ("names", "tensor/names", "_INSTEAD"):
-        "mg's advice for a missing name reuses the Tensor's table of advice; [seams] removes it (a public name)",
 }
 
 # (file, what): why it is there today

@@ -6,7 +6,8 @@ The reading path, to follow one saved array and one gradient:
                 autocasting, packing) and their queries; OpMode, the stack of modes apply consults (NOTE [op modes]);
                 the Listener, every report the tape makes (NOTE [what the tape reports]); Cache, every question it
                 asks a checkpoint (NOTE [the cache asks, the tape answers]); Autocast, the mode mg.autocast is (NOTE
-                [autocast asks first]); the version counters of tensors' storage (NOTE [version counters])
+                [autocast asks first]); the version counters of tensors' storage and the check backward makes with them
+                (NOTE [version counters]: check_saved_versions)
   tape.py       the records and the walk: record, keep, the one choke point for saved arrays (NOTE [one choke point]),
                 the saved-tensor hooks it calls (pack in keep, unpack in _run_tape: NOTE [saved tensors hooks],
                 autograd/graph.py),
@@ -39,7 +40,7 @@ package's `tensor` attribute: importlib.import_module("minigrad.tensor") is the 
 Read next: functional.py (softmax, cross_entropy, ...), then nn/ and optim/.
 """
 from .modes import (Autocast, Cache, Listener, OpMode, active_autocast, active_cache, active_modes, active_profiler,
-                    active_saved_tensors_hooks, autocast_inputs,
+                    active_saved_tensors_hooks, autocast_inputs, check_saved_versions,
                     autocasting, enable_grad, is_grad_enabled, is_keeping_saved, is_recomputing, keep_saved,
                     mark_written, no_grad, packing, profiling, recomputing)
 from .tape import (Variable, backward, backward_within, hand_over, keep, mark, record, records_since,
@@ -61,6 +62,7 @@ __all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "
            "active_modes", "Listener", "Cache",
            "Autocast", "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache",
            "active_autocast", "active_saved_tensors_hooks", "autocast_inputs", "mark_written",
+           "check_saved_versions",
            "Variable", "record", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
            "zero_grads", "watching_reads", "DTYPES", "FLOAT_DTYPES", "check_cuda_device", "check_device", "check_float",
            "check_sizes", "normalize_dtype", "parse_to_args", "wrap"]

@@ -416,6 +416,16 @@ def mark_written(tensors):
         _version_counter(t).n += 1
 
 
+def check_saved_versions(record):
+    """Refuse to run record's backward if an array it saved was written in place since its forward (NOTE [version
+    counters]): PyTorch's "one of the variables needed for gradient computation has been modified by an inplace
+    operation", raised as its autograd unpacks a saved tensor. The engine's walk makes this check before each
+    record's backward (inline, tape.py: _run_tape); a walk of one's own makes it too (learner.py)."""
+    for vc, n, i, k in record.versions:
+        if vc.n != n:
+            raise _written_since(record, vc.n, n, i, k)
+
+
 def _written_since(record, now, n, i, k):
     """The error for a record whose saved array i (its input k, or its output when k is -1) was written in place
     since the forward: it is at version `now`, it was saved at version n."""
