@@ -20,7 +20,7 @@ import numpy as np
 from .. import backend, ops
 from ..ops import IndexShapeError, ShapeError
 from ..backend.random import draw_categories
-from .modes import _on, _version_counter
+from .modes import _on, version_counter
 from .tape import Variable, _before_write, _values
 from .args import _compared, check_device, check_float, check_sizes, dim_alias, exact_number
 from .args import _array_of, _bool_array, _check_in_range, _index_key, _integer_index, _is_number
@@ -563,7 +563,7 @@ class InPlace:
                 numpy_write(self._data)
             except TypeError as e:  # NumPy's casting rule: a float value into an integer tensor
                 raise TypeError(f"{name}: {e} (this tensor is {self.dtype.name} of shape {self.shape})") from None
-            _version_counter(self).n += 1
+            version_counter(self).n += 1
             return self
         new = functional()
         if new.shape != self.shape or new.dtype != self.dtype:
@@ -578,7 +578,7 @@ class InPlace:
                 old.retained, new._ctx.retained = None, weakref.ref(self)  # retain_grad() follows the tensor, as in PyTorch
         else:
             self._data[...] = new._data
-            _version_counter(self).n += 1
+            version_counter(self).n += 1
         return self
 
     def _arith_(self, name, op_cls, other, alpha=1):

@@ -24,7 +24,7 @@ class _Switches:
         self.recomputing = False  # a checkpoint is re-running its forward during backward
         self.profiler = None      # the active mg.profile: the tape reports to it
         self.cache = None         # a checkpoint's op cache, in its forward or its recompute: the tape asks it
-        #                           (Cache below; checkpoint/policies.py sets it)
+        #                           (Cache below; a checkpoint enters `caching` to set it)
         self.autocast = None      # mg.autocast's policy: the tape asks it how to cast an op's inputs (Autocast below)
         self.saved_hooks = None   # the innermost saved_tensors_hooks (autograd/graph.py): keep packs, _run_tape unpacks
         self.taken = None         # the running backward's gradient arrays that someone owns
@@ -200,6 +200,14 @@ class packing(_Mode):
     switch = "saved_hooks"
 
 
+class caching(_Mode):
+    """Let `cache` (a Cache, below: a checkpoint's OpCache, checkpoint/policies.py) answer the tape's questions while a
+    checkpoint's function runs (its forward, or, after cache.start, its recompute), or None: no cache. It is the last
+    op mode, nearest the op (NOTE [op modes]), as PyTorch's selective checkpoint enters its caching and cached
+    TorchDispatchModes around the function; inside another checkpoint's function, the inner cache is the one asked."""
+    switch = "cache"
+
+
 class Listener(OpMode):
     """NOTE [what the tape reports]: every report the tape (and the optimizer and the collectives) makes to the
     listener of `with profiling(listener):`, in one place: each does nothing here, and mg.profile (profiler)
@@ -276,7 +284,7 @@ class Listener(OpMode):
 class Cache(OpMode):
     """NOTE [the cache asks, the tape answers]: every question the tape asks a checkpoint's op cache, in one place.
     While a checkpoint runs its function (its forward, or its recompute in backward), `_on.cache` is its cache
-    (checkpoint/policies.py: OpCache, which overrides these; `caching` there sets the switch), and the cache is the
+    (checkpoint/policies.py: OpCache, which overrides these; `caching` above sets the switch), and the cache is the
     last op mode, nearest the op (NOTE [op modes]). Each default here is what the tape does with no cache:
 
       replayed(op_cls, inputs, attrs)   __op__, before an op runs: a tensor to return without running it (the
@@ -396,7 +404,14 @@ class _Version:
         return self.aliases is not None and any(r() is not None and r() is not t for r in self.aliases)
 
 
-def _version_counter(t):
+def version_counter(t):
+    """The counter of in-place writes to t's storage (NOTE [version counters]), made on first asking: one object
+    shared by every tensor that aliases that storage (its views, detach(), a Parameter made of it), as PyTorch's
+    VariableVersion is shared, whose count PyTorch shows as t._version (`version_counter(t).n == t._version` here
+    too). Code that keeps a tensor's values for later, as `keep` does for backward and a checkpoint does for its
+    recompute, notes the counter and its count `.n`: the same counter at another count later means the storage was
+    written in place since. `version_counter(t).alias(t, other)` makes `other`, a new tensor around t's array,
+    share it (nn.Parameter(t) does, as PyTorch's Parameter shares its tensor's storage and version)."""
     if t._vc is None:
         t._vc = _Version()
     return t._vc
@@ -406,14 +421,14 @@ def _share_version(view, inputs):
     base = backend.owner(view._data)
     src = next((t for t in inputs if backend.owner(t._data) is base), None)
     if src is not None:
-        _version_counter(src).alias(src, view)
+        version_counter(src).alias(src, view)
 
 
 def mark_written(tensors):
     """Tell the tape that these tensors' arrays were written in place by code outside it (an optimizer's
     step writes p's array directly): a record that saved one refuses to run backward."""
     for t in tensors:
-        _version_counter(t).n += 1
+        version_counter(t).n += 1
 
 
 def check_saved_versions(record):
