@@ -62,9 +62,8 @@ import numpy as np
 from . import backend, functional, nn, ops, optim
 from .backend.random import get_rng_state, set_rng_state
 from .ops import base as _base
-from .tensor import Tensor, active_profiler, is_recomputing, release
+from .tensor import Tensor, active_profiler, check_saved_versions, is_recomputing, release
 from .tensor import tensor as _tensor_factory
-from .tensor import _written_since  # NOTE [version counters]: the check the engine's walk makes first
 
 # mg.accumulate is the function; this is the module of that name
 _accumulate_module = importlib.import_module("minigrad.accumulate")
@@ -364,9 +363,7 @@ def _as_the_engine_runs_it(record, profiler):
 
     def backward(g):
         clock = profiler.start_clock() if profiler is not None else None
-        for vc, n, i, k in record.versions:
-            if vc.n != n:
-                raise _written_since(record, vc.n, n, i, k)
+        check_saved_versions(record)  # NOTE [version counters]: the check the engine's walk makes first
         input_grads = tuple(run(record, g))
         if profiler is not None:  # before release, as the engine's walk (the gradients and the saved arrays: a peak)
             input_grads = tuple(backend.as_array(gi) for gi in input_grads)

@@ -13,7 +13,7 @@ import contextlib
 import os
 
 from .tensor import Tensor, enable_grad, no_grad
-from .tensor.names import _INSTEAD as _TENSOR_INSTEAD, nearest
+from .tensor.names import advice as tensor_advice, nearest
 
 
 class inference_mode(contextlib.ContextDecorator):
@@ -69,8 +69,9 @@ def not_offered(module, name, offered, instead=None, package_dir=None):
     if name.lower() not in {n.lower() for n in offered} and not name.startswith("_") and \
             callable(getattr(Tensor, name, None)):
         return AttributeError(f"{msg}; minigrad has it as a Tensor method: x.{name}(...)")
-    if module == "minigrad" and name in _TENSOR_INSTEAD:  # torch.roll(x, ...), torch.einsum(...): what the Tensor says
-        return AttributeError(f"{msg}, nor has a Tensor: {_TENSOR_INSTEAD[name]}")
+    said = tensor_advice(name) if module == "minigrad" else None  # torch.einsum(...), torch.roll(x, ...): as x.einsum
+    if said is not None:
+        return AttributeError(f"{msg}, nor has a Tensor: {said}")
     close = nearest(name, offered)
     if close:
         return AttributeError(f"{msg}; did you mean {' or '.join(repr(n) for n in close)}?")

@@ -88,8 +88,8 @@ SUM_AT_RECORD = "                grads[nxt] = grads[nxt] + gi if nxt in grads el
      r"your backward ran minigrad's own walk \(\d+ records ran through the engine's tape"),
     ("                total = gi if nxt.grad is None else nxt.grad.data + gi\n"
      "                nxt.grad = mg.tensor(total, dtype=nxt.dtype)  # a copy, in the leaf's dtype",
-     "                from minigrad.tensor import _wrap\n"
-     "                if nxt.grad is None:\n                    nxt.grad = _wrap(gi)\n"
+     "                from minigrad.tensor import wrap\n"
+     "                if nxt.grad is None:\n                    nxt.grad = wrap(gi)\n"
      "                else:\n                    nxt.grad._data += gi",  # the array Add handed on, kept as .grad
      r"two leaves fed by one add.*x\.grad and y\.grad share one array"),
 ], ids=["recursion", "overwrite", "no-sort", "in-place", "leaf-overwrite", "leaf-float32", "engine", "leaf-shares"])

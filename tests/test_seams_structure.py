@@ -1,7 +1,7 @@
 """The seams kept honest (#40 [seams]): what no module of minigrad/ does behind another's back, checked on the source.
 
-  private names    no name with a leading underscore is imported across packages (checkpoint/ importing
-                   `_wrap` from minigrad.tensor; learner.py, of the root package, reading `optim._reported`);
+  private names    no name with a leading underscore is imported across packages (nn/ importing
+                   `_on` from minigrad.tensor; learner.py, of the root package, reading `optim._reported`);
                    within one package it is fine (tensor/tensor.py importing `_on` from tensor/modes.py)
   module globals   no module assigns another module's attribute at any depth: tests/test_structure.py's
                    test_no_module_assigns_to_another_modules_attributes (its check is tried here on a made-up source)
@@ -25,26 +25,7 @@ from test_structure import resolve_import as _resolve, root_name as _root
 # ----------------------------------------------------------------------------- the allowlists (the ratchets)
 
 # (importing file, package imported from, name): why it is there today
-PRIVATE_IMPORTS = {
-    ("checkpoint/policies", "tensor", "_Mode"):
-        "the selective policy's cache is a switch of its own on the tape; [seams] removes it (a caching/cached mode)",
-    ("checkpoint/policies", "tensor", "_version_counter"):
-        "the cache's replayed writes bump version counters; [seams] removes it (the modes helper)",
-    ("checkpoint/policies", "tensor", "_wrap"):
-        "the cache wraps an array the ledger already counts; [seams] removes it (checkpoint as hooks)",
-    ("checkpoint/segment", "tensor", "_version_counter"):
-        "a recompute's inputs share their version counters; [seams] removes it (the modes helper)",
-    ("checkpoint/segment", "tensor", "_wrap"):
-        "an old array in a new tensor (NOTE [an old array, a new tensor]); [seams] removes it (checkpoint as hooks)",
-    ("nn/module", "tensor", "_version_counter"):
-        "a Parameter of a tensor shares its storage's version counter; [seams] removes it (the modes helper)",
-    ("nn/layers", "tensor/args", "_shape"):
-        "a layer's shape arguments checked as the Tensor's factories check them; [seams] removes it (a public name)",
-    ("learner", "tensor", "_written_since"):
-        "the learner's walk refuses a saved array written in place, as the engine's; [seams] removes it",
-    ("names", "tensor/names", "_INSTEAD"):
-        "mg's advice for a missing name reuses the Tensor's table of advice; [seams] removes it (a public name)",
-}
+PRIVATE_IMPORTS = {}  # none left: each use went through a public name of the package that owns the idea
 
 # (file, what): why it is there today
 MAGIC = {

@@ -20,7 +20,7 @@ import weakref
 
 from .. import backend
 from ..backend.random import get_rng_state, set_rng_state
-from ..tensor import Cache, _Mode, _version_counter, _wrap, record, release
+from ..tensor import Cache, caching, record, release, version_counter, wrap
 
 
 # NOTE [selective checkpoint]: a policy decides, op by op, what a checkpoint keeps rather than recomputes:
@@ -195,12 +195,6 @@ def _position(array, arrays, attrs):
     return k if k is not None else next((name for name, b in attrs.items() if array is b), None)
 
 
-class caching(_Mode):
-    """caching(cache): a checkpoint's function runs (its forward, or, after cache.start, its recompute) with
-    `cache`, an OpCache or None for none, as the one the tape asks (NOTE [the cache asks, the tape answers])."""
-    switch = "cache"
-
-
 class _CheckpointCache(Cache):
     """A checkpoint's cache as an op mode (NOTE [op modes]): Cache's, and an op that runs reads its inputs, which
     must not be placeholders that a recompute running now handed out (NOTE [placeholders])."""
@@ -303,7 +297,7 @@ class OpCache(_CheckpointCache):
                 buffer = backend.owner(out)
                 self._made.setdefault(id(buffer), []).append((weakref.ref(buffer), e))
                 e.ref = weakref.ref(out)  # weakly: an output nobody reads again may die as in a plain run
-                e.vc = _version_counter(t)  # a write after the forward must not reach the recompute
+                e.vc = version_counter(t)  # a write after the forward must not reach the recompute
         if self._made:  # a kept op's output may be among them (none without a policy)
             for a in reads:
                 self._read(a)
@@ -347,7 +341,7 @@ class OpCache(_CheckpointCache):
         outside])."""
         if self.replaying:
             return self.reread([t], who)
-        self.reads.append((_version_counter(t), t._vc.n, id(backend.owner(t._data))) if outside else None)
+        self.reads.append((version_counter(t), t._vc.n, id(backend.owner(t._data))) if outside else None)
 
     def reread(self, inputs, who, real=None):
         """The recompute's `who` reads `inputs` (real: the indices whose values it reads; None: all): each as the
@@ -372,7 +366,7 @@ class OpCache(_CheckpointCache):
     def before_write(self, t):
         """Tensor t is about to be written in place outside the tape (NOTE [writes the tape does not record]): copy
         the outputs of this forward's ops that share its memory, as their ops made them, for the recompute."""
-        vc = _version_counter(t)
+        vc = version_counter(t)
         self._written[id(vc)] = vc
         buffer = backend.owner(t._data)
         for ref, i in self._out_of.values():
@@ -412,7 +406,7 @@ class OpCache(_CheckpointCache):
                 e.record = e.out = e.vc = None
             elif not e.kept:
                 o = results.get(e.index) if e.own_out is not None or read else None  # the Checkpoint keeps it
-                e.out, e.vc = (o._data, _version_counter(o)) if o is not None else (None, None)
+                e.out, e.vc = (o._data, version_counter(o)) if o is not None else (None, None)
             elif not read and e.own_out is None:
                 e.out = e.vc = None  # remembered while the forward ran, but no reader runs again after all
         remembered = []
@@ -565,7 +559,7 @@ def _replay(op_cls, inputs, attrs, forward, saved, refill, out):
     """The record of an op that a checkpoint's recompute does not run again, and its output tensor."""
     op = op_cls()
     vars(op).update({k: v for k, v in vars(forward).items() if k not in _TAPE_FIELDS})
-    t = _wrap(out, True)
+    t = wrap(out, True)
     for i, k in refill:  # the inputs it saved (by index), or keyword arguments (by name): this run's
         saved[i] = inputs[k]._data if isinstance(k, int) else attrs[k]
         if _placeholders:

@@ -38,7 +38,7 @@ from ..backend.random import get_rng_state, set_rng_state
 from ..tensor import (Tensor, active_autocast, active_cache, apply, backward_within, enable_grad,
                       hand_over, is_grad_enabled, is_keeping_saved, keep_saved, mark, records_since, recomputing,
                       watching_reads)
-from ..tensor import _version_counter, _wrap  # NOTE [version counters], NOTE [an old array, a new tensor]
+from ..tensor import version_counter, wrap  # NOTE [version counters], NOTE [an old array, a new tensor]
 from .policies import (NestedReads, OpCache, StopRecompute, caching, checkpoint_policies, nothing_saveable,
                        refusing_placeholders)
 
@@ -322,9 +322,9 @@ def _stand_in(node, array):
     captured by a closure."""
     if isinstance(node, Tensor):
         return node
-    # _wrap, not a new tensor's door (_new): the array is the forward's, which the ledger counted where it was made
+    # wrap, not a new tensor's door (_new): the array is the forward's, which the ledger counted where it was made
     # if that was in the profile, and must not count as new if it was not (NOTE [an old array, a new tensor])
-    t = _wrap(array, node is not None)
+    t = wrap(array, node is not None)
     t._ctx = node
     return t
 
@@ -475,7 +475,7 @@ def _same_storage(inner, outer):
     where inner is a view (of an input, say) it is that view (NOTE [version counters]). So outer shares inner's
     version counter, as a view does; the Checkpoint record that noted outer's own (keep() made one when it saved
     the output) now notes the shared one."""
-    vc = _version_counter(inner)
+    vc = version_counter(inner)
     if outer._vc is not None and outer._vc is not vc:
         record = outer._ctx
         record.versions = [(vc, vc.n, i, k) if v is outer._vc else (v, n, i, k) for v, n, i, k in record.versions]

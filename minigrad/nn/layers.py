@@ -9,8 +9,7 @@ import warnings
 from .. import functional as F
 from .. import backend
 from ..backend.random import draw
-from ..tensor import is_recomputing, no_grad, normalize_dtype, ones, tensor, zeros
-from ..tensor.args import _shape
+from ..tensor import check_sizes, is_recomputing, no_grad, normalize_dtype, ones, tensor, zeros
 from .module import Module, Parameter, _uniform
 
 
@@ -28,7 +27,7 @@ class Linear(Module):
     """y = x @ weight.T + bias; weight (out_features, in_features), PyTorch's default init."""
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
-        self.in_features, self.out_features = _shape((in_features, out_features), "Linear")  # ints >= 0
+        self.in_features, self.out_features = check_sizes("Linear", (in_features, out_features))  # ints >= 0
         bound = 1 / math.sqrt(in_features) if in_features else 0
         # PyTorch's kaiming_uniform_(a=sqrt(5)) reduces to U(-1/sqrt(in), 1/sqrt(in)); so does its bias
         self.weight = _uniform((out_features, in_features), bound, device)
@@ -164,7 +163,7 @@ class LayerNorm(Module):
     """Normalize over the last dims, then scale (weight, ones) and shift (bias, zeros)."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
-        self.normalized_shape = _shape((normalized_shape,), "LayerNorm")  # an int or a tuple of ints >= 0
+        self.normalized_shape = check_sizes("LayerNorm", (normalized_shape,))  # an int or a tuple of ints >= 0
         self.eps = eps
         self.register_parameter("weight", Parameter(ones(*self.normalized_shape, device=device))
                                 if elementwise_affine else None)
@@ -196,7 +195,7 @@ class Embedding(Module):
                 ("_freeze", _freeze, "set emb.weight.requires_grad_(False) after making the Embedding")):
             if value is not None and value is not False:
                 raise NotImplementedError(f"nn.Embedding: {name}={value!r} is not supported: {instead}")
-        self.num_embeddings, self.embedding_dim = _shape((num_embeddings, embedding_dim), "Embedding")  # ints >= 0
+        self.num_embeddings, self.embedding_dim = check_sizes("Embedding", (num_embeddings, embedding_dim))  # ints >= 0
         host = draw("standard_normal", size=(num_embeddings, embedding_dim), device=device).astype("float32")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:

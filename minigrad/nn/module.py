@@ -19,8 +19,7 @@ from collections import OrderedDict, namedtuple
 
 from .. import backend
 from ..backend.random import draw
-from ..tensor import Tensor, check_cuda_device, parse_to_args, tensor, zero_grads
-from ..tensor import _version_counter  # NOTE [version counters]: a Parameter of a tensor shares its storage
+from ..tensor import Tensor, check_cuda_device, parse_to_args, tensor, version_counter, zero_grads
 
 
 _changes = 0  # attributes of modules set or deleted so far (NOTE [unnamed walks])
@@ -35,7 +34,7 @@ class Parameter(Tensor):
         t = data if isinstance(data, Tensor) else tensor(data)
         self._data, self._requires_grad, self._grad, self._ctx, self._vc = t._data, False, None, None, None
         if t is data:  # its array itself, as torch's: a write to either is a write to both (as detach())
-            _version_counter(t).alias(t, self)
+            version_counter(t).alias(t, self)  # NOTE [version counters]
         self.requires_grad_(requires_grad)
         self._set_data(self._data)  # so that an active profile counts it as a parameter
 

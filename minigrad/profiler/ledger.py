@@ -404,7 +404,7 @@ class _Ledger:
         checkpoint's recompute re-wraps its saved inputs so: the batch, alive before the block, would have stayed
         'transient' after the step. A Parameter still holds its array as a parameter (nn.Parameter re-counts a
         tensor it takes so). An array the ledger never saw it cannot date: wrapped in the block, it counts as new
-        (so a checkpoint's recompute wraps its saved inputs with tensor._wrap, which reports nothing: they are
+        (so a checkpoint's recompute wraps its saved inputs with tensor.wrap, which reports nothing: they are
         the forward's arrays, also when the forward ran before the block)."""
         if getattr(t, "_is_parameter", False):
             self._hold(t._data, PARAMETERS)

@@ -3,10 +3,11 @@
 The reading path, to follow one saved array and one gradient:
 
   modes.py      the switches the tape's behaviour depends on (no_grad, keep_saved, recomputing, profiling,
-                autocasting, packing) and their queries; OpMode, the stack of modes apply consults (NOTE [op modes]);
-                the Listener, every report the tape makes (NOTE [what the tape reports]); Cache, every question it
-                asks a checkpoint (NOTE [the cache asks, the tape answers]); Autocast, the mode mg.autocast is (NOTE
-                [autocast asks first]); the version counters of tensors' storage (NOTE [version counters])
+                autocasting, packing, caching) and their queries; OpMode, the stack of modes apply consults (NOTE
+                [op modes]); the Listener, every report the tape makes (NOTE [what the tape reports]); Cache, every
+                question it asks a checkpoint (NOTE [the cache asks, the tape answers]); Autocast, the mode mg.autocast
+                is (NOTE [autocast asks first]); the version counters of tensors' storage and the check backward makes
+                with them (NOTE [version counters]: version_counter, check_saved_versions)
   tape.py       the records and the walk: record, keep, the one choke point for saved arrays (NOTE [one choke point]),
                 the saved-tensor hooks it calls (pack in keep, unpack in _run_tape: NOTE [saved tensors hooks],
                 autograd/graph.py),
@@ -23,7 +24,8 @@ Then, beside the path:
 
   promotion.py  type promotion: the dtype an op computes its operands in, PyTorch's rule but for one refusal
                 (NOTE [type promotion])
-  args.py       what a user passes, checked: dtypes, .to()'s arguments, a new tensor's data, index keys, masks
+  args.py       what a user passes, checked: dtypes, .to()'s arguments, a new tensor's data and sizes, index keys,
+                masks
   methods.py    the methods composed of others (var, norm, topk, split, gather, ...), the comparisons, and the
                 in-place writes (NOTE [in-place]), as classes the Tensor inherits
   names.py      PyTorch's other names for them (x.add, x.mm, x.t(), x.new_zeros, x.nbytes, ...), and what a name
@@ -38,16 +40,14 @@ package's `tensor` attribute: importlib.import_module("minigrad.tensor") is the 
 Read next: functional.py (softmax, cross_entropy, ...), then nn/ and optim/.
 """
 from .modes import (Autocast, Cache, Listener, OpMode, active_autocast, active_cache, active_modes, active_profiler,
-                    active_saved_tensors_hooks, autocast_inputs,
-                    autocasting, enable_grad, is_grad_enabled, is_keeping_saved, is_recomputing, keep_saved,
-                    mark_written, no_grad, packing, profiling, recomputing)
+                    active_saved_tensors_hooks, autocast_inputs, autocasting, caching, check_saved_versions,
+                    enable_grad, is_grad_enabled, is_keeping_saved, is_recomputing, keep_saved,
+                    mark_written, no_grad, packing, profiling, recomputing, version_counter)
 from .tape import (Variable, backward, backward_within, hand_over, keep, mark, record, records_since,
                    release, watching_reads, zero_grads)
-from .args import DTYPES, FLOAT_DTYPES, check_cuda_device, check_device, check_float, normalize_dtype, parse_to_args
-from .tensor import Tensor, apply
-from .tensor import _wrap as wrap  # a tensor around an array that no listener is told of: the ledger counts the array
-# where the tape reported it (NOTE [an old array, a new tensor], profiler/ledger.py); saved-tensor hooks (autograd/)
-# hand arrays to their pack and unpack hooks as tensors so
+from .args import (DTYPES, FLOAT_DTYPES, check_cuda_device, check_device, check_float, check_sizes, normalize_dtype,
+                   parse_to_args)
+from .tensor import Tensor, apply, wrap
 from .factories import from_numpy
 from .factories import (arange, cat, empty, empty_like, eye, full, full_like, maximum, minimum, multinomial, ones,
                         ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor, where, zeros, zeros_like)
@@ -55,17 +55,17 @@ from .factories import (arange, cat, empty, empty_like, eye, full, full_like, ma
 __all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint",
            "empty", "empty_like", "eye", "full_like", "rand_like", "randn_like", "multinomial", "arange", "cat",
            "stack", "where", "maximum", "minimum",
-           "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "autocasting", "packing", "OpMode",
+           "no_grad", "enable_grad", "keep_saved", "recomputing", "profiling", "autocasting", "packing", "caching",
+           "OpMode",
            "active_modes", "Listener", "Cache",
            "Autocast", "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache",
            "active_autocast", "active_saved_tensors_hooks", "autocast_inputs", "mark_written",
+           "version_counter", "check_saved_versions",
            "Variable", "record", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
            "zero_grads", "watching_reads", "DTYPES", "FLOAT_DTYPES", "check_cuda_device", "check_device", "check_float",
-           "normalize_dtype", "parse_to_args", "wrap"]
+           "check_sizes", "normalize_dtype", "parse_to_args", "wrap"]
 
-# The tape's private parts that the floors above it use, named here so that each is seen: checkpoint (the cache's
-# answers: a tensor around an array the ledger already counts, version counters, a switch of its own) and the tests
-# (the switches themselves, the watchers of reads outside the tape).
-from .modes import _Mode, _on, _version_counter, _written_since  # noqa: E402,F401 NOTE [version counters]
-from .tape import _watchers  # noqa: E402,F401 NOTE [reads outside the tape]: the tests ask that none is left on
-from .tensor import _wrap  # noqa: E402,F401
+# The tape's private parts that the tests read, named here so that each is seen: the switches themselves (_on), and
+# the watchers of reads outside the tape, of which a test asks that none is left on (NOTE [reads outside the tape]).
+from .modes import _on  # noqa: E402,F401
+from .tape import _watchers  # noqa: E402,F401

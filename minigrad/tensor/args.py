@@ -164,11 +164,18 @@ def _read_as_number(x, other):
                              and x.dtype not in (other.dtype, np.dtype(bool)) and x.device != "meta")
 
 
-def _shape(shape, op=None):
-    """Sizes, or one tuple or list of them, as a tuple; with op (a new tensor's shape, repeat's counts), each checked
-    to be an int >= 0, as PyTorch checks them."""
-    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
-    for n in shape if op else ():
+def _shape(shape):
+    """Sizes, or one tuple or list of them (reshape(2, 3) or reshape((2, 3))), as a tuple."""
+    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+
+
+def check_sizes(op, shape):
+    """The sizes of something new, given as PyTorch's factories take them (zeros(2, 3) or zeros((2, 3))), as a tuple,
+    each checked to be an int >= 0 as PyTorch checks them: a new tensor's shape (zeros, eye, new_full, ...), repeat's
+    counts, a layer's dims (nn.Linear's features, nn.LayerNorm(8) or nn.LayerNorm((4, 8))). A refusal is a TypeError
+    or a ShapeError that names `op`."""
+    shape = _shape(shape)
+    for n in shape:
         if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
             raise TypeError(f"{op}: sizes must be ints, got {n!r} of type {type(n).__name__} in {shape}")
         if n < 0:

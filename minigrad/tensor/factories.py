@@ -11,7 +11,7 @@ import numpy as np
 from .. import backend, ops
 from ..backend.random import draw
 from ..ops import ShapeError
-from .args import DTYPES, _array_of, _is_number, _shape, normalize_dtype
+from .args import DTYPES, _array_of, _is_number, check_sizes, normalize_dtype
 from .tensor import Tensor, _new, _one_dtype, _where, apply
 
 # ----------------------------------------------------------------------------- making tensors
@@ -51,7 +51,7 @@ def from_numpy(ndarray):
 def _filled(op, fill, shape, dtype, device, requires_grad):
     device = backend.normalize_device(device)
     dt = normalize_dtype(dtype or "float32")
-    return _new(backend.xp_for(device).full(_shape(shape, op), fill, dtype=dt), requires_grad)
+    return _new(backend.xp_for(device).full(check_sizes(op, shape), fill, dtype=dt), requires_grad)
 
 
 def zeros(*shape, dtype=None, device=None, requires_grad=False):
@@ -106,7 +106,7 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False):
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """The n x m (n x n) matrix of ones on the diagonal, float32 unless given (torch.eye)."""
-    n, m = _shape((n, n if m is None else m), "eye")
+    n, m = check_sizes("eye", (n, n if m is None else m))
     array = backend.xp_for(backend.normalize_device(device)).eye(n, m, dtype=normalize_dtype(dtype or "float32"))
     return _new(array, requires_grad)
 
@@ -115,7 +115,7 @@ def _random(op, method, shape, dtype, device, requires_grad):
     dt = normalize_dtype(dtype or "float32")
     if not backend.is_float(dt):  # PyTorch's too: the draws would be truncated to integers
         raise TypeError(f"{op}: dtype must be a floating-point dtype, got {dt.name}; mg.randint draws integers")
-    host = draw(method, size=_shape(shape, op), device=device).astype(dt, copy=False)
+    host = draw(method, size=check_sizes(op, shape), device=device).astype(dt, copy=False)
     return tensor(host, dtype=dt, device=device, requires_grad=requires_grad)
 
 
@@ -147,7 +147,7 @@ def randint(low, high, size=None, *, dtype="int64", device=None):
         low, high, size = 0, low, high
     if not low < high:  # as PyTorch, whatever the size
         raise ValueError(f"randint: low must be less than high, got low={low} and high={high}")
-    size = _shape((size,), "randint")
+    size = check_sizes("randint", (size,))
     return tensor(draw("integers", low, high, size=size, device=device), dtype=dtype, device=device)
 
 

@@ -20,10 +20,10 @@ import numpy as np
 from .. import backend, ops
 from ..ops import IndexShapeError, ShapeError
 from ..backend.random import draw_categories
-from .modes import _on, _version_counter
+from .modes import _on, version_counter
 from .tape import Variable, _before_write, _values
-from .args import _compared, check_device, check_float, dim_alias, exact_number
-from .args import _array_of, _bool_array, _check_in_range, _index_key, _integer_index, _is_number, _shape
+from .args import _compared, check_device, check_float, check_sizes, dim_alias, exact_number
+from .args import _array_of, _bool_array, _check_in_range, _index_key, _integer_index, _is_number
 
 # (values, indices), as torch.return_types: `values, indices = x.max(1)` and `x.max(1).values` both work
 _VALUES_INDICES = {name: collections.namedtuple(name, ["values", "indices"]) for name in ("max", "min", "topk", "sort")}
@@ -223,7 +223,7 @@ class Composed:
 
     def repeat(self, *sizes, repeats=None):
         """Tile the data sizes[i] times along dim i (new leading dims for extra sizes), copying, as torch.repeat."""
-        sizes = _shape(sizes, "repeat") if repeats is None else _shape(tuple(repeats), "repeat")
+        sizes = check_sizes("repeat", sizes) if repeats is None else check_sizes("repeat", tuple(repeats))
         if len(sizes) < self.ndim:
             raise ShapeError(f"repeat: {len(sizes)} repeat counts {sizes} for a tensor of {self.ndim} dims "
                              f"{self.shape}; give one per dim at least")
@@ -563,7 +563,7 @@ class InPlace:
                 numpy_write(self._data)
             except TypeError as e:  # NumPy's casting rule: a float value into an integer tensor
                 raise TypeError(f"{name}: {e} (this tensor is {self.dtype.name} of shape {self.shape})") from None
-            _version_counter(self).n += 1
+            version_counter(self).n += 1
             return self
         new = functional()
         if new.shape != self.shape or new.dtype != self.dtype:
@@ -578,7 +578,7 @@ class InPlace:
                 old.retained, new._ctx.retained = None, weakref.ref(self)  # retain_grad() follows the tensor, as in PyTorch
         else:
             self._data[...] = new._data
-            _version_counter(self).n += 1
+            version_counter(self).n += 1
         return self
 
     def _arith_(self, name, op_cls, other, alpha=1):

@@ -23,7 +23,7 @@ class _Switches:
         self.recomputing = False  # a checkpoint is re-running its forward during backward
         self.profiler = None      # the active mg.profile: the tape reports to it
         self.cache = None         # a checkpoint's op cache, in its forward or its recompute: the tape asks it
-        #                           (Cache below; checkpoint/policies.py sets it)
+        #                           (Cache below; a checkpoint enters `caching` to set it)
         self.autocast = None      # mg.autocast's policy: the tape asks it how to cast an op's inputs (Autocast below)
         self.saved_hooks = None   # the innermost pair of saved-tensor hooks: keep packs, _run_tape unpacks (the user's,
         #                           autograd/graph.py; keep_saved(False)'s, below: a checkpoint's forward)
@@ -194,6 +194,14 @@ class packing(_Mode):
     switch = "saved_hooks"
 
 
+class caching(_Mode):
+    """Let `cache` (a Cache, below: a checkpoint's OpCache, checkpoint/policies.py) answer the tape's questions while a
+    checkpoint's function runs (its forward, or, after cache.start, its recompute), or None: no cache. It is the last
+    op mode, nearest the op (NOTE [op modes]), as PyTorch's selective checkpoint enters its caching and cached
+    TorchDispatchModes around the function; inside another checkpoint's function, the inner cache is the one asked."""
+    switch = "cache"
+
+
 class keep_saved(packing):
     """keep_saved(False): records are made, but keep none of the arrays their ops saved. A checkpoint's forward runs
     this way: it learns which tensors the segment reaches and keeps nothing. keep_saved(True): records keep their
@@ -326,7 +334,7 @@ class Listener(OpMode):
 class Cache(OpMode):
     """NOTE [the cache asks, the tape answers]: every question the tape asks a checkpoint's op cache, in one place.
     While a checkpoint runs its function (its forward, or its recompute in backward), `_on.cache` is its cache
-    (checkpoint/policies.py: OpCache, which overrides these; `caching` there sets the switch), and the cache is the
+    (checkpoint/policies.py: OpCache, which overrides these; `caching` above sets the switch), and the cache is the
     last op mode, nearest the op (NOTE [op modes]). Each default here is what the tape does with no cache:
 
       replayed(op_cls, inputs, attrs)   __op__, before an op runs: a tensor to return without running it (the
@@ -447,7 +455,14 @@ class _Version:
         return self.aliases is not None and any(r() is not None and r() is not t for r in self.aliases)
 
 
-def _version_counter(t):
+def version_counter(t):
+    """The counter of in-place writes to t's storage (NOTE [version counters]), made on first asking: one object
+    shared by every tensor that aliases that storage (its views, detach(), a Parameter made of it), as PyTorch's
+    VariableVersion is shared, whose count PyTorch shows as t._version (`version_counter(t).n == t._version` here
+    too). Code that keeps a tensor's values for later, as `keep` does for backward and a checkpoint does for its
+    recompute, notes the counter and its count `.n`: the same counter at another count later means the storage was
+    written in place since. `version_counter(t).alias(t, other)` makes `other`, a new tensor around t's array,
+    share it (nn.Parameter(t) does, as PyTorch's Parameter shares its tensor's storage and version)."""
     if t._vc is None:
         t._vc = _Version()
     return t._vc
@@ -457,14 +472,24 @@ def _share_version(view, inputs):
     base = backend.owner(view._data)
     src = next((t for t in inputs if backend.owner(t._data) is base), None)
     if src is not None:
-        _version_counter(src).alias(src, view)
+        version_counter(src).alias(src, view)
 
 
 def mark_written(tensors):
     """Tell the tape that these tensors' arrays were written in place by code outside it (an optimizer's
     step writes p's array directly): a record that saved one refuses to run backward."""
     for t in tensors:
-        _version_counter(t).n += 1
+        version_counter(t).n += 1
+
+
+def check_saved_versions(record):
+    """Refuse to run record's backward if an array it saved was written in place since its forward (NOTE [version
+    counters]): PyTorch's "one of the variables needed for gradient computation has been modified by an inplace
+    operation", raised as its autograd unpacks a saved tensor. The engine's walk makes this check before each
+    record's backward (inline, tape.py: _run_tape); a walk of one's own makes it too (learner.py)."""
+    for vc, n, i, k in record.versions:
+        if vc.n != n:
+            raise _written_since(record, vc.n, n, i, k)
 
 
 def _written_since(record, now, n, i, k):

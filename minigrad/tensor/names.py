@@ -1,6 +1,6 @@
 """PyTorch's names for what the Tensor does already (x.add(y) is x + y, x.mm(w) is x @ w, x.t(), x.new_zeros(...),
 x.nbytes), as a class the Tensor inherits, and what a name it lacks says: its `__getattr__` raises an AttributeError
-that says what to use instead (`_INSTEAD`: x.einsum, x.scatter_, x.register_hook, ...) or the nearest name it has
+that says what to use instead (`advice`: x.einsum, x.scatter_, x.register_hook, ...) or the nearest name it has
 (`nearest`, the did-you-mean that minigrad/names.py gives a module's missing names too). Nothing here makes a
 record: each is the Tensor's operators or methods under another name, reached through self (tensor.py sits above).
 
@@ -12,7 +12,7 @@ import operator
 
 from .. import backend
 from ..ops import ShapeError
-from .args import _array_of, _shape, normalize_dtype
+from .args import _array_of, _shape, check_sizes, normalize_dtype
 
 
 def nearest(name, offered):
@@ -61,6 +61,13 @@ _INSTEAD = {
 
     **{n: _F.format(n) for n in ("softplus", "silu", "leaky_relu", "gelu", "normalize", "one_hot")},
 }
+
+
+def advice(name):
+    """What to write instead of `name`, a PyTorch Tensor attribute that minigrad does not offer (x.einsum, x.scatter_,
+    x.register_hook, ...), or None where it has no advice: what a Tensor's missing attribute says (Names.__getattr__),
+    and mg's too (minigrad/names.py), since PyTorch has most of these as torch functions as well (torch.einsum)."""
+    return _INSTEAD.get(name)
 
 
 def _alpha(op, alpha, t):
@@ -182,7 +189,7 @@ class Names:
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         device = self.device if device is None else backend.normalize_device(device)
         dtype = self.dtype if dtype is None else normalize_dtype(dtype)
-        return self._new(backend.xp_for(device).full(_shape((size,), "new_full"), fill_value, dtype=dtype),
+        return self._new(backend.xp_for(device).full(check_sizes("new_full", (size,)), fill_value, dtype=dtype),
                          requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import backend, ops
 from ..ops import ShapeError
-from .modes import _chain, _on, _share_version, _version_counter
+from .modes import _chain, _on, _share_version, version_counter
 from .tape import Variable, _check_same_device_and_dtype, _values, backward, record
 from .args import FLOAT_DTYPES, _array_of, _bool_array, _index_key, _is_number, _shape, check_cuda_device, parse_to_args
 from .args import _number_array, dim_alias, exact_number
@@ -61,7 +61,7 @@ def _run(op_cls, inputs, attrs, noted=None):
         out = _zero_d(op, out)
     if recording and out.dtype.kind in "biu":  # integer and bool results have no gradient (a cast to int64)
         recording = False
-    t = Tensor.__new__(Tensor)  # _wrap(out, recording), written out: every op makes one (NOTE [per-op overhead])
+    t = Tensor.__new__(Tensor)  # wrap(out, recording), written out: every op makes one (NOTE [per-op overhead])
     t._data, t._requires_grad, t._grad, t._ctx, t._vc = out, recording, None, None, None
     if op.returns_view and out.base is not None:  # a view of its input shares the input's version counter
         _share_version(t, inputs)
@@ -97,7 +97,12 @@ def _explain(name, e, arrays):
 
 # ----------------------------------------------------------------------------- new tensors
 
-def _wrap(array, requires_grad=False):
+def wrap(array, requires_grad=False):
+    """A tensor around an array that exists already, told to no listener (NOTE [an old array, a new tensor],
+    profiler/ledger.py): an op's output, a saved array, a gradient. The ledger counts the array where the tape
+    reported it, and a second tensor around it is no new memory, as in PyTorch a tensor on an existing storage
+    allocates nothing. A checkpoint's recompute wraps the forward's arrays so, and saved-tensor hooks hand arrays to
+    their pack and unpack hooks so (autograd/graph.py). An array new to the ledger goes through _new, which tells it."""
     t = Tensor.__new__(Tensor)
     t._data, t._requires_grad, t._grad, t._ctx, t._vc = array, requires_grad, None, None, None
     return t
@@ -105,7 +110,7 @@ def _wrap(array, requires_grad=False):
 
 def _new(array, requires_grad=False):
     """A new leaf that is not an op's output (factories, comparisons, constants): the ledger counts it."""
-    t = _wrap(array)
+    t = wrap(array)
     if requires_grad:
         t.requires_grad_(True)
     if _on.profiler is not None:
@@ -249,13 +254,13 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
             if not _writable(g, taken, False):
                 g = g.copy()
             taken[id(g)] = g
-            _set_grad(self, _wrap(g))  # what the grad setter does after its checks, which this gradient passes by now
+            _set_grad(self, wrap(g))  # what the grad setter does after its checks, which this gradient passes by now
         elif _writable(self._grad._data, taken, True):
             # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,
             # so k micro-batches need one gradient buffer, not k.
             self._grad._data += g
         else:
-            self.grad = _wrap(backend.as_array(self._grad._data + g))  # NumPy's 0-d sum is a scalar
+            self.grad = wrap(backend.as_array(self._grad._data + g))  # NumPy's 0-d sum is a scalar
 
     @staticmethod
     def _from_array(array, requires_grad=False):
@@ -396,8 +401,8 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
 
     def detach(self):
         """The same data, cut from the tape (an in-place write to either shows in both, as in PyTorch)."""
-        out = _wrap(self._data)
-        _version_counter(self).alias(self, out)
+        out = wrap(self._data)
+        version_counter(self).alias(self, out)
         return out
 
     @property
