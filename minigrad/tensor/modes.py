@@ -27,8 +27,8 @@ class _Switches:
         #                           (Cache below; checkpoint/policies.py sets it)
         self.autocast = None      # mg.autocast's policy: the tape asks it how to cast an op's inputs (Autocast below)
         self.saved_hooks = None   # the innermost saved_tensors_hooks (autograd/graph.py): keep packs, _run_tape unpacks
-        self.taken = None         # the running backward's gradient arrays that someone owns
-        #                           (NOTE [who owns a gradient], tape.py: backward)
+        self.taken = None         # the running backward's gradient arrays that no leaf may take nor sum into
+        #                           (NOTE [who owns a gradient], tape.py)
         self.modes = ()           # the op modes apply consults, in order (NOTE [op modes]); () for none
         self.chain = None         # how apply calls them: _chain's, until the stack changes
 
