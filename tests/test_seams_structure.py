@@ -29,12 +29,9 @@ PRIVATE_IMPORTS = {}  # none left: each use went through a public name of the pa
 
 # (file, what): why it is there today
 MAGIC = {
-    ("tensor/tensor", "sys.getrefcount"):
-        "_writable decides whether a gradient may be summed in place by who else holds it; left for later in "
-        "[seams] (explicit ownership, as PyTorch's AccumulateGrad)",
     ("backend/pool", "sys.getrefcount"):
-        "the host pool calibrates reference counts at import, for _writable's count; [seams] removes it with "
-        "_writable's",
+        "the host pool finds a free block by its reference count, calibrated at import; [seams] removes it (a "
+        "weak reference to the array it lends)",
     ("optim/optimizer", "cls.step = in __init_subclass__"):
         "every optimizer's step is wrapped so that mg.profile sees it, a new one's too "
         "(tests/test_profiler.py's Lion), as PyTorch's Optimizer wraps step (profile_hook_step); [seams] removes it "

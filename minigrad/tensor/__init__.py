@@ -12,12 +12,13 @@ The reading path, to follow one saved array and one gradient:
                 the saved-tensor hooks it calls (pack in keep, unpack in _run_tape: NOTE [saved tensors hooks],
                 autograd/graph.py),
                 hand_over, release (NOTE [memory drains]); backward and _run_tape (NOTE [the tape]); who owns a
-                gradient array during a backward; the reads outside the tape (NOTE [reads outside the tape]).
+                gradient array during a backward (NOTE [who owns a gradient]); the reads outside the tape (NOTE
+                [reads outside the tape]).
                 It reads a tensor only through `Variable`, the protocol the Tensor keeps
   tensor.py     the Tensor's face: apply, the one place a record is made (NOTE [per-op overhead]); the Tensor's
                 storage, properties, conversions, operators and one-op methods; _operands, which casts two operands to
                 their promoted dtype; _accumulate, where
-                a leaf sums its gradient (NOTE [who owns a gradient], NOTE [gradient accumulation])
+                a leaf takes or sums its gradient (NOTE [gradient accumulation])
   and in ops:   Op.save_for_backward (what a record keeps), then one op of each kind: Add, Sum, Linear, Softmax
 
 Then, beside the path:

@@ -27,8 +27,8 @@ class _Switches:
         self.autocast = None      # mg.autocast's policy: the tape asks it how to cast an op's inputs (Autocast below)
         self.saved_hooks = None   # the innermost pair of saved-tensor hooks: keep packs, _run_tape unpacks (the user's,
         #                           autograd/graph.py; keep_saved(False)'s, below: a checkpoint's forward)
-        self.taken = None         # the running backward's gradient arrays that someone owns
-        #                           (NOTE [who owns a gradient], tape.py: backward)
+        self.taken = None         # the running backward's gradient arrays that no leaf may take nor sum into
+        #                           (NOTE [who owns a gradient], tape.py)
         self.modes = ()           # the op modes apply consults, in order (NOTE [op modes]); () for none
         self.chain = None         # how apply calls them: _chain's, until the stack changes
 

@@ -35,9 +35,9 @@ class Variable:
       _accumulate     how a leaf is told its gradient (below)"""
     __slots__ = ()
 
-    def _accumulate(self, g, taken):
-        """Sum gradient array g into .grad; `taken` holds the arrays that someone already owns (NOTE [who owns a
-        gradient]: backward, below, and Tensor._accumulate)."""
+    def _accumulate(self, g, taken, shared):
+        """Sum gradient array g into .grad. `shared`: someone else may read g again during this backward; `taken`:
+        the arrays that a leaf must neither take nor sum into in place (NOTE [who owns a gradient], below)."""
         raise NotImplementedError
 
 
@@ -157,16 +157,12 @@ def backward(root, gradient=None, retain_graph=False):
         if g.shape != root.shape:
             raise ShapeError(f"backward: gradient of shape {g.shape} does not match the output's shape {root.shape}")
         _check_same_device_and_dtype("backward", [root._data, g])
-    # NOTE [who owns a gradient]: `taken`, the arrays that a .grad or someone else already holds, g first
     outer = _on.taken  # a backward inside a backward (checkpoint's recompute) shares the outer's
-    if outer is None:
-        _on.taken = taken = {id(g): g}
-        lent = ()
-    else:
-        taken, lent = outer, _lend(outer, [g])
+    _on.taken = taken = outer if outer is not None else {}
+    lent = _lend(taken, [g])  # NOTE [who owns a gradient]: the caller's g is the caller's
     try:
         if root._ctx is None:
-            root._accumulate(g, taken)
+            root._accumulate(g, taken, True)
         else:
             _run_tape([root], [g], retain_graph, taken)
     finally:
@@ -192,13 +188,14 @@ def backward_within(roots, gradients, start):
 
 
 def _lend(taken, gradients):
-    """Note the gradients a backward starts from as held by its caller (NOTE [who owns a gradient]); returns
-    those that were not noted yet."""
+    """Note the gradients a backward starts from as held by its caller (NOTE [who owns a gradient]), and the array
+    that owns a view's memory, which may be a .grad; returns those that were not noted yet."""
     lent = []
     for g in gradients:  # one array may come twice (Add hands one gradient to two outputs): noted, lent, once
-        if id(g) not in taken:
-            taken[id(g)] = g
-            lent.append(g)
+        for a in (g, backend.owner(g)) if g.base is not None else (g,):
+            if id(a) not in taken:
+                taken[id(a)] = a
+                lent.append(a)
     return lent
 
 
@@ -217,6 +214,7 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
     # sequence number the same way), finds it; a record that no gradient reaches is never visited. No
     # recursion, so a chain of any length works.
     grads = {t._ctx: g for t, g in zip(roots, gradients)}  # gradients in flight, by the record that made the tensor
+    shared = set()  # the records in `grads` whose gradient someone else may read too (NOTE [who owns a gradient])
     waiting = [(-op.seq, op) for op in grads if op is not None and op.seq > start]
     heapq.heapify(waiting)
     profiler = _on.profiler  # read once (NOTE [per-op overhead], tensor.py): a profile is a `with` block, so one that a
@@ -224,6 +222,7 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
     while waiting:
         op = heapq.heappop(waiting)[1]
         g = grads.pop(op)
+        g_shared = op in shared
         if profiler is not None:
             clock = profiler.start_clock()  # NOTE [self time] (profiler): until its gradients are handed on
         if op.released:
@@ -240,7 +239,7 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
         if op.retained is not None:  # a tensor that asked retain_grad(), if it is still alive
             kept = op.retained()
             if kept is not None:
-                kept._accumulate(g, taken)
+                kept._accumulate(g, taken, True)  # shared: this record reads g, and may hand it on
         input_grads = op.backward(g)
         if profiler is not None:  # before release: the gradients were made while the saved arrays lived (a peak)
             input_grads = tuple(backend.as_array(gi) for gi in input_grads)  # NumPy's 0-d result is a scalar
@@ -249,6 +248,7 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
             release(op)
         elif op.packed is not None:
             op.saved = ()  # what pack returned stays, for the next backward to unpack again; these arrays go
+        twice = _read_twice(g, g_shared, input_grads) if g_shared or len(input_grads) > 1 else None
         j = -1
         for nxt in op.next:  # with input_grads[j]: not zip (NOTE [per-op overhead]); an op returns one per input
             j += 1
@@ -256,20 +256,62 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
             if nxt is None or gi is None:
                 continue
             for part in (gi if type(gi) is list else (gi,)):  # a checkpoint's list: one by one (NOTE [checkpoint sums])
+                part_shared = twice is not None and id(part) in twice
                 if not isinstance(nxt, Op):  # a leaf: it sums its gradient into .grad (Tensor._accumulate)
-                    nxt._accumulate(part, taken)
+                    nxt._accumulate(part, taken, part_shared)
                 elif nxt.seq <= start:  # made before the checkpoint's segment: its record hands these on
                     leaving.setdefault(nxt, []).append(part)
                 elif nxt in grads:  # two uses of one tensor: their gradients summed into an array from the pool
                     grads[nxt] = backend.pooled(backend.xp_of(part).add, grads[nxt], part)
+                    if not isinstance(grads[nxt], dict):
+                        shared.discard(nxt)  # a new array, the record's alone (a checkpoint's dicts keep theirs)
+                    elif part_shared:
+                        shared.add(nxt)
                 else:
                     grads[nxt] = part
+                    if part_shared:
+                        shared.add(nxt)
                     heapq.heappush(waiting, (-nxt.seq, nxt))
         if profiler is not None:
             profiler.stop_clock(clock, op.name, "backward")
-        input_grads = gi = part = None  # handed on: not held through the next record's backward (a checkpoint's
-        # recompute runs in it: a gradient summed away would stay alive, a .grad not be added to in place, NOTE [who
-        # owns a gradient])
+        input_grads = gi = part = twice = None  # handed on: not held through the next record's backward (a
+        # checkpoint's recompute runs in it: a gradient summed away would stay alive)
+
+
+# NOTE [who owns a gradient]: a leaf takes its first gradient array as its .grad without a copy, and sums later ones
+# into it in place, as PyTorch's AccumulateGrad steals and adds: one buffer per parameter however often it is used.
+# That is safe only while no one else can read the array, which the tape knows from whom it handed it to (no count
+# of references). An op's backward returns arrays it made, its g, or views of them (never an array it saved), so an
+# array is its receiver's alone unless it is `shared`: one hand-out gives it, or it and a view of it, to two places
+# (Add gives g to both inputs); or it is a record's g that was shared (a pass-through keeps the mark, which waits
+# with the record in _run_tape's `shared` until a sum makes a new array); or a retained tensor took it. `taken`
+# ({id: array}, one per outermost backward) holds what no leaf may take nor sum into: what a caller lent (and a lent
+# view's owner), and each .grad that took a shared array, until the backward ends. A leaf copies a view or an array
+# in `taken`; takes any other, noting it if shared; sums in place into a .grad not in `taken`, else into a new array.
+# A checkpoint's recompute hands its `leaving` gradients back unmarked: its record hands them on as one hand-out,
+# which marks them again (all, if its own g was shared).
+def _read_twice(g, g_shared, input_grads):
+    """The ids of the arrays in a record's hand-out that someone else may read again, or None (NOTE [who owns a
+    gradient]): one given twice, or beside its view; g, if shared, and whatever a checkpoint's dict or list holds."""
+    if not g_shared:  # first the common case, cheaply (NOTE [per-op overhead], tensor.py): no array given twice
+        seen = []
+        for gi in input_grads:
+            if gi is not None:
+                if type(gi) is list:
+                    break
+                base = gi.base  # a view's owner; the pool's block, a bytearray, is no array's (backend.is_view)
+                o = id(gi if base is None or type(base) is bytearray else backend.owner(gi))
+                if o in seen:
+                    break
+                seen.append(o)
+        else:
+            return None
+    parts = [p for gi in input_grads if gi is not None for p in (gi if type(gi) is list else (gi,))]
+    owners = [id(backend.owner(p)) if backend.is_array(p) else id(p) for p in parts]
+    twice = {o for o in owners if owners.count(o) > 1}
+    if g_shared:
+        twice.update(id(p) for p in parts if p is g or not (backend.is_array(p) and backend.is_array(g)))
+    return twice or None
 
 
 def zero_grads(params, set_to_none=True):

@@ -12,7 +12,6 @@ methods.py (the methods composed of these, and the in-place writes), names.py (P
 factories.py (tensor(), zeros, randn, cat, where, ...), then functional.py, nn/ and optim/.
 """
 import operator
-import sys
 import weakref
 
 import numpy as np
@@ -227,35 +226,28 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
                                  f"{self.device}; got {value.dtype.name} {value.shape} on {value.device}")
         _set_grad(self, value)
 
-    def _accumulate(self, g, taken):
+    def _accumulate(self, g, taken, shared):
         """Add gradient array g into .grad: how the tape tells a leaf its gradient (tape.Variable). The first time,
-        take g itself, unless someone else may write it (_writable, below the class)."""
-        # NOTE [who owns a gradient]: an op may hand one array to several inputs (Add gives g to
-        # both), and an array that becomes a leaf's .grad may still be waiting in `grads` for
-        # another record. So a .grad is taken without a copy only when no one else has it, and a
-        # .grad taken during this backward is added to in place only once no one else holds its
-        # array any more (its reference count, as PyTorch's AccumulateGrad checks use_count(): a
-        # tied weight's second gradient then needs no second buffer); a .grad that this leaf owns
-        # alone (from an earlier backward) is added to in place. `taken` is {id(array): array}: it holds
-        # those arrays until the backward ends (they are alive then anyway, in a .grad or with whoever
-        # passed them), so that no id in it is reused by a new array meanwhile. Not weak references:
-        # this runs for every leaf of every step, and a weakref cost more than the rest of the check.
+        take g itself unless someone else may write it or read it again; later, add in place into a .grad that
+        this leaf owns alone (NOTE [who owns a gradient], tape.py: the tape says `shared`, and `taken` is who else
+        holds what)."""
         if not self._requires_grad:  # requires_grad_(False) after the graph was built: PyTorch skips it too
             return
         if isinstance(g, np.generic):  # NumPy hands back a 0-d result as a scalar
             g = np.asarray(g)
         if g.dtype != self._data.dtype:
-            g = g.astype(self._data.dtype)
+            g, shared = g.astype(self._data.dtype), False  # a new array, this leaf's alone
         if self._grad is None:
             if g.shape != self._data.shape:
                 raise ShapeError(f"backward: a tensor of shape {self.shape} got a gradient of shape {g.shape}: an "
                                  f"op's backward returned the wrong shape (it did not sum over broadcast dims, or "
                                  f"reshape)")
-            if not _writable(g, taken, False):
-                g = g.copy()
-            taken[id(g)] = g
+            if id(g) in taken or (g.base is not None and backend.is_view(g)):
+                g = g.copy()  # a .grad or the caller has it, or its memory is another array's: a copy, ours alone
+            elif shared:
+                taken[id(g)] = g  # read again by someone else: no sum goes into it in place during this backward
             _set_grad(self, wrap(g))  # what the grad setter does after its checks, which this gradient passes by now
-        elif _writable(self._grad._data, taken, True):
+        elif id(self._grad._data) not in taken:
             # NOTE [gradient accumulation]: a second backward adds into the same buffer in place,
             # so k micro-batches need one gradient buffer, not k.
             self._grad._data += g
@@ -667,22 +659,7 @@ class Tensor(Composed, Comparisons, InPlace, Names, Variable):
         return apply(ops.Tri, self, diagonal=diagonal, upper=True)
 
 
-# ----------------------------------------------------------------------------- where a gradient is summed
-
-def _writable(a, taken, is_grad):
-    """May a leaf write gradient array `a` in place, as its .grad (NOTE [who owns a gradient], Tensor._accumulate)?
-    Not while anyone else sees the array: the write would change their values too.
-
-    A gradient an op just handed over (is_grad False) is not, when it is a view (its memory is another array's;
-    an array the host pool lends is none, its views are, as on every device: backend.is_view), or when it is
-    in `taken` (a .grad or backward's caller has it already): the leaf takes a copy. The leaf's own .grad (is_grad
-    True) is not, when it became the .grad during this backward (it is in `taken`) and anything but the .grad and
-    `taken` still refers to it (its reference count, as PyTorch's AccumulateGrad checks use_count()): the sum goes
-    into a new array."""
-    if not is_grad:
-        return not ((a.base is not None and backend.is_view(a)) or id(a) in taken)
-    return id(a) not in taken or sys.getrefcount(a) <= 4  # 4: the .grad's, taken's, `a`'s, and getrefcount's own
-
+# ----------------------------------------------------------------------------- where a .grad comes from
 
 def _set_grad(t, grad):
     """The one way a .grad comes into being (the grad setter, after its checks, and _accumulate)."""
