@@ -29,9 +29,6 @@ PRIVATE_IMPORTS = {}  # none left: each use went through a public name of the pa
 
 # (file, what): why it is there today
 MAGIC = {
-    ("backend/pool", "sys.getrefcount"):
-        "the host pool finds a free block by its reference count, calibrated at import; [seams] removes it (a "
-        "weak reference to the array it lends)",
     ("optim/optimizer", "cls.step = in __init_subclass__"):
         "every optimizer's step is wrapped so that mg.profile sees it, a new one's too "
         "(tests/test_profiler.py's Lion), as PyTorch's Optimizer wraps step (profile_hook_step); [seams] removes it "

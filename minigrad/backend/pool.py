@@ -9,8 +9,8 @@ Read next: rows.py.
 import ctypes
 import math
 import os
-import sys
 import tracemalloc
+import weakref
 
 import numpy as np
 
@@ -48,38 +48,30 @@ if os.environ.get("MINIGRAD_KEEP_HOST_MEMORY", "") not in ("", "0"):
 # nothing uses any more instead of asking malloc again, as CuPy's memory pool reuses GPU memory (and PyTorch's
 # caching allocator on CUDA). Without it, malloc gives each freed block of a few hundred KiB back to the system
 # and the next step touches fresh pages: a page fault per 4 KiB, up to a fifth of a step's time (bench/NOTES.md).
-# How it works: the pool keeps every block it made, by size in bytes, and lends a view of one in the shape and
-# dtype asked for (a new array object whose .base is the block). Keyed by size rather than by shape, a block
-# serves every shape of its size, so the pool holds less beside what is in use (bench/NOTES.md measures it). A
-# view holds its base, and so does every view made from it (a transpose, a reshape, a slice): a block whose only
-# references are the pool's is free, and is never lent while anything can still read or write it
-# (sys.getrefcount, as _accumulate in tensor.py counts who holds a gradient). The lent array dies as any array
-# does, so the ledger (profiler/ledger.py), which follows each array's life, sees nothing different. Small arrays (below
+# How it works: the pool keeps every block it made, by size in bytes, and lends one as an array of the shape and
+# dtype asked for (a new array object whose .base is the block). Keyed by size rather than by shape, a block serves
+# every shape of its size, so the pool holds less beside what is in use (bench/NOTES.md measures it). Every view
+# made from the lent array (a transpose, a reshape, a slice, a view of a view) holds that array as its .base (NOTE
+# [a lent array owns its views]), so the lent array lives until nothing can read or write the block any more; the
+# pool keeps a weak reference to it beside the block, and a block whose lent array is dead is free (no count of
+# references, which had to be calibrated to the Python version's own). The lent array dies as any array does, so
+# the ledger (profiler/ledger.py), which follows each array's life, sees nothing different. Small arrays (below
 # POOL_MIN bytes), and every array while tracemalloc traces (the tests that hold the ledger against the real
 # allocator), come from NumPy as usual; so does everything once the pool holds _POOL_LIMIT bytes. What the pool
 # holds stays the process's until empty_cache(): the process keeps about its peak between steps.
 POOL_MIN = 1 << 16      # bytes: smaller arrays come from malloc's free lists, which do not fault
 _POOL_LIMIT = 1 << 30   # bytes the pool may hold at most, in use or free
-_pool = {}              # size in bytes -> the blocks (bytearrays) of that size
+_pool = {}              # size in bytes -> [weak reference to the array lent last, block (a bytearray)] per block
 _blocks = set()         # their ids
 _pool_bytes = 0
 _pool_on = os.environ.get("MINIGRAD_HOST_POOL", "1") != "0"
 
 
-def _refs(array):
-    return sys.getrefcount(array)
+def _dead():
+    """A weak reference's answer for an array that died: a block not lent yet is free."""
+    return None
 
 
-def _calibrate():
-    """References the check in _lend sees for a free block: counted by the same code as the check, so it holds
-    whatever the Python version adds for the calls themselves."""
-    blocks = [bytearray()]
-    for block in blocks:
-        free = _refs(block)
-    return free
-
-
-_FREE = _calibrate()
 
 
 # NOTE [every array an op makes]: the ledger (profiler/ledger.py) sees what the tape hands it, each op's output, what
@@ -133,16 +125,19 @@ def _lend(shape, dtype, like):
     blocks = _pool.get(nbytes)
     if blocks is None:
         blocks = _pool[nbytes] = []
-    for block in blocks:
-        if _refs(block) <= _FREE:  # the list and this loop: nothing else holds it
-            return _lent_as(block, shape, dtype)
-    if _pool_bytes + nbytes > _POOL_LIMIT:
-        return np.empty(shape, dtype)  # not pooled: malloc's, as without the pool
-    block = bytearray(nbytes)  # NOTE [a lent array owns its views]
-    blocks.append(block)
-    _blocks.add(id(block))
-    _pool_bytes += nbytes
-    return _lent_as(block, shape, dtype)
+    for entry in blocks:
+        if entry[0]() is None:  # its lent array died, and every view of it with it: the block is free
+            break
+    else:
+        if _pool_bytes + nbytes > _POOL_LIMIT:
+            return np.empty(shape, dtype)  # not pooled: malloc's, as without the pool
+        entry = [_dead, bytearray(nbytes)]  # NOTE [a lent array owns its views]
+        blocks.append(entry)
+        _blocks.add(id(entry[1]))
+        _pool_bytes += nbytes
+    array = _lent_as(entry[1], shape, dtype)
+    entry[0] = weakref.ref(array)
+    return array
 
 
 def _lent_as(block, shape, dtype):
@@ -257,15 +252,15 @@ def empty_cache(device=None):
         return
     for key, blocks in list(_pool.items()):
         used = []
-        for block in blocks:  # as in empty(): the list and this loop hold a free block
-            if _refs(block) > _FREE:
-                used.append(block)
+        for entry in blocks:  # as in _lend: a block whose lent array is dead is free
+            if entry[0]() is not None:
+                used.append(entry)
             else:
-                _blocks.discard(id(block))
+                _blocks.discard(id(entry[1]))
         blocks[:] = used
         if not blocks:
             del _pool[key]
-    _pool_bytes = sum(len(b) for blocks in _pool.values() for b in blocks)
+    _pool_bytes = sum(len(block) for blocks in _pool.values() for _, block in blocks)
 
 
 class host_pool:
