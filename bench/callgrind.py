@@ -23,8 +23,8 @@ The workloads (as bench/NOTES.md measured them since 2026-11-30):
   gpt        the smallest GPT of bench/bench.py (its --quick config: 1 layer, 4 heads, 32 wide, block 16,
              vocabulary 64, batch 2): loss, zero_grad, backward, AdamW step               steps 10, 60
   gpt-prof   the same inside `with mg.profile():`                                         steps 10, 60
-The models are built here (the same code as bench.mlp and bench.gpt_contenders), not imported from the measured
-tree's bench/, so that every tree runs the same workload. A workload a tree cannot run (an API it lacks) shows
+The models come from this script's own bench/bench.py (bench.mlp and bench.gpt_contenders), loaded after the measured
+tree's minigrad, not from the measured tree's bench/, so that every tree runs the same workload. A workload a tree cannot run (an API it lacks) shows
 as 'n/a' in the table, with the error's last line below it.
 
 Prints a markdown table: the workload, instructions per step for each tree, and the change against the first.
@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib import util
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -67,15 +68,12 @@ def worker(tree, name, steps):
     if os.path.dirname(os.path.abspath(mg.__file__)) != os.path.join(os.path.abspath(tree), "minigrad"):
         raise SystemExit(f"imported minigrad from {mg.__file__}, not from {tree}")
 
-    def mlp(depth, width, batch):  # bench.mlp
-        mg.manual_seed(0)
-        layers = []
-        for _ in range(depth):
-            layers += [mg.nn.Linear(width, width), mg.nn.Tanh()]
-        return mg.nn.Sequential(*layers), mg.randn(batch, width)
+    spec = util.spec_from_file_location("bench", os.path.join(HERE, "bench.py"))  # this script's, on that minigrad
+    bench = util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
 
     if name in ("plain", "profiled", "autocast"):
-        model, x = mlp(2, 16, 1)
+        model, x = bench.mlp(2, 16, 1)
 
         def step():
             model.zero_grad()
@@ -87,26 +85,15 @@ def worker(tree, name, steps):
                     y = model(x).sum()
                 y.backward()
     elif name in ("ckpt", "ckpt-dots"):
-        model, x = mlp(8, 16, 1)
+        model, x = bench.mlp(8, 16, 1)
         policy = mg.checkpoint_policies.dots_saveable if name == "ckpt-dots" else None
 
         def step():
             model.zero_grad()
             mg.checkpoint_sequential(model, "sqrt", x, policy=policy).sum().backward()
     elif name in ("gpt", "gpt-prof"):  # bench.gpt_contenders with bench.sizes('c', quick=True)
-        from minigrad.gpt import GPT, GPTConfig
         cfg = dict(vocab_size=64, block_size=16, n_layer=1, n_head=4, n_embd=32)
-        mg.manual_seed(0)
-        gpt = GPT(GPTConfig(**cfg))
-        V, T = cfg["vocab_size"], cfg["block_size"]
-        x, y = mg.randint(0, V, (2, T)), mg.randint(0, V, (2, T))
-        opt = mg.optim.AdamW(gpt.parameters(), lr=1e-4)
-
-        def step():
-            _, loss = gpt(x, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        step = bench.gpt_contenders("minigrad", 2, cfg)[0]["minigrad"]
     else:
         raise SystemExit(f"unknown workload {name!r}")
     if name.endswith("prof") or name == "profiled":
