@@ -20,10 +20,11 @@ record hands to its recompute.
 The seams it uses: its forward keeps nothing through a pair of saved-tensor hooks (keep_saved(False), the
 innermost pair: NOTE [saved tensors hooks], autograd/graph.py), and its recompute keeps everything under none
 (keep_saved(True)); its OpCache is the last op mode (NOTE [op modes], tensor/modes.py); its forward and recompute
-watch the reads outside the tape (`watching_reads`, NOTE [reads outside the tape], tensor/tape.py). Not yet on a
-seam, still in the core beside them: `hand_over`, and `backward_within`, whose `start` stops _run_tape at the
-segment's inputs (PyTorch's non-reentrant checkpoint keeps the forward's records, each with an empty holder that
-its unpack hook fills by recomputing, and needs neither: issue [seams]).
+watch the reads outside the tape (`watching_reads`, NOTE [reads outside the tape], tensor/tape.py); its recompute's
+backward (`backward_from`) ends at leaves of its own that collect the inputs' gradients (NOTE [checkpoint sums]).
+Not yet on a seam, still in the core beside them: `hand_over`, and the lists of gradients the record hands on
+(PyTorch's non-reentrant checkpoint keeps the forward's records, each with an empty holder that its unpack hook
+fills by recomputing, and needs neither: issue [seams]).
 
 Read next: policies.py, what the forward notes for the recompute, op by op; then chains.py.
 """
@@ -35,7 +36,7 @@ import weakref
 from .. import backend, ops
 from ..amp.autocast_mode import cast_region
 from ..backend.random import get_rng_state, set_rng_state
-from ..tensor import (Tensor, active_autocast, active_cache, apply, backward_within, enable_grad,
+from ..tensor import (Tensor, active_autocast, active_cache, apply, backward_from, enable_grad,
                       hand_over, is_grad_enabled, is_keeping_saved, keep_saved, mark, records_since, recomputing,
                       watching_reads)
 from ..tensor import version_counter, wrap  # NOTE [version counters], NOTE [an old array, a new tensor]
@@ -179,7 +180,9 @@ class Checkpoint(ops.Op):
                                    f"or run the forward again after the change (an optimizer step belongs after "
                                    f"backward).")
         grads = g if isinstance(g, _OutputGrads) else {0: g}
-        inputs = [_stand_in(node, array) for node, array in zip(self.next, self.saved[:self.n_inputs])]
+        # the forward's edges, as it made them: an outer checkpoint's recompute may have pointed one at its _Parts
+        nodes = [n.node if isinstance(n, _Parts) else n for n in self.next]
+        inputs = [_stand_in(node, array) for node, array in zip(nodes, self.saved[:self.n_inputs])]
         # the forward's records are taken back once; a second backward (retain_graph) recomputes everything, with a
         # cache of no ops that checks what it reads from outside (NOTE [what the recompute reads from outside])
         cache, self.cache = self.cache or OpCache(nothing_saveable, self._name()), None
@@ -188,7 +191,7 @@ class Checkpoint(ops.Op):
         cache.checks = self.determinism_check != "none"
         # the recompute's stand-ins for the inputs point at the inputs' records: a retain_grad() on one must not take
         # the record from the tensor that asked in the forward (NOTE [retain_grad inside a checkpoint])
-        retained = [(node, node.retained) for node in self.next if isinstance(node, ops.Op)]
+        retained = [(node, node.retained) for node in nodes if isinstance(node, ops.Op)]
         outer_rng = get_rng_state()
         if self.rng_state is not None:
             set_rng_state(self.rng_state)  # dropout draws the same masks again
@@ -221,17 +224,15 @@ class Checkpoint(ops.Op):
         # ops after the segment, then those from inside it, then those from before it. Summing the inside
         # ones first and handing on their sum (as a fresh leaf standing for the input once did) rounds
         # otherwise when an input is used twice inside and again after: (a + b) + c is not a + (b + c). So the
-        # recompute's backward stops at the records made before it and returns their gradients unsummed,
-        # and this record hands each input's list on: the tape adds them one by one, as the plain run.
-        # Leaves (parameters) get theirs directly: every other use of a leaf is before or after the
-        # segment, so adding into .grad as the recompute goes keeps the plain order too.
-        leaving = backward_within(roots, gradients, start)
-        input_grads = tuple(leaving.pop(node, None) if isinstance(node, ops.Op) else None for node in self.next)
-        if leaving:
-            raise RuntimeError(f"checkpoint: recomputing '{self._name()}' in backward reached a tensor from before "
-                               f"the checkpoint that the forward did not ({', '.join(r.name for r in leaving)}'s "
-                               f"output). A checkpointed function must compute the same thing twice.")
-        return input_grads
+        # recompute's edges to the records made before it lead instead to a leaf of the checkpoint's own per
+        # input, a _Parts, which keeps each gradient it is given, unsummed, in order (the tape tells a leaf its
+        # gradient, and knows no checkpoint); this record hands each input's list on, and the tape adds them
+        # one by one, as in the plain run. Leaves (parameters) get theirs directly: every other use of a leaf is
+        # before or after the segment, so adding into .grad as the recompute goes keeps the plain order too.
+        parts = {id(node): _Parts(node) for node in nodes if isinstance(node, ops.Op)}
+        _collect_at_the_inputs(records_since(roots, start), start, parts, self._name())
+        backward_from(roots, gradients)
+        return tuple(parts[id(node)].parts if isinstance(node, ops.Op) else None for node in nodes)
 
     def _name(self):
         return getattr(self.function, "__name__", type(self.function).__name__)
@@ -327,6 +328,33 @@ def _stand_in(node, array):
     t = wrap(array, node is not None)
     t._ctx = node
     return t
+
+
+class _Parts:
+    """Where a checkpoint's recompute leaves an input's gradients (NOTE [checkpoint sums]): a leaf to the tape, which
+    tells a leaf (anything an edge leads to that is not a record) its gradient through `_accumulate`, as it tells a
+    tensor (Variable); this one keeps them in order, unsummed. `node`: the record it stands in for."""
+    __slots__ = ("parts", "node")
+
+    def __init__(self, node):
+        self.parts, self.node = [], node
+
+    def _accumulate(self, g, taken, shared):
+        self.parts.append(g)  # unmarked: the Checkpoint record's hand-out marks them again (NOTE [who owns a gradient])
+
+
+def _collect_at_the_inputs(records, start, parts, who):
+    """Point the recompute's `records` (made after `start`) that read a tensor from before it at that tensor's
+    _Parts instead of its record (NOTE [checkpoint sums]): through a stand-in for an input, or the input itself taken
+    by closure. A tensor from before that is no input has none: the forward did not reach it."""
+    for r in records:
+        if any(isinstance(n, ops.Op) and n.seq <= start for n in r.next):
+            try:
+                r.next = tuple(parts[id(n)] if isinstance(n, ops.Op) and n.seq <= start else n for n in r.next)
+            except KeyError:
+                raise RuntimeError(f"checkpoint: recomputing '{who}' in backward reached a tensor from before the "
+                                   f"checkpoint that the forward did not (read by '{r.name}'). A checkpointed "
+                                   f"function must compute the same thing twice.") from None
 
 
 def _check_options(who, use_reentrant, determinism_check):

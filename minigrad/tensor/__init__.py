@@ -44,7 +44,7 @@ from .modes import (Autocast, Cache, Listener, OpMode, active_autocast, active_c
                     active_saved_tensors_hooks, autocast_inputs, autocasting, caching, check_saved_versions,
                     enable_grad, is_grad_enabled, is_keeping_saved, is_recomputing, keep_saved,
                     mark_written, no_grad, packing, profiling, recomputing, version_counter)
-from .tape import (Variable, backward, backward_within, hand_over, keep, mark, record, records_since,
+from .tape import (Variable, backward, backward_from, hand_over, keep, mark, record, records_since,
                    release, watching_reads, zero_grads)
 from .args import (DTYPES, FLOAT_DTYPES, check_cuda_device, check_device, check_float, check_sizes, normalize_dtype,
                    parse_to_args)
@@ -62,7 +62,7 @@ __all__ = ["Tensor", "apply", "tensor", "from_numpy", "zeros", "ones", "full", "
            "Autocast", "is_grad_enabled", "is_keeping_saved", "is_recomputing", "active_profiler", "active_cache",
            "active_autocast", "active_saved_tensors_hooks", "autocast_inputs", "mark_written",
            "version_counter", "check_saved_versions",
-           "Variable", "record", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_within",
+           "Variable", "record", "keep", "hand_over", "release", "mark", "records_since", "backward", "backward_from",
            "zero_grads", "watching_reads", "DTYPES", "FLOAT_DTYPES", "check_cuda_device", "check_device", "check_float",
            "check_sizes", "normalize_dtype", "parse_to_args", "wrap"]
 

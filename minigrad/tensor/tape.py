@@ -170,21 +170,18 @@ def backward(root, gradient=None, retain_graph=False):
         _on.taken = outer
 
 
-def backward_within(roots, gradients, start):
-    """Backpropagate from several tensors at once through the records made after `start` only: a
-    checkpoint's recompute (checkpoint, NOTE [checkpoint sums]). Leaves get their .grad as usual; a
-    record made before `start` does not run: its gradients come back unsummed, {record: [gradient, ...]}
-    in the order they were made, for the checkpoint to hand on."""
-    outer = _on.taken  # a checkpoint's record runs inside a backward: share its set
+def backward_from(roots, gradients):
+    """Backpropagate from several tensors at once, each from its gradient array, as torch.autograd.backward(tensors,
+    grad_tensors) does: a checkpoint's recompute (checkpoint, NOTE [checkpoint sums]) runs inside a backward that goes
+    on, and shares its `taken` (NOTE [who owns a gradient])."""
+    outer = _on.taken
     _on.taken = taken = outer if outer is not None else {}
-    lent = _lend(taken, gradients)  # NOTE [who owns a gradient]
-    leaving = {}
+    lent = _lend(taken, gradients)
     try:
-        _run_tape(roots, gradients, False, taken, start, leaving)
+        _run_tape(roots, gradients, False, taken)
     finally:
         _give_back(taken, lent)
         _on.taken = outer
-    return leaving
 
 
 def _lend(taken, gradients):
@@ -206,7 +203,7 @@ def _give_back(taken, lent):
         del taken[id(g)]
 
 
-def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
+def _run_tape(roots, gradients, retain_graph, taken):
     # NOTE [the tape]: run the records newest first. Records are numbered as they are made and every input is
     # made before the ops that use it, so a record's number is above those of the records that made its inputs:
     # always taking the newest record that has a gradient waiting runs each record after every record that
@@ -215,7 +212,7 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
     # recursion, so a chain of any length works.
     grads = {t._ctx: g for t, g in zip(roots, gradients)}  # gradients in flight, by the record that made the tensor
     shared = set()  # the records in `grads` whose gradient someone else may read too (NOTE [who owns a gradient])
-    waiting = [(-op.seq, op) for op in grads if op is not None and op.seq > start]
+    waiting = [(-op.seq, op) for op in grads if op is not None]
     heapq.heapify(waiting)
     profiler = _on.profiler  # read once (NOTE [per-op overhead], tensor.py): a profile is a `with` block, so one that a
     # record's backward enters (a checkpoint's recompute) has ended when it returns
@@ -259,8 +256,6 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
                 part_shared = twice is not None and id(part) in twice
                 if not isinstance(nxt, Op):  # a leaf: it sums its gradient into .grad (Tensor._accumulate)
                     nxt._accumulate(part, taken, part_shared)
-                elif nxt.seq <= start:  # made before the checkpoint's segment: its record hands these on
-                    leaving.setdefault(nxt, []).append(part)
                 elif nxt in grads:  # two uses of one tensor: their gradients summed into an array from the pool
                     grads[nxt] = backend.pooled(backend.xp_of(part).add, grads[nxt], part)
                     if not isinstance(grads[nxt], dict):
@@ -288,8 +283,8 @@ def _run_tape(roots, gradients, retain_graph, taken, start=-1, leaving=None):
 # ({id: array}, one per outermost backward) holds what no leaf may take nor sum into: what a caller lent (and a lent
 # view's owner), and each .grad that took a shared array, until the backward ends. A leaf copies a view or an array
 # in `taken`; takes any other, noting it if shared; sums in place into a .grad not in `taken`, else into a new array.
-# A checkpoint's recompute hands its `leaving` gradients back unmarked: its record hands them on as one hand-out,
-# which marks them again (all, if its own g was shared).
+# A checkpoint's recompute collects the gradients of its inputs unmarked (a leaf of its own that keeps the parts): its
+# record hands them on as one hand-out, which marks them again (all, if its own g was shared).
 def _read_twice(g, g_shared, input_grads):
     """The ids of the arrays in a record's hand-out that someone else may read again, or None (NOTE [who owns a
     gradient]): one given twice, or beside its view; g, if shared, and whatever a checkpoint's dict or list holds."""
