@@ -331,15 +331,10 @@ def test_retain_grad_on_an_output_gets_the_plain_runs_gradient():
     assert np.array_equal(grad_of_first(lambda t: mg.checkpoint(f, t)), grad_of_first(f))
 
 
-@pytest.mark.xfail(strict=True, reason="known wrong result, issue [seams]: a checkpoint with several outputs hands "
-                   "each output its own record (CheckpointOutput, NOTE [checkpoint outputs]), which reports only the "
-                   "gradient from after the checkpoint to a retain_grad(); the gradient an output gets inside the "
-                   "function, from another output computed from it, reaches only the recompute's twin. PyTorch's "
-                   "checkpoint keeps the forward's records, and gets it right; so will minigrad's, on saved-tensor hooks")
 @pytest.mark.parametrize("used_after", [False, True])
 def test_retain_grad_on_an_output_that_another_output_is_computed_from(used_after):
     """y2 = 2x and y1 = y2 + x: y2's gradient is y1's (2), plus its own (3) where the loss uses it, in a plain run and
-    in PyTorch's checkpoint alike; minigrad's checkpoint gives None, or 3."""
+    in PyTorch's checkpoint alike (NOTE [retain_grad on a checkpoint's output]; minigrad's gave None, or 3)."""
     x0 = mg.randn(3)
 
     def f(t):

@@ -88,7 +88,6 @@ def pick(values, i):
 
 def run(engine, program, values, bias, retained, inside=False):
     """Apply the steps to the list `values` (appending each result); note the tensors that retain_grad()."""
-    from_checkpoint = set()
     for step in program:
         kind, i, j = step[:3]
         a, b = pick(values, i), pick(values, j)
@@ -101,14 +100,12 @@ def run(engine, program, values, bias, retained, inside=False):
                 return (local[-1], local[-2]) if two_out and len(local) > 1 else local[-1]
             out = engine.checkpoint(function, *((a, b) if two_in else (a,)))
             values.extend(out if isinstance(out, tuple) else (out,))
-            from_checkpoint.update(id(t) for t in (out if isinstance(out, tuple) else (out,)))
             continue
         if kind == "retain":
             a = values[-1] if i % 2 else a  # often the newest value, which the next step may hand on
-            # retain_grad inside a checkpoint is its own subject (test_checkpoint), and on its output too: where one
-            # output is computed from another, the other's retained .grad misses what it gets inside (None where
-            # PyTorch's non-reentrant checkpoint gives it; a bug of the checkpoint, found here, not of who owns what)
-            if not inside and not a.is_leaf and id(a) not in from_checkpoint:
+            # retain_grad inside a checkpoint is its own subject (test_checkpoint); on its outputs it is here (where one
+            # output is computed from another, NOTE [retain_grad on a checkpoint's output], found here)
+            if not inside and not a.is_leaf:
                 a.retain_grad()
                 retained.append(a)
             continue

@@ -166,6 +166,7 @@ class Checkpoint(ops.Op):
         self.forward_saved = saved  # what the segment's records saved, by metadata (None: not checked)
         self.cache = cache  # with a policy: what the recompute takes back (NOTE [selective checkpoint], policies.py)
         self.stop = stop  # where the recompute ends, with early stop (NOTE [early stop], policies.py), or None
+        self.slots = ()  # with several outputs, their CheckpointOutput records (weakly; NOTE [checkpoint outputs])
         self.save_for_backward(*arrays[:n_inputs], *remembered)  # the inputs, and outputs the policy remembers
         return out
 
@@ -213,6 +214,7 @@ class Checkpoint(ops.Op):
         cache.finish()
         self._check_determinism(outputs, start, cache)
         _retain_as_in_forward(self.inside, outputs, start)
+        _retain_outputs_in_the_recompute(self.slots, outputs)
         slots = sorted(grads)
         roots, gradients = [outputs[i] for i in slots], [grads[i] for i in slots]
         for r, gr in zip(roots, gradients):
@@ -302,6 +304,29 @@ def _retain_as_in_forward(inside, outputs, start):
             twin.inside = nested
 
 
+# NOTE [retain_grad on a checkpoint's output]: y2.retain_grad() on one of several outputs asks its CheckpointOutput
+# record, whose gradient is only what y2 gets after the checkpoint. Where another output is computed from y2 inside
+# the function (y1 = y2 + x), y2 gets more, inside: a plain run's record of y2, and PyTorch's checkpoint, which keeps
+# the forward's records, report the sum. Here only the recompute's twin of y2 gets that sum, in the plain run's
+# order. So the CheckpointOutput record does not report: its backward takes the request off the record before the
+# tape asks for it (the tape asks after a record's backward), and the Checkpoint record, whose backward runs after
+# every CheckpointOutput's, gives it to the twin, which reports the whole gradient, and puts it back on the
+# CheckpointOutput record (for a second backward, or an in-place write that moves it on). A request on a tensor made
+# inside (NOTE [retain_grad inside a checkpoint]) for the same twin gives way to the output's.
+
+
+def _retain_outputs_in_the_recompute(slots, outputs):
+    """NOTE [retain_grad on a checkpoint's output]: each output's retain_grad() request goes to its twin."""
+    for ref, twin in zip(slots, outputs):
+        record = ref()
+        if record is None:
+            continue
+        asked = record.retained if record.retained is not None else record.asked
+        record.retained, record.asked = asked, None
+        if asked is not None:
+            twin._ctx.retained = asked
+
+
 class CheckpointOutput(ops.Op):
     """One of several tensor outputs of a checkpoint: its gradient goes back as {slot: gradient}
     (NOTE [checkpoint outputs])."""
@@ -309,10 +334,11 @@ class CheckpointOutput(ops.Op):
     counts_flops = False
 
     def forward(self, token, *, out, slot):
-        self.slot = slot
+        self.slot, self.asked = slot, None
         return out
 
     def backward(self, g):
+        self.asked, self.retained = self.retained, None  # NOTE [retain_grad on a checkpoint's output]
         return (_OutputGrads({self.slot: g}),)
 
 
@@ -478,6 +504,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
         token = backend.xp_of(outputs[0]._data).empty((0,), dtype=outputs[0].dtype)
         record = apply(Checkpoint, *inputs, *leaves, out=token, **attrs)
         made = [apply(CheckpointOutput, record, out=o._data, slot=i) for i, o in enumerate(outputs)]
+        record._ctx.slots = [weakref.ref(m._ctx) for m in made]  # NOTE [retain_grad on a checkpoint's output]
     for o, m in zip(outputs, made):
         _same_storage(o, m)
     replace = {id(o): m for o, m in zip(outputs, made)}

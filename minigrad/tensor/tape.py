@@ -233,11 +233,11 @@ def _run_tape(roots, gradients, retain_graph, taken):
         for vc, n, i, k in op.versions:  # NOTE [version counters]
             if vc.n != n:
                 raise _written_since(op, vc.n, n, i, k)
-        if op.retained is not None:  # a tensor that asked retain_grad(), if it is still alive
-            kept = op.retained()
-            if kept is not None:
-                kept._accumulate(g, taken, True)  # shared: this record reads g, and may hand it on
         input_grads = op.backward(g)
+        if op.retained is not None:  # a tensor that asked retain_grad(), if it is still alive; asked after the
+            kept = op.retained()     # backward, which may pass the request on (a checkpoint's output, NOTE there)
+            if kept is not None:
+                kept._accumulate(g, taken, True)  # shared: this record read g, and may hand it on
         if profiler is not None:  # before release: the gradients were made while the saved arrays lived (a peak)
             input_grads = tuple(backend.as_array(gi) for gi in input_grads)  # NumPy's 0-d result is a scalar
             profiler.on_backward(op, g, input_grads, not retain_graph)
