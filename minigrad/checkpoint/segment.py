@@ -22,9 +22,9 @@ innermost pair: NOTE [saved tensors hooks], autograd/graph.py), and its recomput
 (keep_saved(True)); its OpCache is the last op mode (NOTE [op modes], tensor/modes.py); its forward and recompute
 watch the reads outside the tape (`watching_reads`, NOTE [reads outside the tape], tensor/tape.py); its recompute's
 backward (`backward_from`) ends at leaves of its own that collect the inputs' gradients (NOTE [checkpoint sums]).
-Not yet on a seam, still in the core beside them: `hand_over`, and the lists of gradients the record hands on
-(PyTorch's non-reentrant checkpoint keeps the forward's records, each with an empty holder that its unpack hook
-fills by recomputing, and needs neither: issue [seams]).
+Not yet on a seam, still in the core beside them: `hand_over` (PyTorch's non-reentrant checkpoint keeps the
+forward's records, each with an empty holder that its unpack hook fills by recomputing, and needs no Checkpoint
+record: issue [seams]).
 
 Read next: policies.py, what the forward notes for the recompute, op by op; then chains.py.
 """
@@ -126,19 +126,12 @@ class _Input:
 # NOTE [checkpoint outputs]: with one tensor output (what a Tensor-returning function gives), the
 # Checkpoint record's output is that tensor. With several, its output is an empty array that ties
 # them together, and each tensor output is the output of a small CheckpointOutput record on it,
-# which hands its gradient back as {slot: gradient}. The tape adds gradients with `+`, which for
-# these merges the slots, and runs the Checkpoint record once, after every consumer of every output:
-# it gets all the outputs' gradients together (none for an output nobody used) and backpropagates
-# them through one recompute, as the plain run does, where the gradients of several outputs meet at
-# shared records before going on. A record per output, each recomputing, would do the work twice and
-# sum in another order.
-
-
-class _OutputGrads(dict):
-    """{slot: gradient} of a checkpoint record with several outputs (NOTE [checkpoint outputs])."""
-
-    def __add__(self, other):
-        return _OutputGrads({**self, **other})  # one CheckpointOutput per slot: no slot comes twice
+# which leaves its gradient with the Checkpoint record (`arrived`, by slot) and hands the tape an empty
+# array for the tie, so that the tape runs the Checkpoint record once, after every consumer of every
+# output: it gets all the outputs' gradients together (none for an output nobody used) and
+# backpropagates them through one recompute, as the plain run does, where the gradients of several
+# outputs meet at shared records before going on. A record per output, each recomputing, would do the
+# work twice and sum in another order.
 
 
 class Checkpoint(ops.Op):
@@ -166,7 +159,8 @@ class Checkpoint(ops.Op):
         self.forward_saved = saved  # what the segment's records saved, by metadata (None: not checked)
         self.cache = cache  # with a policy: what the recompute takes back (NOTE [selective checkpoint], policies.py)
         self.stop = stop  # where the recompute ends, with early stop (NOTE [early stop], policies.py), or None
-        self.slots = ()  # with several outputs, their CheckpointOutput records (weakly; NOTE [checkpoint outputs])
+        self.slots = []  # with several outputs, their CheckpointOutput records (weakly; NOTE [checkpoint outputs])
+        self.arrived, self.edges = {}, None  # their gradients, by slot; its edges as record() made them
         self.save_for_backward(*arrays[:n_inputs], *remembered)  # the inputs, and outputs the policy remembers
         return out
 
@@ -180,9 +174,11 @@ class Checkpoint(ops.Op):
                                    f"run's backward refuses this too. Modify a copy instead (x = x + 1, not x += 1), "
                                    f"or run the forward again after the change (an optimizer step belongs after "
                                    f"backward).")
-        grads = g if isinstance(g, _OutputGrads) else {0: g}
-        # the forward's edges, as it made them: an outer checkpoint's recompute may have pointed one at its _Parts
-        nodes = [n.node if isinstance(n, _Parts) else n for n in self.next]
+        grads, self.arrived = (self.arrived, {}) if self.slots else ({0: g}, {})  # NOTE [checkpoint outputs]
+        if self.edges is None:
+            self.edges = self.next  # its edges as record() made them (this backward hands on along others, below)
+        # the forward's edges: an outer checkpoint's recompute may have pointed one at its _Parts (NOTE [checkpoint sums])
+        nodes = [n.node if isinstance(n, _Parts) else n for n in self.edges]
         inputs = [_stand_in(node, array) for node, array in zip(nodes, self.saved[:self.n_inputs])]
         # the forward's records are taken back once; a second backward (retain_graph) recomputes everything, with a
         # cache of no ops that checks what it reads from outside (NOTE [what the recompute reads from outside])
@@ -214,7 +210,7 @@ class Checkpoint(ops.Op):
         cache.finish()
         self._check_determinism(outputs, start, cache)
         _retain_as_in_forward(self.inside, outputs, start)
-        _retain_outputs_in_the_recompute(self.slots, outputs)
+        _retain_outputs_in_the_recompute(self.slots, [o._ctx for o in outputs])
         slots = sorted(grads)
         roots, gradients = [outputs[i] for i in slots], [grads[i] for i in slots]
         for r, gr in zip(roots, gradients):
@@ -228,13 +224,17 @@ class Checkpoint(ops.Op):
         # otherwise when an input is used twice inside and again after: (a + b) + c is not a + (b + c). So the
         # recompute's edges to the records made before it lead instead to a leaf of the checkpoint's own per
         # input, a _Parts, which keeps each gradient it is given, unsummed, in order (the tape tells a leaf its
-        # gradient, and knows no checkpoint); this record hands each input's list on, and the tape adds them
-        # one by one, as in the plain run. Leaves (parameters) get theirs directly: every other use of a leaf is
-        # before or after the segment, so adding into .grad as the recompute goes keeps the plain order too.
+        # gradient, and knows no checkpoint); this record hands them on along one edge each, to the input's
+        # record (the tape reads a record's edges after its backward), and the tape adds them one by one, as in
+        # the plain run. Leaves (parameters) get theirs directly: every other use of a leaf is before or after
+        # the segment, so adding into .grad as the recompute goes keeps the plain order too.
         parts = {id(node): _Parts(node) for node in nodes if isinstance(node, ops.Op)}
         _collect_at_the_inputs(records_since(roots, start), start, parts, self._name())
         backward_from(roots, gradients)
-        return tuple(parts[id(node)].parts if isinstance(node, ops.Op) else None for node in nodes)
+        handed = [(edge, part) for edge, node in zip(self.edges, nodes) if isinstance(node, ops.Op)
+                  for part in parts[id(node)].parts]
+        self.next = tuple(edge for edge, _ in handed)
+        return tuple(part for _, part in handed)
 
     def _name(self):
         return getattr(self.function, "__name__", type(self.function).__name__)
@@ -315,16 +315,17 @@ def _retain_as_in_forward(inside, outputs, start):
 # inside (NOTE [retain_grad inside a checkpoint]) for the same twin gives way to the output's.
 
 
-def _retain_outputs_in_the_recompute(slots, outputs):
-    """NOTE [retain_grad on a checkpoint's output]: each output's retain_grad() request goes to its twin."""
-    for ref, twin in zip(slots, outputs):
+def _retain_outputs_in_the_recompute(slots, records):
+    """NOTE [retain_grad on a checkpoint's output]: each output's retain_grad() request goes to its twin, the
+    recompute's record of the same output (`records`, in the outputs' order)."""
+    for ref, twin in zip(slots, records):
         record = ref()
         if record is None:
             continue
         asked = record.retained if record.retained is not None else record.asked
         record.retained, record.asked = asked, None
         if asked is not None:
-            twin._ctx.retained = asked
+            twin.retained = asked
 
 
 class CheckpointOutput(ops.Op):
@@ -333,13 +334,15 @@ class CheckpointOutput(ops.Op):
     name = "checkpoint_output"
     counts_flops = False
 
-    def forward(self, token, *, out, slot):
-        self.slot, self.asked = slot, None
+    def forward(self, token, *, out, slot, whole):
+        self.slot, self.asked, self.whole, self.tie = slot, None, whole, token.dtype
+        whole.slots.append(weakref.ref(self))  # NOTE [retain_grad on a checkpoint's output]
         return out
 
     def backward(self, g):
         self.asked, self.retained = self.retained, None  # NOTE [retain_grad on a checkpoint's output]
-        return (_OutputGrads({self.slot: g}),)
+        self.whole.arrived[self.slot] = g  # NOTE [checkpoint outputs]
+        return (backend.xp_of(g).empty((0,), dtype=self.tie),)  # for the tie: it schedules the Checkpoint record
 
 
 def _stand_in(node, array):
@@ -503,8 +506,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, det
     else:  # NOTE [checkpoint outputs]
         token = backend.xp_of(outputs[0]._data).empty((0,), dtype=outputs[0].dtype)
         record = apply(Checkpoint, *inputs, *leaves, out=token, **attrs)
-        made = [apply(CheckpointOutput, record, out=o._data, slot=i) for i, o in enumerate(outputs)]
-        record._ctx.slots = [weakref.ref(m._ctx) for m in made]  # NOTE [retain_grad on a checkpoint's output]
+        made = [apply(CheckpointOutput, record, out=o._data, slot=i, whole=record._ctx) for i, o in enumerate(outputs)]
     for o, m in zip(outputs, made):
         _same_storage(o, m)
     replace = {id(o): m for o, m in zip(outputs, made)}

@@ -381,7 +381,7 @@ class _Ledger:
         self._count("backward", op, op.backward_flops(grad, input_grads))
         for gi in input_grads:
             gi = backend.as_array(gi)
-            if backend.is_array(gi):  # a checkpoint's lists and {slot: array} hold arrays counted as they were made
+            if backend.is_array(gi):  # not None (a NumPy scalar too); held again, an array adds no bytes
                 self._hold(gi, TRANSIENT)
         ref = self._records.pop(id(op), None) if releasing else None
         if ref is not None:

@@ -209,7 +209,8 @@ def _run_tape(roots, gradients, retain_graph, taken):
     # always taking the newest record that has a gradient waiting runs each record after every record that
     # consumes its output. A heap of those records, by number (PyTorch's engine orders its ready queue by
     # sequence number the same way), finds it; a record that no gradient reaches is never visited. No
-    # recursion, so a chain of any length works.
+    # recursion, so a chain of any length works. A record's edges and its retain_grad() request are read after its
+    # backward, which may change them (a checkpoint's record does: NOTE [checkpoint sums], checkpoint/segment.py).
     grads = {t._ctx: g for t, g in zip(roots, gradients)}  # gradients in flight, by the record that made the tensor
     shared = set()  # the records in `grads` whose gradient someone else may read too (NOTE [who owns a gradient])
     waiting = [(-op.seq, op) for op in grads if op is not None]
@@ -252,24 +253,20 @@ def _run_tape(roots, gradients, retain_graph, taken):
             gi = input_grads[j]
             if nxt is None or gi is None:
                 continue
-            for part in (gi if type(gi) is list else (gi,)):  # a checkpoint's list: one by one (NOTE [checkpoint sums])
-                part_shared = twice is not None and id(part) in twice
-                if not isinstance(nxt, Op):  # a leaf: it sums its gradient into .grad (Tensor._accumulate)
-                    nxt._accumulate(part, taken, part_shared)
-                elif nxt in grads:  # two uses of one tensor: their gradients summed into an array from the pool
-                    grads[nxt] = backend.pooled(backend.xp_of(part).add, grads[nxt], part)
-                    if not isinstance(grads[nxt], dict):
-                        shared.discard(nxt)  # a new array, the record's alone (a checkpoint's dicts keep theirs)
-                    elif part_shared:
-                        shared.add(nxt)
-                else:
-                    grads[nxt] = part
-                    if part_shared:
-                        shared.add(nxt)
-                    heapq.heappush(waiting, (-nxt.seq, nxt))
+            gi_shared = twice is not None and id(gi) in twice
+            if not isinstance(nxt, Op):  # a leaf: it sums its gradient into .grad (Tensor._accumulate)
+                nxt._accumulate(gi, taken, gi_shared)
+            elif nxt in grads:  # two uses of one tensor: their gradients summed into an array from the pool
+                grads[nxt] = backend.pooled(backend.xp_of(gi).add, grads[nxt], gi)
+                shared.discard(nxt)  # a new array, the record's alone
+            else:
+                grads[nxt] = gi
+                if gi_shared:
+                    shared.add(nxt)
+                heapq.heappush(waiting, (-nxt.seq, nxt))
         if profiler is not None:
             profiler.stop_clock(clock, op.name, "backward")
-        input_grads = gi = part = twice = None  # handed on: not held through the next record's backward (a
+        input_grads = gi = twice = None  # handed on: not held through the next record's backward (a
         # checkpoint's recompute runs in it: a gradient summed away would stay alive)
 
 
@@ -284,16 +281,14 @@ def _run_tape(roots, gradients, retain_graph, taken):
 # view's owner), and each .grad that took a shared array, until the backward ends. A leaf copies a view or an array
 # in `taken`; takes any other, noting it if shared; sums in place into a .grad not in `taken`, else into a new array.
 # A checkpoint's recompute collects the gradients of its inputs unmarked (a leaf of its own that keeps the parts): its
-# record hands them on as one hand-out, which marks them again (all, if its own g was shared).
+# record hands them on as one hand-out, which marks them again (those given twice).
 def _read_twice(g, g_shared, input_grads):
     """The ids of the arrays in a record's hand-out that someone else may read again, or None (NOTE [who owns a
-    gradient]): one given twice, or beside its view; g, if shared, and whatever a checkpoint's dict or list holds."""
+    gradient]): one given twice, or beside its view; g, if shared."""
     if not g_shared:  # first the common case, cheaply (NOTE [per-op overhead], tensor.py): no array given twice
         seen = []
         for gi in input_grads:
             if gi is not None:
-                if type(gi) is list:
-                    break
                 base = gi.base  # a view's owner; the pool's block, a bytearray, is no array's (backend.is_view)
                 o = id(gi if base is None or type(base) is bytearray else backend.owner(gi))
                 if o in seen:
@@ -301,11 +296,11 @@ def _read_twice(g, g_shared, input_grads):
                 seen.append(o)
         else:
             return None
-    parts = [p for gi in input_grads if gi is not None for p in (gi if type(gi) is list else (gi,))]
+    parts = [gi for gi in input_grads if gi is not None]
     owners = [id(backend.owner(p)) if backend.is_array(p) else id(p) for p in parts]
     twice = {o for o in owners if owners.count(o) > 1}
     if g_shared:
-        twice.update(id(p) for p in parts if p is g or not (backend.is_array(p) and backend.is_array(g)))
+        twice.update(id(p) for p in parts if p is g or not backend.is_array(p))
     return twice or None
 
 
