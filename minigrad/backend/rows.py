@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .device import is_array, is_float, is_meta, on_gpu, xp_of
+from .device import BFLOAT16, is_array, is_meta, on_gpu, xp_of
 from .pool import made
 
 # NOTE [2-byte sums]: float16 keeps 11 significant bits and bfloat16 8. Added up one after another in their own
@@ -24,7 +24,7 @@ _F32 = np.dtype("float32")
 
 def accumulator(dtype):
     """float32 for a 2-byte float (float16, bfloat16), which PyTorch adds up in float32 (NOTE [2-byte sums])."""
-    return _F32 if dtype.itemsize == 2 and is_float(dtype) else None
+    return _F32 if dtype.itemsize == 2 and (dtype.kind == "f" or dtype == BFLOAT16) else None  # is_float's test
 
 
 def widen(array):
@@ -53,7 +53,7 @@ def in_float32(fn, axes, *arrays):
     """fn(*arrays): fn reduces along `axes` (a tuple) and returns one array shaped as the first. A 2-byte float is
     computed in float32 and rounded once, a block of rows at a time (NOTE [2-byte rows]); others as they are."""
     first = arrays[0]
-    if accumulator(first.dtype) is None:
+    if first.dtype.itemsize != 2 or accumulator(first.dtype) is None:  # float32 and float64 ask no more (a call each)
         return fn(*arrays)
     split = next((i for i, n in enumerate(first.shape) if i not in axes and n > 1), None)  # an axis fn does not reduce
     if split is None or first.size <= _BLOCK:

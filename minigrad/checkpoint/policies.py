@@ -191,8 +191,13 @@ class _Entry:
 
 def _position(array, arrays, attrs):
     """Where `array` was handed to an op: its index among `arrays`, the name of the keyword argument, or None."""
-    k = next((k for k, b in enumerate(arrays) if array is b), None)
-    return k if k is not None else next((name for name, b in attrs.items() if array is b), None)
+    for k, b in enumerate(arrays):  # loops, not generators: asked for every array an op of a checkpoint saves
+        if array is b:
+            return k
+    for name, b in attrs.items():
+        if array is b:
+            return name
+    return None
 
 
 class _CheckpointCache(Cache):
@@ -270,18 +275,18 @@ class OpCache(_CheckpointCache):
         e = _Entry(name, len(self.entries))
         if self.count_flops:
             e.flops = sum(op.flops(arrays, out).values())
-        e.producers = tuple(self._producer(a) for a in arrays)
+        e.producers = tuple([self._producer(a) for a in arrays])
         self.saw_op(inputs, name, e.producers)
         reads = arrays  # what the recompute may read: all its inputs, if it runs again
-        if record is not None and name not in ("checkpoint", "checkpoint_output") and not any(out is a for a in arrays):
+        if record is not None and name not in ("checkpoint", "checkpoint_output") and not any([out is a for a in arrays]):
             saved = record.saved
             e.record, e.n_saved = record, len(saved)
             e.meta = (out.shape, out.dtype, backend.xp_of(out))  # for a placeholder, if it does not run again
             # where each saved array came from: an input (its index) or a keyword argument (its name: a dropout mask)
-            e.refill = tuple((i, k) for i, a in enumerate(saved) if a is not None
-                             for k in [_position(a, arrays, attrs)] if k is not None)
+            e.refill = tuple([(i, k) for i, a in enumerate(saved) if a is not None
+                              for k in [_position(a, arrays, attrs)] if k is not None])
             e.own_out = next((i for i, a in enumerate(saved) if a is out), None)
-            e.extra = len(e.refill) + (e.own_out is not None) < sum(a is not None for a in saved)
+            e.extra = len(e.refill) + (e.own_out is not None) < sum([a is not None for a in saved])
             if getattr(op, "rng_state", None) is not None:  # it drew from the generator (sdpa's dropout): a replay
                 e.rng_after = get_rng_state()                 # moves the generator on as the forward did
             # a view (reshape, transpose, a slice) costs nothing to make again, and made again it views the
@@ -392,7 +397,7 @@ class OpCache(_CheckpointCache):
         again, or remembered)."""
         if id(record) not in self._chosen:
             return None
-        return tuple(None if any(a is t._data for t in inputs) else a for a in record.saved)
+        return tuple([None if any([a is t._data for t in inputs]) else a for a in record.saved])
 
     def seal(self, outputs):
         """The forward is over, and `outputs` are the arrays of the function's results that its ops made.

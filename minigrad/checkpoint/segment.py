@@ -108,11 +108,11 @@ def _saved_by(records):
     dropped it inside a checkpoint's forward), in the order they were made."""
     found = []
     for r in sorted(records, key=lambda r: r.seq):
-        metas = tuple(m for m in r.packed.metas if m is not None) if r.packed is not None else \
-            tuple(_meta(a) for a in r.saved if backend.is_array(a))
+        metas = tuple([m for m in r.packed.metas if m is not None]) if r.packed is not None else \
+            tuple([_meta(a) for a in r.saved if backend.is_array(a)])
         if isinstance(r, Checkpoint):  # its inputs; the outputs its policy remembers are none in a forward that
             metas = metas[:r.n_inputs]  # keeps nothing (a checkpoint inside another's forward)
-        found.extend((r.name, m) for m in metas)
+        found.extend([(r.name, m) for m in metas])
     return found
 
 
@@ -233,8 +233,8 @@ class Checkpoint(ops.Op):
         backward_from(roots, gradients)
         handed = [(edge, part) for edge, node in zip(self.edges, nodes) if isinstance(node, ops.Op)
                   for part in parts[id(node)].parts]
-        self.next = tuple(edge for edge, _ in handed)
-        return tuple(part for _, part in handed)
+        self.next = tuple([edge for edge, _ in handed])
+        return tuple([part for _, part in handed])
 
     def _name(self):
         return getattr(self.function, "__name__", type(self.function).__name__)
@@ -377,9 +377,10 @@ def _collect_at_the_inputs(records, start, parts, who):
     _Parts instead of its record (NOTE [checkpoint sums]): through a stand-in for an input, or the input itself taken
     by closure. A tensor from before that is no input has none: the forward did not reach it."""
     for r in records:
-        if any(isinstance(n, ops.Op) and n.seq <= start for n in r.next):
+        before = [isinstance(n, ops.Op) and n.seq <= start for n in r.next]
+        if True in before:
             try:
-                r.next = tuple(parts[id(n)] if isinstance(n, ops.Op) and n.seq <= start else n for n in r.next)
+                r.next = tuple([parts[id(n)] if b else n for n, b in zip(r.next, before)])
             except KeyError:
                 raise RuntimeError(f"checkpoint: recomputing '{who}' in backward reached a tensor from before the "
                                    f"checkpoint that the forward did not (read by '{r.name}'). A checkpointed "

@@ -440,8 +440,9 @@ class Sigmoid(Op):
 
     @staticmethod
     def _grad(y, g):
-        d = xp_of(y).multiply(g, y, out=empty_like(y))
-        d *= xp_of(y).subtract(1, y, out=empty_like(y))  # g y (1 - y)
+        xp = xp_of(y)
+        d = xp.multiply(g, y, out=empty_like(y))
+        d *= xp.subtract(1, y, out=empty_like(y))  # g y (1 - y)
         return d
 
 

@@ -236,7 +236,7 @@ class KeepingNothing:
 
     def pack(self, record, inputs, out):
         kept = None if self.cache is None else self.cache.keeps(record, inputs)
-        metas = tuple((a.shape, a.dtype, backend.device_of(a)) if backend.is_array(a) else None for a in record.saved)
+        metas = tuple([(a.shape, a.dtype, backend.device_of(a)) if backend.is_array(a) else None for a in record.saved])
         return (() if kept is None else kept), _Dropped(metas)
 
 
