@@ -811,6 +811,24 @@ def test_closure_over_a_tensor_that_requires_grad_is_refused():
     assert x.grad is not None and lin.weight.grad is not None
 
 
+def test_a_recompute_that_reaches_a_tensor_the_forward_did_not_is_refused():
+    """The recompute's edges to tensors from before the checkpoint go to its own leaves, one per argument (NOTE
+    [checkpoint sums]); one that reads another such tensor (here by closure, on a flag the forward did not see set)
+    has none: refused, naming the op, and no gradient reaches the other tensor's record."""
+    lin = nn.Linear(4, 4)
+    a, b = lin(mg.randn(2, 4)), lin(mg.randn(2, 4))  # computed before the checkpoint, both require grad
+    swap = []
+
+    def f(t):
+        return t.tanh() * (b if swap else t)
+
+    y = mg.checkpoint(f, a, determinism_check="none")
+    swap.append(True)
+    with pytest.raises(RuntimeError, match=r"reached a tensor from before the checkpoint that the forward did not "
+                                           r"\(read by 'mul'\)"):
+        y.sum().backward()
+
+
 def test_under_no_grad_checkpoint_just_runs_the_function():
     block = nn.Sequential(*make_mlp(3))
     x = mg.randn(4, 16, requires_grad=True)
