@@ -311,8 +311,9 @@ def _retain_as_in_forward(inside, outputs, start):
 # order. So the CheckpointOutput record does not report: its backward takes the request off the record before the
 # tape asks for it (the tape asks after a record's backward), and the Checkpoint record, whose backward runs after
 # every CheckpointOutput's, gives it to the twin, which reports the whole gradient, and puts it back on the
-# CheckpointOutput record (for a second backward, or an in-place write that moves it on). A request on a tensor made
-# inside (NOTE [retain_grad inside a checkpoint]) for the same twin gives way to the output's.
+# CheckpointOutput record (for a second backward, or an in-place write that moves it on). Where the function also
+# asked retain_grad() of the tensor it returned (NOTE [retain_grad inside a checkpoint] gives that request to the same
+# twin), the twin reports to both, as in a plain run, where they are one tensor (_Both).
 
 
 def _retain_outputs_in_the_recompute(slots, records):
@@ -325,7 +326,26 @@ def _retain_outputs_in_the_recompute(slots, records):
         asked = record.retained if record.retained is not None else record.asked
         record.retained, record.asked = asked, None
         if asked is not None:
-            twin.retained = asked
+            twin.retained = asked if twin.retained is None else _Both(twin.retained, asked)
+
+
+class _Both:
+    """Two retain_grad() requests on one record (NOTE [retain_grad on a checkpoint's output]): called as the tape
+    calls a request (a weak reference), it is the tensor told the gradient, and tells both. The second takes a copy:
+    the first took g as an array someone else may read (`shared`, NOTE [who owns a gradient], tensor/tape.py)."""
+    __slots__ = ("first", "second")
+
+    def __init__(self, first, second):
+        self.first, self.second = first, second
+
+    def __call__(self):
+        return self
+
+    def _accumulate(self, g, taken, shared):
+        for ref in (self.first, self.second):
+            t = ref()
+            if t is not None:
+                t._accumulate(g, taken, shared)
 
 
 class CheckpointOutput(ops.Op):
