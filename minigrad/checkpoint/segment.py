@@ -229,7 +229,7 @@ class Checkpoint(ops.Op):
         # the plain run. Leaves (parameters) get theirs directly: every other use of a leaf is before or after
         # the segment, so adding into .grad as the recompute goes keeps the plain order too.
         parts = {id(node): _Parts(node) for node in nodes if isinstance(node, ops.Op)}
-        _collect_at_the_inputs(records_since(roots, start), start, parts, self._name())
+        _collect_at_the_inputs(roots, start, parts, self._name())
         backward_from(roots, gradients)
         handed = [(edge, part) for edge, node in zip(self.edges, nodes) if isinstance(node, ops.Op)
                   for part in parts[id(node)].parts]
@@ -392,15 +392,27 @@ class _Parts:
         self.parts.append(g)  # unmarked: the Checkpoint record's hand-out marks them again (NOTE [who owns a gradient])
 
 
-def _collect_at_the_inputs(records, start, parts, who):
-    """Point the recompute's `records` (made after `start`) that read a tensor from before it at that tensor's
-    _Parts instead of its record (NOTE [checkpoint sums]): through a stand-in for an input, or the input itself taken
-    by closure. A tensor from before that is no input has none: the forward did not reach it."""
-    for r in records:
-        before = [isinstance(n, ops.Op) and n.seq <= start for n in r.next]
-        if True in before:
+def _collect_at_the_inputs(roots, start, parts, who):
+    """Walk the recompute's records (made after `start`) from `roots`, and point each edge that leads to a record
+    from before the recompute at that record's _Parts instead (NOTE [checkpoint sums]): through a stand-in for an
+    input, or the input itself taken by closure. A tensor from before that is no input has none: the forward did not
+    reach it."""
+    stack, seen = [t._ctx for t in roots], set()
+    while stack:
+        r = stack.pop()
+        if r in seen:
+            continue
+        seen.add(r)
+        before = False
+        for n in r.next:
+            if isinstance(n, ops.Op):
+                if n.seq > start:
+                    stack.append(n)
+                else:
+                    before = True
+        if before:
             try:
-                r.next = tuple([parts[id(n)] if b else n for n, b in zip(r.next, before)])
+                r.next = tuple([parts[id(n)] if isinstance(n, ops.Op) and n.seq <= start else n for n in r.next])
             except KeyError:
                 raise RuntimeError(f"checkpoint: recomputing '{who}' in backward reached a tensor from before the "
                                    f"checkpoint that the forward did not (read by '{r.name}'). A checkpointed "
