@@ -349,7 +349,7 @@ class _Both:
 
 
 class CheckpointOutput(ops.Op):
-    """One of several tensor outputs of a checkpoint: its gradient goes back as {slot: gradient}
+    """One of several tensor outputs of a checkpoint: its gradient is left with the Checkpoint record, by slot
     (NOTE [checkpoint outputs])."""
     name = "checkpoint_output"
     counts_flops = False
