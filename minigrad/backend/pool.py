@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from .device import _cupy, as_array, normalize_device, xp_of
+from .device import _cupy, normalize_device, xp_of
 
 
 # NOTE [host memory between steps]: NumPy takes each array's memory from glibc's malloc. For blocks of a few
@@ -101,7 +101,7 @@ def made(array):
     """array, just made by an op (a temporary, or its output), told to the active profile (NOTE [every array an op
     makes]): counted from now until it dies. Returns array; NumPy's 0-d result, a scalar, as a 0-d array (as the tape
     makes an op's output), which the profile can follow, as 'meta' and CuPy make one."""
-    array = as_array(array)
+    array = np.asarray(array) if isinstance(array, np.generic) else array  # as_array, inline: a call less an op
     if _report is not None:
         _report(array, False)
     return array
