@@ -360,6 +360,24 @@ def test_rng_state_replays_the_same_mask():
     np.testing.assert_array_equal(d(x).numpy(), a)
 
 
+def test_a_state_is_a_snapshot_both_ways():
+    """NOTE [a state is already a copy] (backend/random.py): no copy of our own, so NumPy must give one. Changing the
+    dict get_rng_state gave, or the dict set_rng_state was given, must not move the generator."""
+    mg.manual_seed(5)
+    state = mg.get_rng_state()
+    first = mg.rand(4).numpy()
+    state["state"]["state"] += 1  # the snapshot changed after it was taken
+    mg.set_rng_state(mg.get_rng_state())  # reading and setting again: the generator is where it was
+    second = mg.rand(4).numpy()
+    mg.manual_seed(5)
+    given = mg.get_rng_state()
+    mg.set_rng_state(given)
+    given["state"]["state"] += 1  # the dict passed in changed after it was set
+    np.testing.assert_array_equal(mg.rand(4).numpy(), first)
+    np.testing.assert_array_equal(mg.rand(4).numpy(), second)
+    assert mg.get_rng_state() is not mg.get_rng_state()
+
+
 def test_dropout_eval_is_identity():
     d = nn.Dropout(0.5).eval()
     x = mg.randn(10, 10, requires_grad=True)

@@ -7,7 +7,6 @@ numbers on 'cpu' and 'cuda'. On 'meta' nothing is drawn (`draw`).
 
 Read next: special.py, then ops/.
 """
-import copy
 
 import numpy as np
 
@@ -29,13 +28,19 @@ def manual_seed(seed):
     _generator = np.random.Generator(np.random.PCG64(seed if seed >= 0 else 0xffff_ffff_ffff_ffff + seed))
 
 
+# NOTE [a state is already a copy]: NumPy's bit generator builds a new dict of Python ints each time its `state` is
+# read, and its setter copies the numbers out of the dict it is given and keeps no reference to it. So a read is a
+# snapshot, and a dict passed in may be changed after, with no copy of our own (copy.deepcopy's was 9,000 of the 71,000
+# Python opcodes of a checkpointed chain's step, which reads and sets the state twice per segment: bench/NOTES.md).
+# tests/test_nn_optim.py checks both halves on the NumPy it runs with.
 def get_rng_state():
-    """A snapshot of the generator's state, to pass to set_rng_state later."""
-    return copy.deepcopy(_generator.bit_generator.state)
+    """A snapshot of the generator's state, to pass to set_rng_state later (NOTE [a state is already a copy])."""
+    return _generator.bit_generator.state
 
 
 def set_rng_state(new_state):
-    _generator.bit_generator.state = copy.deepcopy(new_state)
+    """Put the generator back at a state that get_rng_state gave (NOTE [a state is already a copy])."""
+    _generator.bit_generator.state = new_state
 
 
 def generator():
