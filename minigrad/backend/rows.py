@@ -55,10 +55,8 @@ def in_float32(fn, axes, *arrays):
     first = arrays[0]
     if first.dtype.itemsize != 2 or accumulator(first.dtype) is None:  # float32 and float64 ask no more (a call each)
         return fn(*arrays)
-    if first.size <= _BLOCK:  # one block: the whole input at once (first, as it is the common case)
-        return narrow(fn(*map(widen, arrays)), first.dtype)
     split = next((i for i, n in enumerate(first.shape) if i not in axes and n > 1), None)  # an axis fn does not reduce
-    if split is None:
+    if split is None or first.size <= _BLOCK:
         return narrow(fn(*map(widen, arrays)), first.dtype)
     # not lent by the host pool, as astype's result was not (a lent one would do as well since NOTE [a lent array
     # owns its views], pool.py: a gradient flipped back, cumsum's, is a view of it on every device)

@@ -417,17 +417,12 @@ class Tanh(Op):
     def backward(self, g):
         if LEARNED and (mine := learned("Tanh.backward", self, g)) is not NotImplemented:  # NOTE [learner's pieces]
             return mine
-        y = self.saved[0]
-        if y.dtype.itemsize != 2:  # in_float32's first test, here: a call less per op (NOTE [per-op overhead], tensor/tensor.py)
-            return (self._grad(y, g),)
-        return (in_float32(self._grad, (), y, g),)  # a 2-byte y: in float32, rounded once (as Sigmoid)
+        return (in_float32(self._grad, (), self.saved[0], g),)  # a 2-byte y: in float32, rounded once (as Sigmoid)
 
     @staticmethod
     def _grad(y, g):  # g (1 - y^2) in one array (empty_like, not out_like: a 0-d product without out= is a scalar)
-        xp = xp_of(y)
-        d = xp.multiply(y, y, out=empty_like(y))
-        xp.subtract(1, d, out=d)
-        return xp.multiply(d, g, out=d)
+        d = xp_of(y).multiply(y, y, out=empty_like(y))
+        return xp_of(y).multiply(xp_of(y).subtract(1, d, out=d), g, out=d)
 
 
 class Sigmoid(Op):
