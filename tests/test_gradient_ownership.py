@@ -13,7 +13,7 @@ values and a .grad the user held (unless it is still the leaf's .grad) must be a
 """
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 import minigrad as mg
 from minigrad import ops
@@ -106,8 +106,9 @@ def run(engine, program, values, bias, retained, inside=False):
             # retain_grad inside a checkpoint is its own subject (test_checkpoint); on its outputs it is here (where one
             # output is computed from another, NOTE [retain_grad on a checkpoint's output], found here)
             if not inside and not a.is_leaf:
-                a.retain_grad()
-                retained.append(a)
+                a.retain_grad()  # a second request on one tensor is allowed (PyTorch's too)
+                if all(a is not r for r in retained):  # listed once: its .grad twice would "share memory" with itself
+                    retained.append(a)
             continue
         values.append({
             "add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "matmul": lambda: a @ b,
@@ -227,6 +228,7 @@ def check_against_torch(program, schedule, seed, in_loss=None):
 @needs_torch
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps, calls, st.integers(0, 2**16))
+@example([("add", 0, 0), ("retain", 1, 0), ("retain", 1, 0)], [("fresh", False, False, "keep")], 0)  # retained twice
 def test_every_gradient_is_pytorchs_however_arrays_are_handed_on(program, schedule, seed):
     check_against_torch(program, schedule, seed)
 
