@@ -173,3 +173,33 @@ def test_a_user_mode_beside_autocast_the_profiler_and_a_checkpoint_changes_no_gr
     assert with_mode[1:] == without[1:]
     names = [name for _, name, _ in log]
     assert names.count("linear") == 4 and "checkpoint" in names  # the forward's two, the recompute's two
+
+
+class CastsToFloat32(OpMode):
+    """A mode that says it casts an op's floats itself (OpMode.casts_inputs), as autocast's policy does: it notes the
+    dtypes it is handed and runs the op on float32 copies."""
+    casts_inputs = True
+
+    def __init__(self, log):
+        self.log = log
+
+    def __op__(self, op_cls, inputs, attrs, run):
+        self.log.append((op_cls.name, tuple(t.dtype.name for t in inputs)))
+        if op_cls.name == "cast":
+            return run(op_cls, inputs, attrs)
+        return run(op_cls, tuple(t.to("float32") if t.dtype.name == "float16" else t for t in inputs), attrs)
+
+
+def test_a_mode_that_casts_inputs_itself_is_handed_mixed_floats_unpromoted():
+    """The Tensor's operators and cat promote mixed floats first, unless a mode says it casts them itself: then it is
+    handed them as they are (the face asks the mode, and names no feature: NOTE [op modes])."""
+    a, b = mg.ones(3, dtype="float16"), mg.ones(3)
+    log = []
+    with CastsToFloat32(log):
+        s, c = a + b, mg.cat([a, b])
+    assert ("add", ("float16", "float32")) in log and ("cat", ("float16", "float32")) in log
+    assert s.dtype.name == c.dtype.name == "float32" and s.tolist() == [2.0] * 3
+    plain = []
+    with Log("plain", plain):  # casts_inputs is False: promoted before the mode sees the op, a cast of its own
+        a + b
+    assert plain == [("plain", "cast", ("float16",)), ("plain", "add", ("float32", "float32"))]

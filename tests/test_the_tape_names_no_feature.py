@@ -63,6 +63,40 @@ def test_keep_reads_only_the_hooks_and_the_listener():
     assert read == {"saved_hooks", "profiler"}
 
 
+# The rest of the core, the Tensor's face included, asks the seams what it must know and names no feature either: every
+# function and method of these files (tensor/modes.py, which declares the seams and the place each feature's mode takes
+# in the stack, NOTE [op modes], is the one file of tensor/ left out). A mode says what the face must know of it
+# (OpMode.casts_inputs: autocast; OpMode.replaying: a checkpoint's recompute), as a dispatch key does in PyTorch.
+FACE = ("tensor", "tape", "methods", "args", "factories", "names", "promotion")
+# Learner mode's registry (ops.LEARNED, NOTE [learner's pieces], ops/base.py) is a seam itself: the engine looks a
+# learner's piece up in it where that piece would run.
+FACE_ALLOWED = {("tensor", "Tensor.backward", "learn")}
+
+
+def _functions(module):
+    """{qualified name: function} of every function and method a module defines in its own source."""
+    found = {}
+    for name, value in vars(module).items():
+        if inspect.isfunction(value) and value.__module__ == module.__name__:
+            found[name] = value
+        elif inspect.isclass(value) and value.__module__ == module.__name__:
+            for attr, member in vars(value).items():
+                member = getattr(member, "__func__", getattr(member, "fget", member))
+                if inspect.isfunction(member):
+                    found[f"{name}.{attr}"] = member
+    return found
+
+
+@pytest.mark.parametrize("file", FACE)
+def test_the_tensors_face_asks_the_seams_and_names_no_feature(file):
+    module = importlib.import_module(f"minigrad.tensor.{file}")
+    found = {(file, name, f) for name, fn in _functions(module).items()
+             for f in {f for f in FEATURES for w in _code_words(fn) if f in w.lower()}}
+    assert found <= FACE_ALLOWED, (f"minigrad/tensor/{file}.py names a feature: {sorted(found - FACE_ALLOWED)}; ask a "
+                                   f"seam instead (an op mode's own answer, as OpMode.casts_inputs)")
+    assert len(_functions(module)) > 3  # the check read the file's functions
+
+
 def test_the_check_finds_a_feature_in_code_and_not_in_prose():
     def wired(record, inputs):
         """A checkpoint's cache is asked here."""  # prose: not counted

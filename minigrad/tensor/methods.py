@@ -542,7 +542,7 @@ class InPlace:
                                f"x = x ... to make a new tensor")
         # a selective checkpoint's recompute repeats writes that passed these checks on the forward's arrays, and
         # may write into a placeholder, which looks like an expanded view (NOTE [selective checkpoint])
-        replay = _on.cache is not None and _on.cache.replaying
+        replay = any([m.replaying for m in _on.modes])
         shared = any(step == 0 and n > 1 for step, n in zip(self._data.strides, self.shape))
         if not replay and shared and self._data.size:  # NumPy gives an empty array zero strides: no expand()
             raise RuntimeError(f"{name}: this tensor is an expand()ed view, in which several elements share one "

@@ -75,6 +75,8 @@ class OpMode:
     modes a user enters (the innermost `with` first, as PyTorch's), then a checkpoint's cache, nearest the op.
     Unlike TorchDispatchMode a mode is not popped while its __op__ runs: an op it applies (autocast's casts) passes
     the whole stack, as every op does. Without an active mode the stack is empty, and apply reads one slot."""
+    casts_inputs = False  # it casts an op's floats itself (autocast): the Tensor's operators do not promote them first
+    replaying = False     # it replays a forward's ops (a checkpoint's recompute): writes it repeats were checked then
 
     def __op__(self, op_cls, inputs, attrs, run):
         return run(op_cls, inputs, attrs)
@@ -349,7 +351,6 @@ class Cache(OpMode):
                                         [placeholders], checkpoint/policies.py): autocast's weight-cast cache asks
 
     Everything else goes the other way: the cache calls the tape (record, keep, hand_over, release, watching_reads)."""
-    replaying = False
 
     def __op__(self, op_cls, inputs, attrs, run):
         t = self.replayed(op_cls, inputs, attrs)
@@ -384,6 +385,7 @@ class Autocast(OpMode):
     mode too, which lets it be: a cast has one input): the gradient goes back through it into a float32 weight, in
     float32, and the modes below (the profiler, a checkpoint's cache) see it as any op. Outside a region autocast
     costs apply nothing (before it was a mode, it was one slot's read, about 14 ns per op on CPython 3.11)."""
+    casts_inputs = True  # by the policy's lists: the Tensor's operators hand it floats of two dtypes as they are
 
     def __op__(self, op_cls, inputs, attrs, run):
         return run(op_cls, self.inputs(op_cls.name, inputs, op_cls.same_dtype), attrs)

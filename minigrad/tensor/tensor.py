@@ -133,7 +133,7 @@ def _operands(a, b, op, true_division=False, into=None):
                             f"wrap arrays with mg.tensor(...){hint}")
     like = a if isinstance(a, Tensor) else b
     floats = {x.dtype for x in (a, b) if isinstance(x, Tensor) and backend.is_float(x.dtype)}
-    if len(floats) > 1 and _on.autocast is not None:  # autocast casts an op's floats itself (its op mode), by one rule
+    if len(floats) > 1 and any([m.casts_inputs for m in _on.modes]):  # a mode casts them itself (autocast), by one rule
         return a, b
     target = result_type(op, (a, b))
     if true_division and promotion.kind(target) < 2:
@@ -146,9 +146,9 @@ def _operands(a, b, op, true_division=False, into=None):
 
 def _one_dtype(op, tensors):
     """cat's and stack's tensors in one dtype, torch.result_type's, 0-d ones joined as 1-d ones, as PyTorch's stack
-    joins them (NOTE [type promotion], promotion.py); under autocast mixed floats pass, as in _operands."""
+    joins them (NOTE [type promotion], promotion.py); mixed floats pass where a mode casts them, as in _operands."""
     dtypes = {t.dtype for t in tensors}
-    if len(dtypes) == 1 or _on.autocast is not None and sum(backend.is_float(d) for d in dtypes) > 1:
+    if len(dtypes) == 1 or any([m.casts_inputs for m in _on.modes]) and sum(backend.is_float(d) for d in dtypes) > 1:
         return list(tensors)
     target = result_type(op, tensors, all_dims=True)
     return [t if t.dtype == target else t.to(target) for t in tensors]
