@@ -486,8 +486,9 @@ def test_the_cache_switch_is_a_context_manager_with_a_query():
 
 def test_the_cache_answers_what_the_tape_asks_and_nothing_else():
     """NOTE [the cache asks, the tape answers]: the tape calls a checkpoint's cache only through tensor.Cache's
-    questions, and its defaults are what the tape does without one. Two the tape asks through the switch (keep,
-    the in-place writes), two the cache's op mode asks, around each op (NOTE [op modes])."""
+    questions, and its defaults are what the tape does without one. One the tape asks through the switch (keep's
+    pack), two the cache's op mode asks, around each op (NOTE [op modes]); `replaying`, which the in-place writes
+    read, every op mode declares (OpMode.replaying), and the Tensor's face asks the active modes, not the cache."""
     import ast
     import inspect
     import textwrap
@@ -499,7 +500,11 @@ def test_the_cache_answers_what_the_tape_asks_and_nothing_else():
         for node in ast.walk(ast.parse(inspect.getsource(module))):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "cache":
                 asked.add(node.attr)  # _on.cache.<question>
-    assert asked == {"keeps", "replaying"}
+    assert asked == {"keeps"}
+    write = inspect.getsource(importlib.import_module("minigrad.tensor.methods").InPlace._write)
+    assert "m.replaying for m in _on.modes" in write and "replaying" in vars(importlib.import_module(
+        "minigrad.tensor.modes").OpMode)
+    asked.add("replaying")
     for cls in (Cache, *OpCache.__mro__[:OpCache.__mro__.index(Cache)]):
         if "__op__" in vars(cls):
             tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__op__)))
