@@ -31,7 +31,8 @@ def manual_seed(seed):
 # NOTE [a state is already a copy]: NumPy's bit generator builds a new dict of Python ints each time its `state` is
 # read, and its setter copies the numbers out of the dict it is given and keeps no reference to it. So a read is a
 # snapshot, and a dict passed in may be changed after, with no copy of our own (copy.deepcopy's were 9,816 of the
-# 71,397 Python opcodes of a checkpointed chain's step, which reads and sets the state twice per segment: bench/NOTES.md).
+# 71,397 Python opcodes of a checkpointed chain's step, which reads and sets the state twice per segment:
+# bench/NOTES.md).
 # tests/test_nn_optim.py checks both halves on the NumPy it runs with.
 def get_rng_state():
     """A snapshot of the generator's state, to pass to set_rng_state later (NOTE [a state is already a copy])."""
