@@ -405,9 +405,9 @@ def test_a_checkpoint_written_with_hooks_gives_the_engines_checkpoint_gradients_
 
 
 class _Slot:
-    """What a forward record holds under frugal_checkpoint: a tensor, once the checkpoint's exit or its recompute
-    fills it; `alive`, the forward's tensor where it lives on anyway (an argument, a parameter, an output)."""
-    tensor = alive = None
+    """What a forward record holds under frugal_checkpoint: a tensor, at once where the forward's lives on anyway
+    (an argument, a parameter), at the checkpoint's exit (an output), or when its recompute fills it."""
+    tensor = None
 
 
 class _Stop(Exception):
@@ -444,7 +444,7 @@ def frugal_checkpoint(function, *args):
         if group[-1] == k:
             first[id(t)] = (weakref.ref(t), k)
         if args_by_id.get(id(t)) is t or (t.is_leaf and t.requires_grad):
-            s.alive = s.tensor = t
+            s.tensor = t
         s.forward = weakref.ref(t)  # to find the function's outputs at its exit
         slots.append(weakref.ref(s))
         return s
@@ -483,7 +483,7 @@ def frugal_checkpoint(function, *args):
     for r in slots:  # at the exit: a slot whose forward tensor is an output the caller holds is filled with it
         s = r()
         if s is not None and s.tensor is None and outs.get(id(s.forward())) is s.forward():
-            s.alive = s.tensor = s.forward()
+            s.tensor = s.forward()
     return out
 
 
